@@ -1,0 +1,35 @@
+// The whole input of a simulation and its parser. parse_config is the only place that reads
+// config JSON; it resolves presets (deep-merging overrides), checks the exact key set and
+// every value, and throws proteus::Error with the JSON path of the first problem.
+#pragma once
+#include <cstdint>
+#include <string>
+#include "proteus/cluster_spec.h"
+#include "proteus/model_spec.h"
+#include "proteus/strategy_spec.h"
+#include "proteus/training_spec.h"
+
+namespace proteus {
+
+// Simulation switches (top-level "simulation" object, optional).
+struct SimulationSpec {
+  bool symmetry = true;          // simulate one rank per class of identical ranks
+  int64_t max_tasks = 50'000'000;   // refuse graphs bigger than this (clear error)
+  int64_t max_events = 500'000'000;
+  int64_t max_timeline_spans = 2'000'000;
+};
+
+struct Config {
+  std::string name;  // optional, scenarios use it
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingSpec training;
+  StrategySpec strategy;
+  SimulationSpec simulation;
+};
+
+Config parse_config(const std::string& json_text);
+// The resolved config as JSON text (every field explicit), for `proteus show`.
+std::string config_to_json(const Config& config, int indent = 2);
+
+}  // namespace proteus

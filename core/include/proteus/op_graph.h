@@ -1,0 +1,115 @@
+// The model as a graph of ops (DESIGN.md §3, "OpGraph"): a tree of modules whose leaves own
+// ops; ops read and write tensors. Shapes are global (the whole data-parallel micro-batch),
+// named by iteration dims, so that a strategy can split any dim and the compiler can derive
+// tensor layouts and communication from the names alone.
+//
+// Conventions every builder follows, so that strategies can refer to dims by name:
+//   "batch"  samples of the micro-batch (split by dp/ep);     "seq" tokens (split by cp / sp)
+//   "hidden" model width; "heads" attention heads (q side);  "kv_heads" GQA key/value heads
+//   "head_dim"; "ffn" MLP inner width; "vocab"; "expert"; "tokens" routed tokens per expert
+//   "in" / "out" generic linear features; "cin" / "cout" / "h" / "w" / "kh" / "kw" for convs
+//   "table" / "rows" / "dim" / "lookups" for embedding tables.
+// A dim that indexes no output of an op is a reduction dim of that op.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace proteus {
+
+enum class OpKind {
+  Matmul,       // dense GEMM (linear layers, expert GEMMs, LM head)
+  Attention,    // core attention: QK^T, softmax, dropout, AV (fused or not)
+  Conv2d,
+  Embedding,    // gather rows of a table (token / position / DLRM tables)
+  Norm,         // LayerNorm, RMSNorm, BatchNorm
+  Elementwise,  // activations, residual adds, dropout, rotary, bias
+  Softmax,
+  Pool,
+  Router,       // MoE gate: scores + top-k
+  Dispatch,     // MoE permutation of tokens to experts (and back: Combine)
+  Loss,         // cross-entropy
+  Interaction,  // DLRM pairwise dot products
+  Custom,
+};
+
+struct Dim {
+  std::string name;
+  int64_t size = 1;
+};
+
+// How an op sees a tensor: for each tensor axis, the index of the op's iteration dim that
+// indexes it. Op "Linear" (dims batch, seq, out, in) reads x[batch, seq, in] as {0, 1, 3}.
+struct TensorUse {
+  int tensor = -1;
+  std::vector<int> dims;
+};
+
+struct Tensor {
+  std::string name;
+  std::vector<int64_t> shape;   // global shape
+  double bytes_per_element = 2;
+  bool is_weight = false;       // a trainable parameter
+  int producer = -1;            // op that writes it (-1: model input or weight)
+  int64_t elements() const;
+  double bytes() const { return static_cast<double>(elements()) * bytes_per_element; }
+};
+
+struct Op {
+  std::string name;   // short, e.g. "fc1"
+  OpKind kind = OpKind::Custom;
+  int module = -1;    // leaf module that owns it
+  std::vector<Dim> dims;  // iteration space
+  std::vector<TensorUse> inputs;   // activations read (not weights)
+  std::vector<TensorUse> weights;  // parameters read
+  TensorUse output;
+  // Tensors the backward needs beyond inputs/weights (softmax probabilities, dropout masks),
+  // global size; they are indexed by iteration dims like any tensor.
+  std::vector<TensorUse> saved_extra;
+  bool saves_inputs = true;        // backward needs the inputs (false for adds, dropout)
+  bool selective_recompute = false;  // Megatron selective recompute drops what this op saves
+  // Cost, for the whole global op (the compiler divides by the shards of its dims).
+  double fwd_flops = 0;
+  double fwd_bytes = 0;          // HBM traffic (reads + writes)
+  double bwd_input_flops = 0;    // B: gradient w.r.t. inputs
+  double bwd_input_bytes = 0;
+  double bwd_weight_flops = 0;   // W: gradient w.r.t. weights (0 if no weights)
+  double bwd_weight_bytes = 0;
+  // For the cost model: GEMM shape (M x N x K) of the forward, 0 if not a GEMM.
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;
+  int find_dim(const std::string& dim_name) const;  // -1 if absent
+};
+
+struct Module {
+  std::string name;   // segment: "layers", "3", "attention", ...
+  std::string path;   // dotted path from the root (root's path is "")
+  std::string kind;   // "model", "embedding", "layer", "attention", "mlp", "moe", "norm", "head", "conv", ...
+  int parent = -1;
+  std::vector<int> children;
+  std::vector<int> ops;   // ops owned directly by this module (in execution order)
+  int layer = -1;         // index of the repeated block it belongs to (transformer layer, CNN stage), -1 if none
+};
+
+struct OpGraph {
+  std::string model_name;
+  std::vector<Module> modules;  // modules[0] is the root
+  std::vector<Op> ops;          // in a valid forward execution order
+  std::vector<Tensor> tensors;
+  int num_layers = 0;           // repeated blocks that pipeline stages split
+  int64_t batch = 0;            // samples in the graph's "batch" dim
+  int64_t samples_per_batch_unit = 1;  // tokens per sample for LMs (seq), 1 otherwise
+
+  int64_t parameter_count() const;    // sum over weight tensors (tied weights counted once)
+  double forward_flops() const;       // sum of fwd_flops
+  double training_flops() const;      // fwd + bwd_input + bwd_weight
+};
+
+struct ModelSpec;
+struct TrainingSpec;
+
+// Builds the graph for `batch` samples of training.seq_len tokens (LMs). Pure function.
+OpGraph build_op_graph(const ModelSpec& model, const TrainingSpec& training, int64_t batch);
+
+const char* to_string(OpKind);
+
+}  // namespace proteus

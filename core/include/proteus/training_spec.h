@@ -1,0 +1,24 @@
+// How the model is trained: the config's "training" object.
+#pragma once
+#include <cstdint>
+
+namespace proteus {
+
+enum class Precision { Fp32, Tf32, Fp16, Bf16, Fp8 };
+enum class Optimizer { Adam, Sgd };
+
+struct TrainingSpec {
+  int64_t global_batch = 0;  // samples (sequences, images) per iteration
+  int64_t seq_len = 0;       // transformers; 0 in the config = the model's
+  Precision precision = Precision::Bf16;
+  Optimizer optimizer = Optimizer::Adam;
+};
+
+const char* to_string(Precision);
+const char* to_string(Optimizer);
+// Bytes of one element of activations / weights in this precision (fp32 & tf32 → 4, else 2; fp8 → 1
+// for GEMM inputs but 2 for stored activations, as Transformer Engine keeps bf16 copies).
+double activation_bytes(Precision);
+bool is_mixed_precision(Precision);  // fp16/bf16/fp8: fp32 master weights and main grads
+
+}  // namespace proteus
