@@ -1,0 +1,24 @@
+// The core's whole surface for the CLI and the WebAssembly bindings: JSON text in, JSON
+// text out. Each function throws proteus::Error for bad input; error_json() renders one.
+#pragma once
+#include <string>
+#include "proteus/error.h"
+
+namespace proteus {
+
+struct SimulateOptions {
+  bool timeline = false;     // include "timeline" spans in the result
+  bool memory_curve = false; // include per-rank memory curves
+};
+
+std::string version();
+std::string presets_json();                               // {"models":[{name,..}],"clusters":[..],"scenarios":[..]}
+std::string preset_text(const std::string& kind, const std::string& name);  // the preset's JSON
+std::string show_json(const std::string& config_text);    // resolved config
+std::string tree_text(const std::string& config_text);    // resolved strategy tree, printable
+std::string compile_json(const std::string& config_text); // compile statistics
+std::string simulate_json(const std::string& config_text, const SimulateOptions& options);
+std::string chrome_trace_json(const std::string& config_text);
+std::string error_json(const Error& error);               // {"ok":false,"error":{code,path,message}}
+
+}  // namespace proteus

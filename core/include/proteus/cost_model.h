@@ -1,0 +1,27 @@
+// Compute cost (DESIGN.md §3, "CostModel"): roofline with calibrated efficiencies.
+//   GEMM: time = flops / (peak * eff), eff = wave quantization (tiles / (waves * SMs)) times a
+//         size-dependent ceiling that rises with K and falls for thin shapes, capped by the
+//         GPU's gemm_max_efficiency; never faster than its HBM traffic allows.
+//   attention: flops / (peak * attention_efficiency), bounded by memory traffic.
+//   memory-bound ops: bytes / (hbm * memory_bound_efficiency).
+//   plus kernel_launch_us per kernel. An optional measured table overrides matching ops.
+#pragma once
+#include <map>
+#include <string>
+#include "proteus/cluster_spec.h"
+#include "proteus/exec_graph.h"
+
+namespace proteus {
+
+struct CostModel {
+  GpuSpec gpu;
+  Precision precision = Precision::Bf16;
+  std::map<std::string, double> measured_us;  // op signature -> microseconds (optional)
+  double compute_time_s(const ComputeWork& work) const;
+  double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
+};
+
+// Signature used by measured tables: "matmul:M=..,N=..,K=..,B=..:bf16" / "attention:..." etc.
+std::string op_signature(const ComputeWork& work, Precision precision);
+
+}  // namespace proteus

@@ -1,0 +1,106 @@
+// The distributed execution graph (DESIGN.md §3, "ExecGraph"): what every simulated rank
+// runs, on which stream, after what. Produced by compile(), played by the HTAE executor.
+//
+// With the symmetry reduction on, only one representative rank per pipeline stage is
+// simulated (ranks differing only in dp/ep/cp/tp coordinates run identical programs);
+// `multiplicity` says how many GPUs it stands for, and collectives carry the mesh axes they
+// span so the executor can place the flows of every sibling group on the topology.
+// With it off, every GPU is a simulated rank and every collective lists all its members.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+#include "proteus/mesh.h"
+#include "proteus/op_graph.h"
+
+namespace proteus {
+
+enum class Phase : uint8_t { Forward, BackwardInput, BackwardWeight, Recompute, Optimizer, Sync };
+enum class Stream : uint8_t { Compute = 0, TpComm = 1, DpComm = 2, PpComm = 3 };
+constexpr int kNumStreams = 4;
+enum class TaskKind : uint8_t { Compute, Collective };
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+enum class MemCategory : uint8_t { Weights, Gradients, OptimizerStates, Activations, CommBuffers };
+constexpr int kNumMemCategories = 5;
+
+// What a compute task does on one GPU (already divided by its shards).
+struct ComputeWork {
+  OpKind op_kind = OpKind::Custom;
+  double flops = 0;
+  double bytes = 0;     // HBM traffic
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // per-GPU GEMM shape, 0 if none
+  int kernels = 1;      // kernel launches
+};
+
+// A memory change applied when a task starts (at_end = false) or ends (at_end = true).
+struct MemEvent {
+  MemCategory category = MemCategory::Activations;
+  bool at_end = false;
+  double bytes = 0;     // + allocate, - free
+};
+
+struct Task {
+  TaskKind kind = TaskKind::Compute;
+  Phase phase = Phase::Forward;
+  Stream stream = Stream::Compute;
+  int rank = -1;          // index into ExecGraph::ranks
+  int micro_batch = -1;   // -1: once per iteration
+  int label = -1;         // index into ExecGraph::labels ("layers.3.mlp.fc1")
+  int stage = 0;          // pipeline stage (virtual stage for interleaved schedules)
+  ComputeWork work;       // kind == Compute
+  int collective = -1;    // kind == Collective: index into ExecGraph::collectives
+};
+
+struct Collective {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  // Algorithm-independent size S per rank: all-reduce the buffer; all-gather the gathered
+  // output; reduce-scatter the unreduced input; all-to-all what each rank sends in total
+  // (its own share included); send-recv the message.
+  double bytes = 0;
+  AxisMask axes = 0;             // mesh axes the group spans (pp for send-recv)
+  std::vector<int> group;        // GPU ids of all members, in ring order
+  std::vector<int> member_tasks; // one task per simulated member rank (in the same ExecGraph)
+};
+
+struct SimRank {
+  int gpu = 0;
+  int stage = 0;          // physical pipeline stage
+  int multiplicity = 1;   // GPUs this rank stands for
+  std::array<double, kNumMemCategories> static_bytes{};  // held for the whole iteration
+};
+
+struct ExecGraph {
+  Mesh mesh;
+  bool symmetric = true;           // true: ranks are representatives of their stage
+  std::vector<SimRank> ranks;
+  std::vector<Task> tasks;
+  std::vector<int> dep_offsets{0}; // CSR: deps of task t are deps[dep_offsets[t] .. dep_offsets[t+1])
+  std::vector<int> deps;
+  std::vector<int> mem_offsets{0}; // CSR: memory events of task t
+  std::vector<MemEvent> mem_events;
+  // In-order queue per (rank, stream): queues[rank * kNumStreams + stream].
+  std::vector<std::vector<int>> queues;
+  std::vector<Collective> collectives;
+  std::vector<std::string> labels;
+
+  // For the report
+  double model_flops_per_iteration = 0;     // what MFU counts (no recompute)
+  double hardware_flops_per_iteration = 0;  // what the GPUs execute (recompute included)
+  int64_t samples_per_iteration = 0;
+  int64_t tokens_per_iteration = 0;
+  int micro_batches = 0;
+  int pipeline_stages = 1;
+  int gpus = 1;
+
+  // Builder helpers (the compiler appends tasks in program order per queue).
+  int add_task(const Task& t, const std::vector<int>& task_deps, const std::vector<MemEvent>& mem = {});
+  int label_id(const std::string& label);  // interns
+};
+
+const char* to_string(Phase);
+const char* to_string(Stream);
+const char* to_string(CollectiveKind);
+const char* to_string(MemCategory);
+
+}  // namespace proteus

@@ -1,0 +1,52 @@
+// The HTAE executor's output (DESIGN.md §1: "Trace") and the entry points of the pipeline.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+#include "proteus/config.h"
+#include "proteus/cost_model.h"
+#include "proteus/exec_graph.h"
+#include "proteus/topology.h"
+
+namespace proteus {
+
+struct Span {
+  int rank;            // simulated rank index
+  Stream stream;
+  int task;
+  double start_s, end_s;
+};
+
+struct MemorySample {
+  double time_s;
+  double bytes;
+};
+
+struct RankTrace {
+  std::array<double, kNumStreams> busy_s{};      // time each stream was busy
+  double compute_busy_s = 0;                     // == busy_s[Compute]
+  double exposed_comm_s = 0;                     // comm busy while compute idle
+  double peak_memory_bytes = 0;
+  std::array<double, kNumMemCategories> memory_at_peak_bytes{};
+  std::vector<MemorySample> memory_curve;        // (time, bytes) at every change (decimated)
+  double end_s = 0;
+};
+
+struct Trace {
+  double iteration_time_s = 0;
+  std::vector<double> task_start_s, task_end_s;  // per task of the ExecGraph
+  std::vector<RankTrace> ranks;                  // per simulated rank
+  int64_t events = 0;
+  int64_t flows = 0;
+};
+
+struct ExecOptions {
+  int64_t max_events = 500'000'000;
+  bool record_memory_curve = true;
+};
+
+// HTAE: plays the graph. Pure function; throws Error("limit_exceeded", ...) past max_events.
+Trace execute(const ExecGraph& graph, const CostModel& cost, const Topology& topology,
+              const ExecOptions& options);
+
+}  // namespace proteus
