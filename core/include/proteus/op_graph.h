@@ -75,8 +75,11 @@ struct Op {
   double bwd_input_bytes = 0;
   double bwd_weight_flops = 0;   // W: gradient w.r.t. weights (0 if no weights)
   double bwd_weight_bytes = 0;
-  // For the cost model: GEMM shape (M x N x K) of the forward, 0 if not a GEMM.
-  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;
+  // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
+  // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
+  // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),
+  // M=seq, N=seq_kv, K=head_dim for its QK^T product.
+  std::vector<int> gemm_m_dims, gemm_n_dims, gemm_k_dims, gemm_batch_dims;
   int find_dim(const std::string& dim_name) const;  // -1 if absent
 };
 

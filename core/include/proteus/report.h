@@ -1,0 +1,24 @@
+// Trace -> result JSON (DESIGN.md §5) and Chrome trace. Pure functions.
+#pragma once
+#include <string>
+#include "proteus/api.h"
+#include "proteus/config.h"
+#include "proteus/exec_graph.h"
+#include "proteus/simulation.h"
+
+namespace proteus {
+
+struct ReportInputs {
+  const Config& config;
+  const ExecGraph& graph;
+  const Trace& trace;
+  double wall_ms = 0;   // measured by the caller (not part of determinism checks' inputs)
+};
+
+// The result object, serialized with 2-space indent. Deterministic for identical inputs,
+// except stats.wall_ms.
+std::string result_json(const ReportInputs& in, const SimulateOptions& options);
+// Chrome trace event format (Perfetto opens it): a process per rank, a thread per stream.
+std::string chrome_trace(const ReportInputs& in);
+
+}  // namespace proteus
