@@ -9,6 +9,7 @@ namespace proteus {
 struct SimulateOptions {
   bool timeline = false;     // include "timeline" spans in the result
   bool memory_curve = false; // include per-rank memory curves
+  bool wall_time = false;    // include stats.wall_ms (off by default: results stay byte-identical)
 };
 
 std::string version();
