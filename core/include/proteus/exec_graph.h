@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #include "proteus/mesh.h"
 #include "proteus/op_graph.h"
@@ -96,6 +97,7 @@ struct ExecGraph {
   // Builder helpers (the compiler appends tasks in program order per queue).
   int add_task(const Task& t, const std::vector<int>& task_deps, const std::vector<MemEvent>& mem = {});
   int label_id(const std::string& label);  // interns
+  std::unordered_map<std::string, int> label_index;  // for label_id
 };
 
 const char* to_string(Phase);

@@ -1,0 +1,71 @@
+#include "proteus/exec_graph.h"
+
+namespace proteus {
+
+int ExecGraph::add_task(const Task& t, const std::vector<int>& task_deps, const std::vector<MemEvent>& mem) {
+  const int id = static_cast<int>(tasks.size());
+  tasks.push_back(t);
+  deps.insert(deps.end(), task_deps.begin(), task_deps.end());
+  dep_offsets.push_back(static_cast<int>(deps.size()));
+  mem_events.insert(mem_events.end(), mem.begin(), mem.end());
+  mem_offsets.push_back(static_cast<int>(mem_events.size()));
+  const size_t q = static_cast<size_t>(t.rank) * kNumStreams + static_cast<size_t>(t.stream);
+  if (queues.size() <= q) queues.resize(q + 1);
+  queues[q].push_back(id);
+  return id;
+}
+
+int ExecGraph::label_id(const std::string& label) {
+  auto it = label_index.find(label);
+  if (it != label_index.end()) return it->second;
+  const int id = static_cast<int>(labels.size());
+  labels.push_back(label);
+  label_index.emplace(label, id);
+  return id;
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "forward";
+    case Phase::BackwardInput: return "backward_input";
+    case Phase::BackwardWeight: return "backward_weight";
+    case Phase::Recompute: return "recompute";
+    case Phase::Optimizer: return "optimizer";
+    case Phase::Sync: return "sync";
+  }
+  return "?";
+}
+
+const char* to_string(Stream s) {
+  switch (s) {
+    case Stream::Compute: return "compute";
+    case Stream::TpComm: return "tp_comm";
+    case Stream::DpComm: return "dp_comm";
+    case Stream::PpComm: return "pp_comm";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::AllGather: return "all_gather";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllToAll: return "all_to_all";
+    case CollectiveKind::SendRecv: return "send_recv";
+  }
+  return "?";
+}
+
+const char* to_string(MemCategory c) {
+  switch (c) {
+    case MemCategory::Weights: return "weights";
+    case MemCategory::Gradients: return "gradients";
+    case MemCategory::OptimizerStates: return "optimizer_states";
+    case MemCategory::Activations: return "activations";
+    case MemCategory::CommBuffers: return "communication_buffers";
+  }
+  return "?";
+}
+
+}  // namespace proteus
