@@ -28,20 +28,44 @@ class BandwidthSharing {
   const std::vector<int>& solve();
   double rate_Bps(int flow) const;
   int active_flows() const;
-  // ... private members as the implementation needs
+  // Private state (flow/link incidence kept both ways; scratch buffers reused by solve()).
  private:
-  struct Impl;
+  struct FlowLink {
+    int link;
+    double weight;
+    int slot;  // position of this flow in link_flows_[link]
+  };
+  struct LinkFlow {
+    int flow;
+    int index;  // position of this link in flow_links_[flow]
+  };
+  struct HeapEntry {
+    double share;  // residual / weight sum: the rate at which the link saturates
+    int link;
+    uint32_t version;
+  };
+  void collect_component(int seed_link, uint64_t stamp);
+  void solve_component();
+
   std::vector<double> capacity_;
   bool incremental_;
-  // implementation-defined state follows in the .cpp via these containers
-  std::vector<std::vector<std::pair<int, double>>> flow_links_;
-  std::vector<std::vector<int>> link_flows_;
+  std::vector<std::vector<FlowLink>> flow_links_;  // per flow, sorted by link id
+  std::vector<std::vector<LinkFlow>> link_flows_;  // per link, flows through it
   std::vector<double> rate_;
   std::vector<char> alive_;
   std::vector<int> free_ids_;
-  std::vector<int> dirty_links_;
+  std::vector<int> dirty_links_;       // touched by add/remove since the last solve
+  std::vector<int> dirty_unlinked_;    // added flows that cross no link
   std::vector<int> changed_;
   int active_ = 0;
+  // Scratch, reused across calls (no allocation in steady state).
+  uint64_t stamp_ = 0;
+  std::vector<uint64_t> link_seen_, flow_seen_, flow_frozen_, link_touched_;
+  std::vector<int> stack_, comp_links_, comp_flows_, touched_;
+  std::vector<double> residual_Bps_, weight_sum_;
+  std::vector<int> unfrozen_;
+  std::vector<uint32_t> version_;
+  std::vector<HeapEntry> heap_;
 };
 
 }  // namespace proteus

@@ -1,0 +1,233 @@
+// Topology paths, bandwidth sharing on real paths, and collectives as flows
+// (core/src/hardware/topology.cpp, core/src/exec/collective_flows.cpp). The clusters here are
+// written out in the test (not presets) so each expected number can be derived in a comment.
+#include <doctest/doctest.h>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+#include "proteus/bandwidth_sharing.h"
+#include "proteus/topology.h"
+
+using namespace proteus;
+
+namespace {
+
+// 8 GPUs per node on NVSwitch (A100-like): 300 GB/s per GPU per direction at 0.8 bus
+// efficiency -> 240e9 B/s; PCIe gen4 31.5 GB/s at 0.8 -> 25.2e9 B/s; NICs 25 GB/s at 0.9 ->
+// 22.5e9 B/s.
+ClusterSpec nvswitch_cluster(int nodes, int nics) {
+  ClusterSpec c;
+  c.name = "test-nvswitch";
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.intra_node.kind = IntraNodeKind::NvSwitch;
+  c.intra_node.link_GBps = 300;
+  c.intra_node.bus_efficiency = 0.8;
+  c.intra_node.latency_us = 3.4;
+  c.intra_node.pcie_GBps = 31.5;
+  c.intra_node.pcie_latency_us = 5.7;
+  c.inter_node.nics_per_node = nics;
+  c.inter_node.nic_GBps = 25;
+  c.inter_node.bus_efficiency = 0.9;
+  c.inter_node.latency_us = 9.6;
+  return c;
+}
+
+// DGX-1 V100 hybrid cube-mesh (nvidia-smi topo -m: NV1 / NV2 = one / two NVLinks), 25 GB/s
+// per link per direction; PCIe: 2 GPUs per switch, 2 switches per CPU, 2 CPUs.
+ClusterSpec dgx1_cluster(int nodes) {
+  ClusterSpec c;
+  c.name = "test-dgx1";
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.intra_node.kind = IntraNodeKind::NvLinkMesh;
+  c.intra_node.link_GBps = 25;
+  c.intra_node.links = {{0, 1, 1, 2, 2, 0, 0, 0}, {1, 0, 2, 1, 0, 2, 0, 0}, {1, 2, 0, 2, 0, 0, 1, 0},
+                        {2, 1, 2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 1, 1, 2}, {0, 2, 0, 0, 1, 0, 2, 1},
+                        {0, 0, 1, 0, 1, 2, 0, 2}, {0, 0, 0, 1, 2, 1, 2, 0}};
+  c.intra_node.bus_efficiency = 0.8;
+  c.intra_node.latency_us = 3.4;
+  c.intra_node.pcie_GBps = 15.75;
+  c.intra_node.pcie_fanout = {2, 2, 2};
+  c.intra_node.cpu_link_GBps = 19.2;
+  c.intra_node.pcie_latency_us = 5.7;
+  c.inter_node.nics_per_node = 1;
+  c.inter_node.nic_GBps = 12.5;
+  c.inter_node.bus_efficiency = 0.9;
+  c.inter_node.latency_us = 9.6;
+  return c;
+}
+
+ClusterSpec pcie_cluster() {
+  ClusterSpec c;
+  c.name = "test-pcie";
+  c.nodes = 1;
+  c.gpus_per_node = 8;
+  c.intra_node.kind = IntraNodeKind::PcieTree;
+  c.intra_node.pcie_GBps = 15.75;
+  c.intra_node.pcie_fanout = {2, 2, 2};
+  c.intra_node.cpu_link_GBps = 19.2;
+  c.intra_node.bus_efficiency = 0.8;
+  c.intra_node.pcie_latency_us = 5.7;
+  return c;
+}
+
+std::vector<std::string> names(const Topology& t, const std::vector<int>& path) {
+  std::vector<std::string> out;
+  for (int l : path) out.push_back(t.links[l].name);
+  return out;
+}
+
+std::vector<std::pair<int, double>> unit_weights(const std::vector<int>& path) {
+  std::vector<std::pair<int, double>> out;
+  for (int l : path) out.push_back({l, 1.0});
+  return out;
+}
+
+std::vector<double> capacities(const Topology& t) {
+  std::vector<double> c;
+  for (const auto& l : t.links) c.push_back(l.capacity_Bps);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("topology: nvswitch node, same-node path") {
+  const Topology t = build_topology(nvswitch_cluster(1, 8));
+  // GPU 2 -> GPU 5: GPU 2's NVLink up-link into the switch, GPU 5's down-link out of it.
+  const auto p = t.path(2, 5, 0);
+  CHECK(names(t, p) == std::vector<std::string>{"node0.gpu2.nvlink.tx", "node0.gpu5.nvlink.rx"});
+  // 300 GB/s * 0.8 bus efficiency = 240e9 B/s.
+  CHECK(t.links[p[0]].capacity_Bps == doctest::Approx(240e9));
+  CHECK(t.links[p[0]].level == LinkLevel::NvLink);
+  CHECK(t.path(3, 3, 0).empty());
+  CHECK(t.hop_latency_s(2, 5) == doctest::Approx(3.4e-6));
+  // A whole-node group on NVSwitch needs one channel: one flow already gets the GPU's link.
+  CHECK(t.ring_channels({0, 1, 2, 3, 4, 5, 6, 7}) == 1);
+}
+
+TEST_CASE("topology: DGX-1 mesh, direct NVLink vs PCIe fallback") {
+  const Topology t = build_topology(dgx1_cluster(1));
+  // GPU 0 -> GPU 3 has two NVLinks: one direct link of 2 * 25 GB/s * 0.8 = 40e9 B/s.
+  const auto direct = t.path(0, 3, 0);
+  REQUIRE(direct.size() == 1);
+  CHECK(t.links[direct[0]].name == "node0.gpu0-gpu3.nvlink");
+  CHECK(t.links[direct[0]].capacity_Bps == doctest::Approx(40e9));
+  // GPU 0 -> GPU 1 has one NVLink: 20e9 B/s.
+  CHECK(t.links[t.path(0, 1, 0)[0]].capacity_Bps == doctest::Approx(20e9));
+  CHECK(t.links[t.path(6, 5, 0)[0]].name == "node0.gpu6-gpu5.nvlink");
+  CHECK(t.hop_latency_s(0, 3) == doctest::Approx(3.4e-6));
+  // GPU 0 -> GPU 5: no NVLink. GPU 0 is under switch 0 (CPU 0), GPU 5 under switch 2 (CPU 1):
+  // up to the switch, up to the root, across the sockets, down to switch 2, down to GPU 5.
+  const auto fallback = t.path(0, 5, 0);
+  CHECK(names(t, fallback) == std::vector<std::string>{"node0.gpu0.pcie.up", "node0.sw0.pcie.up",
+                                                       "node0.cpu0-cpu1", "node0.sw2.pcie.down",
+                                                       "node0.gpu5.pcie.down"});
+  // Socket link: 19.2 GB/s * 0.8 = 15.36e9 B/s.
+  CHECK(t.links[fallback[2]].capacity_Bps == doctest::Approx(15.36e9));
+  CHECK(t.links[fallback[2]].level == LinkLevel::CpuLink);
+  CHECK(t.hop_latency_s(0, 5) == doctest::Approx(5.7e-6));
+  // Each GPU has 6 NVLinks; a ring uses 2 of them per GPU, so at most 3 edge-disjoint
+  // Hamiltonian cycles exist, and 3 do (checked by hand against the matrix, all 24 units used):
+  //   0-1-2-3-7-5-6-4-0, 0-2-6-7-4-5-1-3-0, 0-3-2-1-5-6-7-4-0
+  // (0-3, 0-4, 1-2, 1-5, 2-3, 4-7, 5-6, 6-7 appear twice: exactly the NV2 pairs).
+  // A ring and its reverse per cycle: 6 channels, as NCCL runs on a DGX-1.
+  CHECK(t.ring_channels({0, 1, 2, 3, 4, 5, 6, 7}) == 6);
+  // GPUs 0-3 (a fully connected quad): GPU 0 has 1+1+2 = 4 NVLinks inside it, so at most 2
+  // cycles. A = 0-1-2-3-0 and B = 0-2-1-3-0 use 1-2 and 0-3 twice (both NV2) and every other
+  // pair once: they fit -> 2 cycles, 4 channels.
+  CHECK(t.ring_channels({0, 1, 2, 3}) == 4);
+}
+
+TEST_CASE("topology: PCIe tree levels PIX / PHB / SYS") {
+  const Topology t = build_topology(pcie_cluster());
+  // fanout {2, 2, 2}: GPUs 0,1 on switch 0; 2,3 on switch 1 (both under CPU 0); 4..7 under CPU 1.
+  // PIX: same switch, the path turns at the switch.
+  CHECK(names(t, t.path(0, 1, 0)) == std::vector<std::string>{"node0.gpu0.pcie.up", "node0.gpu1.pcie.down"});
+  // PHB: same CPU, through the root complex.
+  CHECK(names(t, t.path(0, 2, 0)) == std::vector<std::string>{"node0.gpu0.pcie.up", "node0.sw0.pcie.up",
+                                                              "node0.sw1.pcie.down", "node0.gpu2.pcie.down"});
+  // SYS: across the socket link.
+  CHECK(names(t, t.path(3, 6, 0)) == std::vector<std::string>{"node0.gpu3.pcie.up", "node0.sw1.pcie.up",
+                                                              "node0.cpu0-cpu1", "node0.sw3.pcie.down",
+                                                              "node0.gpu6.pcie.down"});
+  // 15.75 GB/s * 0.8 = 12.6e9 B/s per PCIe link.
+  CHECK(t.links[t.path(0, 1, 0)[0]].capacity_Bps == doctest::Approx(12.6e9));
+  CHECK(t.hop_latency_s(0, 1) == doctest::Approx(5.7e-6));
+  CHECK(t.ring_channels({0, 1, 2, 3}) == 1);
+}
+
+TEST_CASE("topology: cross-node path takes the channel's NIC") {
+  const Topology t = build_topology(nvswitch_cluster(2, 8));
+  // GPU 0 (node 0) -> GPU 11 (node 1, local 3) on channel 5: NIC 5 on both sides.
+  CHECK(names(t, t.path(0, 11, 5)) == std::vector<std::string>{"node0.gpu0.pcie.up", "node0.nic5.tx",
+                                                               "node1.nic5.rx", "node1.gpu3.pcie.down"});
+  // Channel 13 -> NIC 13 % 8 = 5 as well.
+  CHECK(t.path(0, 11, 13) == t.path(0, 11, 5));
+  const auto p = t.path(0, 11, 5);
+  CHECK(t.links[p[1]].capacity_Bps == doctest::Approx(22.5e9));  // 25 GB/s * 0.9
+  CHECK(t.links[p[0]].capacity_Bps == doctest::Approx(25.2e9));  // 31.5 GB/s * 0.8
+  CHECK(t.hop_latency_s(0, 11) == doctest::Approx(9.6e-6));
+  // A group spanning nodes runs one ring channel per NIC.
+  CHECK(t.ring_channels({0, 8}) == 8);
+}
+
+TEST_CASE("topology: 16,384 GPUs build as O(links)") {
+  ClusterSpec c = nvswitch_cluster(2048, 8);
+  c.inter_node.nodes_per_leaf = 32;
+  const Topology t = build_topology(c);
+  // Per node: 16 NVLink + 16 GPU PCIe + 2 switch PCIe (one switch by default) + 16 NIC = 50;
+  // 2048 nodes -> 102,400; 64 leaves -> 128 fabric links.
+  CHECK(t.links.size() == 102400 + 128);
+  CHECK(t.path(0, 16383, 0).size() == 6);  // PCIe, NIC, leaf up, leaf down, NIC, PCIe
+}
+
+TEST_CASE("topology: leaf/spine oversubscription halves cross-leaf capacity") {
+  // 4 nodes, 2 per leaf, 1 NIC of 22.5e9 B/s each. Nodes 0 and 1 each send to a node of the
+  // other leaf (2 and 3). Leaf up-link = nodes_per_leaf * nics * nic / oversubscription.
+  //   oversubscription 1: 2 * 22.5e9 = 45e9 for two flows -> NIC-limited at 22.5e9 each.
+  //   oversubscription 2: 22.5e9 shared by two flows -> 11.25e9 each: half.
+  for (double over : {1.0, 2.0}) {
+    ClusterSpec c = nvswitch_cluster(4, 1);
+    c.inter_node.nodes_per_leaf = 2;
+    c.inter_node.oversubscription = over;
+    const Topology t = build_topology(c);
+    BandwidthSharing bw(capacities(t));
+    const int a = bw.add_flow(unit_weights(t.path(0, 16, 0)));
+    const int b = bw.add_flow(unit_weights(t.path(8, 24, 0)));
+    bw.solve();
+    const double expected = over == 1.0 ? 22.5e9 : 11.25e9;
+    CHECK(bw.rate_Bps(a) == doctest::Approx(expected));
+    CHECK(bw.rate_Bps(b) == doctest::Approx(expected));
+    // Same-leaf traffic does not touch the leaf up-link.
+    CHECK(t.path(0, 8, 0).size() == 4);
+  }
+}
+
+TEST_CASE("network: two transfers through one NIC share it, then one speeds up") {
+  // 2 nodes, 1 NIC each (22.5e9 B/s effective; the PCIe links at 25.2e9 are not the limit).
+  // A: GPU 0 -> GPU 8, 4.5e9 bytes; B: GPU 1 -> GPU 9, 9e9 bytes; both start at t = 0.
+  // Phase 1: both cross node0.nic0.tx -> 11.25e9 B/s each. A ends at 4.5e9 / 11.25e9 = 0.4 s,
+  //   when B has moved 4.5e9 and has 4.5e9 left.
+  // Phase 2: B alone -> 22.5e9 B/s (doubles): 4.5e9 / 22.5e9 = 0.2 s more; B ends at 0.6 s.
+  const Topology t = build_topology(nvswitch_cluster(2, 1));
+  BandwidthSharing bw(capacities(t));
+  const int a = bw.add_flow(unit_weights(t.path(0, 8, 0)));
+  const int b = bw.add_flow(unit_weights(t.path(1, 9, 0)));
+  bw.solve();
+  CHECK(bw.rate_Bps(a) == doctest::Approx(11.25e9));
+  CHECK(bw.rate_Bps(b) == doctest::Approx(11.25e9));
+  double left_a = 4.5e9, left_b = 9e9, now_s = 0;
+  const double end_a = now_s + left_a / bw.rate_Bps(a);
+  CHECK(end_a == doctest::Approx(0.4));
+  left_b -= bw.rate_Bps(b) * (end_a - now_s);
+  now_s = end_a;
+  bw.remove_flow(a);
+  const auto& changed = bw.solve();
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0] == b);
+  CHECK(bw.rate_Bps(b) == doctest::Approx(22.5e9));
+  const double end_b = now_s + left_b / bw.rate_Bps(b);
+  CHECK(end_b == doctest::Approx(0.6));
+}
