@@ -1,0 +1,51 @@
+// The compiler (DESIGN.md §1): Config -> OpGraph -> StrategyTree -> ExecGraph.
+// Communication is derived, never special-cased: for every producer/consumer pair the
+// compiler compares the producer's output layout with the layout the consumer needs
+// (layout.h); the backward pass does the same for gradients; weight gradients go from their
+// partial layout to the layout the optimizer keeps (replicated, or sharded under ZeRO 2/3).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+#include "proteus/config.h"
+#include "proteus/exec_graph.h"
+#include "proteus/op_graph.h"
+#include "proteus/strategy_tree.h"
+
+namespace proteus {
+
+// One kind of collective as the compiler emitted it, for `proteus compile`.
+struct CollectiveStat {
+  std::string kind;       // "all_reduce", ...
+  std::string axes;       // "tp", "dp+cp", "pp"
+  std::string purpose;    // "activation", "gradient", "weight", "pipeline", "tied_embedding"
+  int group_size = 0;
+  int64_t count = 0;      // per representative rank of the stage, per iteration
+  double bytes_per_rank = 0;  // total S over `count`
+  int stage = 0;
+};
+
+struct CompileStats {
+  int64_t parameters = 0;
+  double model_flops_per_iteration = 0;
+  double hardware_flops_per_iteration = 0;
+  std::map<std::string, int64_t> tasks_by_kind;    // "compute", "collective", "p2p"
+  std::map<std::string, int64_t> tasks_by_phase;
+  std::vector<CollectiveStat> collectives;
+  std::vector<double> p2p_bytes_per_boundary;      // per micro-batch, per direction, chunk c -> c+1
+  std::vector<std::string> stage_orders;           // "F0 F1 B0 ..." per physical stage
+  std::vector<std::array<double, kNumMemCategories>> static_bytes_per_stage;
+  std::vector<double> activation_bytes_per_microbatch_per_stage;  // what one micro-batch keeps
+};
+
+struct CompiledModel {
+  OpGraph graph;
+  StrategyTree tree;
+  ExecGraph exec;
+  CompileStats stats;
+};
+
+CompiledModel compile(const Config& config);
+std::string compile_stats_json(const CompiledModel& compiled);
+
+}  // namespace proteus

@@ -1,0 +1,55 @@
+// The strategy tree (DESIGN.md §3): the OpGraph's module tree with a parallel config on every
+// node, inherited downwards unless a node sets its own. The macros of StrategySpec (dp, tp,
+// sp, cp, ep, pp, recompute) fill the root; overrides set nodes by module path. The root also
+// carries the schedule (stages, chunks, micro-batches, schedule kind).
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+#include "proteus/config.h"
+#include "proteus/mesh.h"
+#include "proteus/op_graph.h"
+
+namespace proteus {
+
+// How a mesh axis splits the ops of a module: the names of iteration dims it may split, in
+// order of preference (the first one an op has wins); empty = replicate the op on this axis.
+using AxisDims = std::vector<std::string>;
+
+struct ParallelConfig {
+  std::array<AxisDims, kNumMeshAxes> axis_dims;
+  Recompute recompute = Recompute::None;
+  int chunk = -1;  // model chunk (virtual pipeline stage, 0..pp*v-1); -1 = inherit/derive
+};
+
+struct StrategyNode {
+  int module = -1;
+  ParallelConfig config;          // resolved (after inheritance)
+  std::vector<std::string> set;   // what this node set itself ("map.dp", "recompute", "stage")
+  bool chunk_fixed = false;       // its chunk was set by an override (here or above)
+};
+
+struct StrategyTree {
+  Mesh mesh;
+  Schedule schedule = Schedule::OneFOneB;
+  int stages = 1;            // physical pipeline stages (pp)
+  int virtual_stages = 1;    // chunks per stage
+  int micro_batches = 1;
+  int64_t micro_batch = 1;
+  bool sequence_parallel = false;
+  std::vector<StrategyNode> nodes;  // one per OpGraph module, same index
+  std::vector<int> chunk_layers;    // layers per chunk (pp * v entries)
+  int chunks() const { return stages * virtual_stages; }
+  int stage_of_chunk(int chunk) const { return chunk % stages; }
+};
+
+// Builds the tree; throws Error("invalid_config", "strategy.overrides[i].path", ...) when an
+// override matches no module or names a dim no op of its modules has.
+StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph);
+std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph);
+
+// Layers per chunk: as even as possible, the first and last chunks lighter when it does not
+// divide (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
+std::vector<int> split_layers(int layers, int chunks);
+
+}  // namespace proteus

@@ -1,0 +1,127 @@
+// The core's JSON-in, JSON-out surface, shared by the CLI and the WebAssembly bindings.
+#include "proteus/api.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "proteus/compile.h"
+#include "proteus/config.h"
+#include "proteus/presets.h"
+#include "proteus/report.h"
+#include "proteus/simulation.h"
+#include "proteus/strategy_tree.h"
+
+namespace proteus {
+
+std::string version() { return PROTEUS_VERSION; }
+
+namespace {
+
+const char* kind_name(PresetKind k) {
+  switch (k) {
+    case PresetKind::Model: return "models";
+    case PresetKind::Cluster: return "clusters";
+    case PresetKind::Scenario: return "scenarios";
+  }
+  return "?";
+}
+
+PresetKind kind_from(const std::string& kind) {
+  if (kind == "model" || kind == "models") return PresetKind::Model;
+  if (kind == "cluster" || kind == "clusters") return PresetKind::Cluster;
+  if (kind == "scenario" || kind == "scenarios") return PresetKind::Scenario;
+  throw Error("invalid_request", "kind", "preset kind must be model, cluster or scenario, not '" + kind + "'");
+}
+
+// A one-line description of a preset for lists: its own name/description fields.
+nlohmann::ordered_json describe(const Preset& p) {
+  nlohmann::ordered_json d;
+  d["name"] = p.name;
+  const auto j = nlohmann::json::parse(p.json, nullptr, false);
+  if (j.is_object()) {
+    if (j.contains("name") && j["name"].is_string()) d["title"] = j["name"];
+    if (j.contains("description") && j["description"].is_string()) d["description"] = j["description"];
+    if (p.kind == PresetKind::Cluster) {
+      if (j.contains("gpu") && j["gpu"].is_object() && j["gpu"].contains("name")) d["gpu"] = j["gpu"]["name"];
+      if (j.contains("gpus_per_node")) d["gpus_per_node"] = j["gpus_per_node"];
+    }
+    if (p.kind == PresetKind::Model && j.contains("kind")) d["kind"] = j["kind"];
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string presets_json() {
+  nlohmann::ordered_json out;
+  out["models"] = nlohmann::ordered_json::array();
+  out["clusters"] = nlohmann::ordered_json::array();
+  out["scenarios"] = nlohmann::ordered_json::array();
+  for (const Preset& p : embedded_presets()) out[kind_name(p.kind)].push_back(describe(p));
+  return out.dump(2);
+}
+
+std::string preset_text(const std::string& kind, const std::string& name) {
+  const Preset* p = find_preset(kind_from(kind), name);
+  if (!p) throw Error("unknown_preset", kind, "no " + kind + " preset named '" + name + "'");
+  return p->json;
+}
+
+std::string show_json(const std::string& config_text) { return config_to_json(parse_config(config_text)); }
+
+std::string tree_text(const std::string& config_text) {
+  const Config config = parse_config(config_text);
+  const OpGraph graph = build_op_graph(config.model, config.training, config.strategy.micro_batch * config.strategy.dp);
+  return tree_to_text(build_strategy_tree(config, graph), graph);
+}
+
+std::string compile_json(const std::string& config_text) {
+  return compile_stats_json(compile(parse_config(config_text)));
+}
+
+namespace {
+
+struct Simulated {
+  Config config;
+  CompiledModel compiled;
+  Trace trace;
+  double wall_ms = 0;
+};
+
+Simulated run_simulation(const std::string& config_text, bool memory_curve) {
+  const auto start = std::chrono::steady_clock::now();
+  Simulated s;
+  s.config = parse_config(config_text);
+  s.compiled = compile(s.config);
+  const Topology topology = build_topology(s.config.cluster);
+  CostModel cost;
+  cost.gpu = s.config.cluster.gpu;
+  cost.precision = s.config.training.precision;
+  ExecOptions options;
+  options.max_events = s.config.simulation.max_events;
+  options.record_memory_curve = memory_curve;
+  s.trace = execute(s.compiled.exec, cost, topology, options);
+  s.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+}  // namespace
+
+std::string simulate_json(const std::string& config_text, const SimulateOptions& options) {
+  const Simulated s = run_simulation(config_text, options.memory_curve);
+  return result_json({s.config, s.compiled.exec, s.trace, s.wall_ms}, options);
+}
+
+std::string chrome_trace_json(const std::string& config_text) {
+  const Simulated s = run_simulation(config_text, false);
+  return chrome_trace({s.config, s.compiled.exec, s.trace, s.wall_ms});
+}
+
+std::string error_json(const Error& error) {
+  nlohmann::ordered_json j;
+  j["ok"] = false;
+  j["error"] = {{"code", error.code}, {"path", error.path}, {"message", error.what()}};
+  return j.dump(2);
+}
+
+}  // namespace proteus

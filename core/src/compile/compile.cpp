@@ -1,0 +1,115 @@
+// Config -> OpGraph -> StrategyTree -> op plans -> ExecGraph.
+#include "proteus/compile.h"
+
+#include <nlohmann/json.hpp>
+
+#include "op_plan.h"
+#include "program_builder.h"
+#include "proteus/error.h"
+
+namespace proteus {
+
+namespace {
+
+// Recompute adds forward work before the backward: the layer's whole forward under full
+// recompute, the attention core under selective recompute.
+double recompute_flops(const OpGraph& graph, const std::vector<OpPlan>& plans) {
+  double f = 0;
+  for (size_t i = 0; i < graph.ops.size(); ++i) {
+    if (plans[i].recompute == Recompute::Full) f += graph.ops[i].fwd_flops;
+    else if (plans[i].recompute == Recompute::Selective && graph.ops[i].selective_recompute) f += graph.ops[i].fwd_flops;
+  }
+  return f;
+}
+
+}  // namespace
+
+CompiledModel compile(const Config& config) {
+  CompiledModel out;
+  const StrategySpec& s = config.strategy;
+  // One micro-batch of every data-parallel replica: dp (which contains ep) splits the batch.
+  const int64_t batch = s.micro_batch * s.dp;
+  out.graph = build_op_graph(config.model, config.training, batch);
+  out.tree = build_strategy_tree(config, out.graph);
+  const std::vector<OpPlan> plans = plan_ops({config, out.graph, out.tree});
+
+  ExecGraph& exec = out.exec;
+  exec.micro_batches = out.tree.micro_batches;
+  exec.pipeline_stages = out.tree.stages;
+  exec.gpus = config.cluster.gpus();
+  exec.samples_per_iteration = config.training.global_batch;
+  exec.tokens_per_iteration = config.training.global_batch * std::max<int64_t>(1, out.graph.samples_per_batch_unit);
+  const double mbs = out.tree.micro_batches;
+  exec.model_flops_per_iteration = out.graph.training_flops() * mbs;
+  exec.hardware_flops_per_iteration = exec.model_flops_per_iteration + recompute_flops(out.graph, plans) * mbs;
+
+  // Refuse graphs that would exhaust memory before building them: a cheap upper bound of the
+  // task count (ops x passes x ranks, with room for communication).
+  const double ranks = config.simulation.symmetry ? out.tree.stages : config.cluster.gpus();
+  const double estimate = static_cast<double>(out.graph.ops.size()) / out.tree.stages * 4.0 * mbs * ranks;
+  if (estimate > static_cast<double>(config.simulation.max_tasks))
+    throw Error("limit_exceeded", "simulation.max_tasks",
+                "this configuration needs about " + std::to_string(static_cast<int64_t>(estimate)) +
+                    " tasks, more than simulation.max_tasks = " + std::to_string(config.simulation.max_tasks) +
+                    "; raise the limit or simulate fewer micro-batches or layers");
+
+  build_programs({config, out.graph, out.tree, plans, config.simulation.symmetry}, &exec, &out.stats);
+  if (static_cast<int64_t>(exec.tasks.size()) > config.simulation.max_tasks)
+    throw Error("limit_exceeded", "simulation.max_tasks",
+                "the execution graph has " + std::to_string(exec.tasks.size()) + " tasks, more than simulation.max_tasks");
+
+  CompileStats& st = out.stats;
+  st.parameters = out.graph.parameter_count();
+  st.model_flops_per_iteration = exec.model_flops_per_iteration;
+  st.hardware_flops_per_iteration = exec.hardware_flops_per_iteration;
+  for (const Task& t : exec.tasks) {
+    if (t.kind == TaskKind::Compute) ++st.tasks_by_kind["compute"];
+    else if (exec.collectives[t.collective].kind == CollectiveKind::SendRecv) ++st.tasks_by_kind["p2p"];
+    else ++st.tasks_by_kind["collective"];
+    ++st.tasks_by_phase[to_string(t.phase)];
+  }
+  return out;
+}
+
+std::string compile_stats_json(const CompiledModel& c) {
+  using nlohmann::ordered_json;
+  const CompileStats& st = c.stats;
+  ordered_json j;
+  j["ok"] = true;
+  j["schema"] = 1;
+  j["model"] = c.graph.model_name;
+  j["parameters"] = st.parameters;
+  j["model_flops_per_iteration"] = st.model_flops_per_iteration;
+  j["hardware_flops_per_iteration"] = st.hardware_flops_per_iteration;
+  ordered_json mesh;
+  for (int a = 0; a < kNumMeshAxes; ++a) mesh[axis_name(MeshAxis(a))] = c.tree.mesh.size[a];
+  j["mesh"] = mesh;
+  j["micro_batches"] = c.tree.micro_batches;
+  j["stages"] = c.tree.stages;
+  j["virtual_stages"] = c.tree.virtual_stages;
+  j["layers_per_chunk"] = c.tree.chunk_layers;
+  j["simulated_ranks"] = c.exec.ranks.size();
+  j["tasks"] = c.exec.tasks.size();
+  j["tasks_by_kind"] = st.tasks_by_kind;
+  j["tasks_by_phase"] = st.tasks_by_phase;
+  ordered_json colls = ordered_json::array();
+  for (const CollectiveStat& s : st.collectives) {
+    colls.push_back({{"stage", s.stage}, {"kind", s.kind}, {"axes", s.axes}, {"purpose", s.purpose},
+                     {"group_size", s.group_size}, {"count", s.count}, {"bytes_per_rank", s.bytes_per_rank}});
+  }
+  j["collectives"] = colls;
+  j["p2p_bytes_per_boundary"] = st.p2p_bytes_per_boundary;
+  j["stage_orders"] = st.stage_orders;
+  ordered_json mem = ordered_json::array();
+  for (size_t s = 0; s < st.static_bytes_per_stage.size(); ++s) {
+    ordered_json m;
+    for (int k = 0; k < kNumMemCategories; ++k)
+      m[to_string(MemCategory(k))] = st.static_bytes_per_stage[s][k];
+    m["activations_per_micro_batch"] = st.activation_bytes_per_microbatch_per_stage[s];
+    mem.push_back(m);
+  }
+  j["static_memory_bytes_per_stage"] = mem;
+  return j.dump(2);
+}
+
+}  // namespace proteus

@@ -1,0 +1,53 @@
+// Per-op view of the strategy: which op dim each mesh axis splits, the layouts of every
+// tensor the op touches, and the work one GPU does. Identical on every rank of a stage, so
+// computed once per op and shared by all simulated ranks and micro-batches.
+#pragma once
+#include <array>
+#include <vector>
+
+#include "proteus/compile.h"
+#include "proteus/layout.h"
+
+namespace proteus {
+
+struct WeightPlan {
+  int tensor = -1;
+  Layout storage;        // how the optimizer keeps it (ZeRO-3 shards data axes)
+  Layout use;            // what the op needs (all-gather storage -> use under ZeRO-3)
+  Layout grad;           // what the weight-gradient kernel produces (Partial over data axes)
+  Layout grad_target;    // where the gradient must end (storage, or sharded under ZeRO >= 2)
+  double local_params = 0;  // elements held per rank in `use`
+  AxisMask data_axes_replicated = 0;  // data axes (dp, ep, cp) it is replicated over
+};
+
+struct OpPlan {
+  int op = -1;
+  int chunk = 0;
+  Recompute recompute = Recompute::None;
+  std::array<int, kNumMeshAxes> axis_dim{-1, -1, -1, -1, -1};
+  std::vector<Layout> input_required;   // forward: layout each input must have
+  std::vector<Layout> input_grad;       // backward: layout of d(input) this op produces
+  Layout output;                        // forward: layout of the output
+  Layout output_grad_required;          // backward: layout of d(output) this op needs
+  std::vector<WeightPlan> weights;
+  ComputeWork fwd, bwd_input, bwd_weight;
+  double saved_input_bytes = 0;   // per rank, inputs first saved by this op (deduplicated)
+  double saved_extra_bytes = 0;   // per rank, saved_extra (what selective recompute drops)
+  bool has_weights() const { return !weights.empty(); }
+};
+
+struct PlanContext {
+  const Config& config;
+  const OpGraph& graph;
+  const StrategyTree& tree;
+};
+
+std::vector<OpPlan> plan_ops(const PlanContext& ctx);
+double tensor_bytes_per_rank(const Tensor& t, const Layout& l, const Mesh& mesh);
+// Layout of a tensor as an op sees it: Shard where a mapped dim indexes it, Partial (outputs)
+// or Replicate (inputs) where the mapped dim does not.
+Layout layout_of_use(const TensorUse& use, const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh,
+                     bool produced_here);
+constexpr AxisMask kDataAxes = (1u << kAxisDp) | (1u << kAxisEp) | (1u << kAxisCp);
+
+}  // namespace proteus

@@ -1,0 +1,759 @@
+// Emits every simulated rank's program for one training iteration.
+//
+// For each pass of the stage's pipeline schedule (F, B or W of one micro-batch of one model
+// chunk) the builder walks the chunk's ops (forward order for F, reverse for B/W) and emits:
+//   - the redistribution collectives a consumer needs (layout.h), on the tensor-parallel stream;
+//   - point-to-point sends where a tensor (or its gradient) crosses a pipeline boundary;
+//   - the compute task, with the activation memory it keeps or frees;
+//   - recompute tasks before a backward (full: the layer's whole forward; selective: attention);
+//   - ZeRO-3 weight all-gathers before each use.
+// After the last micro-batch's weight gradients: bucketed gradient reductions (DDP-like), the
+// tied-embedding all-reduce, the optimizer step, and ZeRO-1/2 parameter all-gathers.
+#include "program_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "proteus/error.h"
+#include "proteus/schedule.h"
+#include "proteus/units.h"
+
+namespace proteus {
+namespace {
+
+// Mixed-precision training keeps fp32 main gradients (Megatron-LM's default) and reduces them
+// in fp32; fp32 training has fp32 gradients too.
+constexpr double kGradBytes = 4;
+// PyTorch DDP's first bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES); later ones grad_bucket_MB.
+constexpr double kFirstBucketMB = 1;
+
+// Optimizer step traffic in bytes per parameter (reads + writes of the tensors it updates).
+// Adam, mixed precision: read fp32 master 4, grad 4, m 4, v 4; write master 4, m 4, v 4, 16-bit copy 2.
+// Adam, fp32: read w 4, g 4, m 4, v 4; write w 4, m 4, v 4.  SGD with momentum: read w, g, mom; write w, mom
+// (+ the 16-bit copy under mixed precision).
+double optimizer_bytes_per_param(Optimizer opt, bool mixed) {
+  if (opt == Optimizer::Adam) return mixed ? 30 : 28;
+  return mixed ? 22 : 20;
+}
+
+// Static memory per parameter held by one rank (Megatron, REFERENCE.md §2): 16-bit weight 2,
+// fp32 main grad 4, fp32 master 4 + Adam m 4 + v 4 (= 18 bytes); fp32 training: weight 4, grad 4,
+// m 4 + v 4. SGD keeps one momentum (+ the master copy under mixed precision).
+double optimizer_state_bytes_per_param(Optimizer opt, bool mixed) {
+  if (opt == Optimizer::Adam) return mixed ? 12 : 8;
+  return mixed ? 8 : 4;
+}
+
+uint64_t layout_code(const Layout& l) {
+  uint64_t c = 0;
+  for (int a = 0; a < kNumMeshAxes; ++a) c = (c << 4) | static_cast<uint64_t>(l.placement[a] + 2);
+  return c;  // 20 bits
+}
+
+enum Namespace : uint64_t { kFwd = 0, kRecompute = 1 };
+
+uint64_t provider_key(int mb, Namespace ns, int tensor, const Layout& l) {
+  return (static_cast<uint64_t>(mb) << 42) | (static_cast<uint64_t>(ns) << 41) |
+         (static_cast<uint64_t>(tensor) << 20) | layout_code(l);
+}
+
+uint64_t send_key(int dst_gpu, int tensor, int mb, bool backward) {
+  return (static_cast<uint64_t>(dst_gpu) << 43) | (static_cast<uint64_t>(tensor) << 23) |
+         (static_cast<uint64_t>(mb) << 1) | (backward ? 1u : 0u);
+}
+
+struct Bucket {
+  std::vector<int> tensors;
+  double param_bytes_16 = 0;  // for the ZeRO parameter all-gather
+  int pending = 0;            // weights not yet final
+  std::vector<int> ready_tasks;
+};
+
+struct Segment {  // a run of ops recomputed together under full recompute
+  std::vector<int> ops;
+  double checkpoint_bytes = 0;
+};
+
+class Builder {
+ public:
+  Builder(const ProgramInputs& in, ExecGraph* exec, CompileStats* stats)
+      : in_(in), g_(in.graph), tree_(in.tree), plans_(in.plans), mesh_(in.tree.mesh), exec_(*exec), stats_(*stats) {}
+
+  void run() {
+    index_graph();
+    make_ranks();
+    for (size_t r = 0; r < exec_.ranks.size(); ++r) emit_rank(static_cast<int>(r));
+    resolve_pending();
+  }
+
+ private:
+  // ---------- static indexes ----------
+  void index_graph() {
+    const int chunks = tree_.chunks();
+    chunk_ops_.assign(static_cast<size_t>(chunks), {});
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      const int c = plans_[i].chunk;
+      if (c < 0 || c >= chunks) throw Error("internal", "", "op " + g_.ops[i].name + " has no pipeline chunk");
+      chunk_ops_[c].push_back(static_cast<int>(i));
+    }
+    consumers_.assign(g_.tensors.size(), {});
+    for (size_t i = 0; i < g_.ops.size(); ++i)
+      for (size_t k = 0; k < g_.ops[i].inputs.size(); ++k)
+        consumers_[g_.ops[i].inputs[k].tensor].push_back({static_cast<int>(i), static_cast<int>(k)});
+    labels_.resize(g_.ops.size());
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      const std::string& path = g_.modules[g_.ops[i].module].path;
+      labels_[i] = exec_.label_id(path.empty() ? g_.ops[i].name : path + "." + g_.ops[i].name);
+    }
+    build_segments();
+    weight_stages_.assign(g_.tensors.size(), {});
+    for (size_t i = 0; i < g_.ops.size(); ++i)
+      for (const TensorUse& w : g_.ops[i].weights) {
+        auto& st = weight_stages_[w.tensor];
+        const int s = tree_.stage_of_chunk(plans_[i].chunk);
+        if (std::find(st.begin(), st.end(), s) == st.end()) st.push_back(s);
+      }
+    for (auto& st : weight_stages_) std::sort(st.begin(), st.end());
+    const bool mixed = is_mixed_precision(in_.config.training.precision);
+    weight_bytes_ = mixed ? 2 : 4;
+    opt_state_bytes_ = optimizer_state_bytes_per_param(in_.config.training.optimizer, mixed);
+    opt_traffic_bytes_ = optimizer_bytes_per_param(in_.config.training.optimizer, mixed);
+  }
+
+  // Full recompute: consecutive ops of one layer (or one non-layer module) in a chunk.
+  void build_segments() {
+    seg_of_op_.assign(g_.ops.size(), -1);
+    for (const auto& ops : chunk_ops_) {
+      int prev_key = -2;
+      for (int op : ops) {
+        if (plans_[op].recompute != Recompute::Full) { prev_key = -2; continue; }
+        const Module& m = g_.modules[g_.ops[op].module];
+        const int key = m.layer >= 0 ? m.layer : -100 - g_.ops[op].module;
+        if (key != prev_key) segments_.push_back({});
+        segments_.back().ops.push_back(op);
+        seg_of_op_[op] = static_cast<int>(segments_.size()) - 1;
+        prev_key = key;
+      }
+    }
+    // Checkpoint = the inputs a segment reads from outside itself, stored once.
+    for (Segment& s : segments_) {
+      std::vector<int> seen;
+      for (int op : s.ops) {
+        const Op& o = g_.ops[op];
+        for (size_t k = 0; k < o.inputs.size(); ++k) {
+          const int t = o.inputs[k].tensor;
+          const int prod = g_.tensors[t].producer;
+          if (prod >= 0 && seg_of_op_[prod] == seg_of_op_[op]) continue;
+          if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+          seen.push_back(t);
+          s.checkpoint_bytes += tensor_bytes_per_rank(g_.tensors[t], plans_[op].input_required[k], mesh_);
+        }
+      }
+    }
+  }
+
+  bool drops_extra(int op) const {
+    return plans_[op].recompute == Recompute::Selective && g_.ops[op].selective_recompute;
+  }
+  double fwd_alloc(int op) const {
+    const OpPlan& p = plans_[op];
+    const int s = seg_of_op_[op];
+    if (s >= 0) return segments_[s].ops.front() == op ? segments_[s].checkpoint_bytes : 0;
+    return p.saved_input_bytes + (drops_extra(op) ? 0 : p.saved_extra_bytes);
+  }
+  double recompute_alloc(int op) const {
+    const OpPlan& p = plans_[op];
+    if (seg_of_op_[op] >= 0) return p.saved_input_bytes + p.saved_extra_bytes;
+    return drops_extra(op) ? p.saved_extra_bytes : 0;
+  }
+  // Ops with weights get a separate weight-gradient task when it does any work.
+  bool has_w(int op) const {
+    return plans_[op].has_weights() && (g_.ops[op].bwd_weight_flops > 0 || g_.ops[op].bwd_weight_bytes > 0);
+  }
+
+  void make_ranks() {
+    exec_.mesh = mesh_;
+    exec_.symmetric = in_.symmetric;
+    const int per_stage = mesh_.ranks() / mesh_.size[kAxisPp];
+    if (in_.symmetric) {
+      for (int s = 0; s < tree_.stages; ++s) {
+        std::array<int, kNumMeshAxes> c{};
+        c[kAxisPp] = s;
+        exec_.ranks.push_back({mesh_.gpu_of(c), s, per_stage, {}});
+      }
+    } else {
+      for (int gpu = 0; gpu < mesh_.ranks(); ++gpu)
+        exec_.ranks.push_back({gpu, mesh_.coords_of(gpu)[kAxisPp], 1, {}});
+    }
+    exec_.queues.assign(exec_.ranks.size() * kNumStreams, {});
+    stats_.static_bytes_per_stage.assign(static_cast<size_t>(tree_.stages), {});
+    stats_.activation_bytes_per_microbatch_per_stage.assign(static_cast<size_t>(tree_.stages), 0);
+    stats_.p2p_bytes_per_boundary.assign(static_cast<size_t>(std::max(0, tree_.chunks() - 1)), 0);
+  }
+
+  // ---------- task emission ----------
+  // Deps >= 0 are task ids; < 0 are -(pending send index + 1), resolved once all ranks exist.
+  int emit(const Task& t, const std::vector<int>& deps, const std::vector<MemEvent>& mem) {
+    const int id = static_cast<int>(exec_.tasks.size());
+    exec_.tasks.push_back(t);
+    for (int d : deps) {
+      if (d < 0) pending_slots_.push_back({exec_.deps.size(), pending_keys_[static_cast<size_t>(-d - 1)]});
+      exec_.deps.push_back(d);
+    }
+    exec_.dep_offsets.push_back(static_cast<int>(exec_.deps.size()));
+    exec_.mem_events.insert(exec_.mem_events.end(), mem.begin(), mem.end());
+    exec_.mem_offsets.push_back(static_cast<int>(exec_.mem_events.size()));
+    exec_.queues[static_cast<size_t>(t.rank) * kNumStreams + static_cast<size_t>(t.stream)].push_back(id);
+    return id;
+  }
+
+  int pending_ref(uint64_t key) {
+    pending_keys_.push_back(key);
+    return -static_cast<int>(pending_keys_.size());
+  }
+
+  void resolve_pending() {
+    for (const auto& [slot, key] : pending_slots_) {
+      auto it = sends_.find(key);
+      if (it == sends_.end()) throw Error("internal", "", "a pipeline receive has no matching send");
+      exec_.deps[slot] = it->second;
+    }
+  }
+
+  bool is_stats_rank() const { return exec_.ranks[rank_].gpu == stage_rep_gpu(stage_); }
+  int stage_rep_gpu(int stage) const {
+    std::array<int, kNumMeshAxes> c{};
+    c[kAxisPp] = stage;
+    return mesh_.gpu_of(c);
+  }
+
+  void record_stat(CollectiveKind kind, AxisMask axes, const char* purpose, int group_size, double bytes) {
+    if (!is_stats_rank()) return;
+    for (CollectiveStat& s : stats_.collectives) {
+      if (s.stage == stage_ && s.kind == to_string(kind) && s.axes == axes_name(axes) && s.purpose == purpose &&
+          s.group_size == group_size) {
+        ++s.count;
+        s.bytes_per_rank += bytes;
+        return;
+      }
+    }
+    stats_.collectives.push_back({to_string(kind), axes_name(axes), purpose, group_size, 1, bytes, stage_});
+  }
+
+  // A collective task of this rank; members of the same group emit them in the same order,
+  // which is how the instances are matched across simulated ranks.
+  int emit_collective(CollectiveKind kind, AxisMask axes, double bytes, Stream stream, Phase phase, int mb, int label,
+                      const std::vector<int>& deps, const char* purpose, std::vector<int> group = {}) {
+    const int gpu = exec_.ranks[rank_].gpu;
+    if (group.empty()) group = mesh_.group(gpu, axes);
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.phase = phase;
+    t.stream = stream;
+    t.rank = rank_;
+    t.micro_batch = mb;
+    t.label = label;
+    t.stage = stage_;
+    const uint64_t ordinal = ordinals_[static_cast<size_t>(axes) | (stream == Stream::DpComm ? 0x100u : 0u)]++;
+    const uint64_t key = (static_cast<uint64_t>(group.front()) << 40) ^ (static_cast<uint64_t>(axes) << 32) ^
+                         (stream == Stream::DpComm ? (1ull << 39) : 0) ^ ordinal;
+    int cid;
+    auto it = instance_.find(key);
+    if (it == instance_.end() || exec_.collectives[it->second].group != group) {
+      cid = static_cast<int>(exec_.collectives.size());
+      exec_.collectives.push_back({kind, bytes, axes, group, {}});
+      instance_[key] = cid;
+    } else {
+      cid = it->second;
+    }
+    t.collective = cid;
+    const int id = emit(t, deps, {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}});
+    exec_.collectives[cid].member_tasks.push_back(id);
+    record_stat(kind, axes, purpose, static_cast<int>(group.size()), bytes);
+    return id;
+  }
+
+  int emit_send(int dst_gpu, int tensor, int mb, bool backward, double bytes, int label, int dep, int chunk) {
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.phase = backward ? Phase::BackwardInput : Phase::Forward;
+    t.stream = Stream::PpComm;
+    t.rank = rank_;
+    t.micro_batch = mb;
+    t.label = label;
+    t.stage = stage_;
+    const int cid = static_cast<int>(exec_.collectives.size());
+    exec_.collectives.push_back({CollectiveKind::SendRecv, bytes, axis_bit(kAxisPp), {exec_.ranks[rank_].gpu, dst_gpu}, {}});
+    t.collective = cid;
+    const int id = emit(t, {dep}, {});
+    exec_.collectives[cid].member_tasks.push_back(id);
+    sends_[send_key(dst_gpu, tensor, mb, backward)] = id;
+    record_stat(CollectiveKind::SendRecv, axis_bit(kAxisPp), "pipeline", 2, bytes);
+    if (is_stats_rank() && mb == 0 && !backward && chunk + 1 < tree_.chunks() &&
+        stats_.p2p_bytes_per_boundary[chunk] == 0)
+      stats_.p2p_bytes_per_boundary[chunk] = bytes;
+    return id;
+  }
+
+  int gpu_of_chunk(int chunk) const {
+    auto c = mesh_.coords_of(exec_.ranks[rank_].gpu);
+    c[kAxisPp] = tree_.stage_of_chunk(chunk);
+    return mesh_.gpu_of(c);
+  }
+  bool chunk_is_local(int chunk) const { return tree_.stage_of_chunk(chunk) == stage_; }
+
+  // Task (or pending send) after which tensor t is on this rank in layout `want`.
+  // Returns INT32_MIN when no task is needed (a model input).
+  int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want) {
+    const int prod = g_.tensors[t].producer;
+    if (prod < 0) return INT32_MIN;
+    auto found = providers_.find(provider_key(mb, ns, t, want));
+    if (found != providers_.end()) return found->second;
+    if (ns == kRecompute) {
+      found = providers_.find(provider_key(mb, kFwd, t, want));
+      if (found != providers_.end()) return found->second;
+    }
+    const Layout& src = plans_[prod].output;
+    int src_task;
+    auto at_src = providers_.find(provider_key(mb, ns, t, src));
+    if (at_src == providers_.end() && ns == kRecompute) at_src = providers_.find(provider_key(mb, kFwd, t, src));
+    if (at_src != providers_.end()) {
+      src_task = at_src->second;
+    } else if (!chunk_is_local(plans_[prod].chunk)) {
+      src_task = pending_ref(send_key(exec_.ranks[rank_].gpu, t, mb, false));
+      providers_[provider_key(mb, kFwd, t, src)] = src_task;
+    } else {
+      throw Error("internal", "", "tensor " + g_.tensors[t].name + " is used before it is produced");
+    }
+    if (src == want) return src_task;
+    int last = src_task;
+    for (const CollectiveStep& step : redistribute(src, want, g_.tensors[t].bytes(), mesh_))
+      last = emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm,
+                             ns == kFwd ? Phase::Forward : Phase::Recompute, mb, labels_[prod], {last}, "activation");
+    providers_[provider_key(mb, ns, t, want)] = last;
+    return last;
+  }
+
+  static void add_dep(std::vector<int>* deps, int d) {
+    if (d != INT32_MIN) deps->push_back(d);
+  }
+
+  // ZeRO-3: gather a weight before each use; the gathered copy is freed when its user ends.
+  void zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees) {
+    for (const WeightPlan& w : plans_[op].weights) {
+      if (w.storage == w.use) continue;
+      const double bytes = w.local_params * weight_bytes_;
+      std::vector<int> gdeps;
+      if (last_weight_compute_ >= 0) gdeps.push_back(last_weight_compute_);  // prefetch one op ahead
+      for (const CollectiveStep& step : redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * weight_bytes_, mesh_)) {
+        const int id = emit_collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, labels_[op], gdeps, "weight");
+        gdeps = {id};
+      }
+      deps->push_back(gdeps.back());
+      frees->push_back({MemCategory::Weights, true, -bytes});
+      pending_weight_alloc_.push_back({MemCategory::Weights, false, bytes});
+    }
+  }
+
+  Task compute_task(int op, Phase phase, int mb, const ComputeWork& work) const {
+    Task t;
+    t.kind = TaskKind::Compute;
+    t.phase = phase;
+    t.stream = Stream::Compute;
+    t.rank = rank_;
+    t.micro_batch = mb;
+    t.label = labels_[op];
+    t.stage = stage_;
+    t.work = work;
+    return t;
+  }
+
+  void forward_op(int op, int mb, Namespace ns) {
+    const Op& o = g_.ops[op];
+    const OpPlan& p = plans_[op];
+    std::vector<int> deps;
+    for (size_t k = 0; k < o.inputs.size(); ++k) add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
+    if (ns == kFwd && param_gather_ready_[op] >= 0) deps.push_back(param_gather_ready_[op]);
+    std::vector<MemEvent> mem;
+    pending_weight_alloc_.clear();
+    zero3_gathers(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, &deps, &mem);
+    const double keep = (ns == kFwd) ? fwd_alloc(op) : recompute_alloc(op);
+    if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
+    mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+    const int id = emit(compute_task(op, ns == kFwd ? Phase::Forward : Phase::Recompute, mb, p.fwd), deps, mem);
+    if (p.has_weights()) last_weight_compute_ = id;
+    last_compute_ = id;
+    if (ns == kFwd && is_stats_rank() && mb == 0) stats_.activation_bytes_per_microbatch_per_stage[stage_] += keep;
+    if (o.output.tensor < 0) return;
+    const int out = o.output.tensor;
+    providers_[provider_key(mb, ns, out, p.output)] = id;
+    if (consumers_[out].empty()) {
+      // A model output with partial sums (the vocab-parallel loss) is reduced where it is made.
+      Layout whole = p.output;
+      for (int& pl : whole.placement)
+        if (pl == kPartial) pl = kReplicate;
+      if (!(whole == p.output)) tensor_in_layout(mb, ns, out, whole);
+      return;
+    }
+    if (ns != kFwd) return;
+    // Send to every other rank's chunk that consumes it (once per chunk).
+    std::vector<int> sent;
+    for (const auto& [c_op, k] : consumers_[out]) {
+      const int c = plans_[c_op].chunk;
+      if (chunk_is_local(c) || std::find(sent.begin(), sent.end(), c) != sent.end()) continue;
+      sent.push_back(c);
+      emit_send(gpu_of_chunk(c), out, mb, false, tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_), labels_[op], id,
+                plans_[op].chunk);
+    }
+  }
+
+  // Gradient of op's output in the layout its backward needs: contributions of all consumers,
+  // summed locally per layout, each redistributed.
+  void output_grad_deps(int op, int mb, std::vector<int>* deps) {
+    const Op& o = g_.ops[op];
+    const int out = o.output.tensor;
+    if (out < 0) return;
+    const Layout& want = plans_[op].output_grad_required;
+    std::vector<std::pair<Layout, std::vector<int>>> groups;
+    auto add = [&](const Layout& l, int task) {
+      for (auto& gr : groups)
+        if (gr.first == l) { gr.second.push_back(task); return; }
+      groups.push_back({l, {task}});
+    };
+    std::vector<int> remote_chunks;
+    for (const auto& [c_op, k] : consumers_[out]) {
+      const int c = plans_[c_op].chunk;
+      if (chunk_is_local(c)) {
+        auto it = grad_providers_.find(grad_key(mb, out, c_op));
+        if (it == grad_providers_.end()) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
+        add(plans_[c_op].input_grad[k], it->second);
+      } else if (std::find(remote_chunks.begin(), remote_chunks.end(), c) == remote_chunks.end()) {
+        remote_chunks.push_back(c);
+        add(plans_[c_op].input_grad[k], pending_ref(send_key(exec_.ranks[rank_].gpu, out, mb, true)));
+      }
+    }
+    for (auto& [layout, tasks] : groups) {
+      if (layout == want) {
+        deps->insert(deps->end(), tasks.begin(), tasks.end());
+        continue;
+      }
+      std::vector<int> d = tasks;
+      for (const CollectiveStep& step : redistribute(layout, want, g_.tensors[out].bytes(), mesh_))
+        d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb, labels_[op], d,
+                             "activation")};
+      deps->insert(deps->end(), d.begin(), d.end());
+    }
+  }
+
+  static uint64_t grad_key(int mb, int tensor, int consumer_op) {
+    return (static_cast<uint64_t>(mb) << 42) | (static_cast<uint64_t>(tensor) << 21) | static_cast<uint64_t>(consumer_op);
+  }
+
+  void backward_op(int op, int mb, bool split_w) {
+    const Op& o = g_.ops[op];
+    const OpPlan& p = plans_[op];
+    // Recompute what the backward needs.
+    const int seg = seg_of_op_[op];
+    if (seg >= 0 && segments_[seg].ops.back() == op)
+      for (int r : segments_[seg].ops) forward_op(r, mb, kRecompute);
+    else if (seg < 0 && drops_extra(op))
+      forward_op(op, mb, kRecompute);
+
+    std::vector<int> grad_deps;
+    output_grad_deps(op, mb, &grad_deps);
+    std::vector<int> deps = grad_deps;
+    std::vector<MemEvent> mem;
+    pending_weight_alloc_.clear();
+    zero3_gathers(op, mb, Phase::BackwardInput, &deps, &mem);
+    mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+    const double held = fwd_alloc(op) + recompute_alloc(op);
+    const bool w_here = has_w(op);
+    if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
+    const int b = emit(compute_task(op, Phase::BackwardInput, mb, p.bwd_input), deps, mem);
+    last_compute_ = b;
+    if (p.has_weights()) last_weight_compute_ = b;
+    for (size_t k = 0; k < o.inputs.size(); ++k) grad_providers_[grad_key(mb, o.inputs[k].tensor, op)] = b;
+    // Gradients of inputs produced on another rank go back to it, once per tensor, after the
+    // last (in backward order) of this chunk's consumers.
+    for (size_t k = 0; k < o.inputs.size(); ++k) {
+      const int t = o.inputs[k].tensor;
+      const int prod = g_.tensors[t].producer;
+      if (prod < 0 || chunk_is_local(plans_[prod].chunk)) continue;
+      const int my_chunk = p.chunk;
+      int first_consumer = -1;
+      for (const auto& [c_op, kk] : consumers_[t])
+        if (plans_[c_op].chunk == my_chunk) { first_consumer = c_op; break; }
+      if (first_consumer != op) continue;
+      int dep = b;
+      std::vector<int> all;
+      for (const auto& [c_op, kk] : consumers_[t])
+        if (plans_[c_op].chunk == my_chunk) all.push_back(grad_providers_.at(grad_key(mb, t, c_op)));
+      if (all.size() > 1) dep = *std::max_element(all.begin(), all.end());
+      emit_send(gpu_of_chunk(plans_[prod].chunk), t, mb, true,
+                tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), labels_[op], dep, plans_[prod].chunk);
+    }
+    if (w_here) {
+      if (split_w) w_grad_deps_[wkey(mb, op)] = grad_deps;
+      else weight_grad(op, mb, grad_deps);
+    } else if (p.has_weights() && ++w_done_[op] == tree_.micro_batches) {
+      weights_final(op, b);
+    }
+  }
+
+  static uint64_t wkey(int mb, int op) { return (static_cast<uint64_t>(mb) << 32) | static_cast<uint64_t>(op); }
+
+  void weight_grad(int op, int mb, const std::vector<int>& grad_deps) {
+    const double held = fwd_alloc(op) + recompute_alloc(op);
+    std::vector<MemEvent> mem;
+    if (held > 0) mem.push_back({MemCategory::Activations, true, -held});
+    const int w = emit(compute_task(op, Phase::BackwardWeight, mb, plans_[op].bwd_weight), grad_deps, mem);
+    last_compute_ = w;
+    if (++w_done_[op] == tree_.micro_batches) weights_final(op, w);
+  }
+
+  // ---------- gradients, optimizer, parameters ----------
+  // Weight tensors of this stage in the order their last gradient completes (backward order of
+  // the stage's chunks, last chunk first), grouped into DDP-like buckets.
+  void plan_buckets() {
+    buckets_.clear();
+    bucket_of_tensor_.assign(g_.tensors.size(), -1);
+    uses_left_.assign(g_.tensors.size(), 0);
+    const double first_cap = kFirstBucketMB * kBytesPerMB;
+    const double cap = in_.config.strategy.grad_bucket_MB * kBytesPerMB;
+    double filled = 0;
+    for (int c = tree_.chunks() - 1; c >= 0; --c) {
+      if (!chunk_is_local(c)) continue;
+      for (auto it = chunk_ops_[c].rbegin(); it != chunk_ops_[c].rend(); ++it) {
+        for (const WeightPlan& w : plans_[*it].weights) {
+          ++uses_left_[w.tensor];
+          if (bucket_of_tensor_[w.tensor] >= 0) continue;
+          if (buckets_.empty() || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
+            buckets_.push_back({});
+            filled = 0;
+          }
+          bucket_of_tensor_[w.tensor] = static_cast<int>(buckets_.size()) - 1;
+          buckets_.back().tensors.push_back(w.tensor);
+          buckets_.back().param_bytes_16 += w.local_params * weight_bytes_;
+          ++buckets_.back().pending;
+          filled += w.local_params * kGradBytes;
+        }
+      }
+    }
+    // Which weight plan describes each tensor (first use wins; tied uses share layouts per stage).
+    weight_plan_of_tensor_.assign(g_.tensors.size(), nullptr);
+    for (int c = 0; c < tree_.chunks(); ++c) {
+      if (!chunk_is_local(c)) continue;
+      for (int op : chunk_ops_[c])
+        for (const WeightPlan& w : plans_[op].weights)
+          if (!weight_plan_of_tensor_[w.tensor]) weight_plan_of_tensor_[w.tensor] = &w;
+    }
+  }
+
+  void weights_final(int op, int w_task) {
+    for (const WeightPlan& w : plans_[op].weights) {
+      if (--uses_left_[w.tensor] > 0) continue;
+      Bucket& b = buckets_[bucket_of_tensor_[w.tensor]];
+      b.ready_tasks.push_back(w_task);
+      if (--b.pending == 0 && in_.config.strategy.overlap_grad_reduce)
+        reduce_bucket(bucket_of_tensor_[w.tensor], b.ready_tasks);
+    }
+  }
+
+  void reduce_bucket(int bi, const std::vector<int>& deps) {
+    Bucket& b = buckets_[bi];
+    // Sum the steps of every weight per (kind, axes): one collective each.
+    std::vector<CollectiveStep> merged;
+    for (int t : b.tensors) {
+      const WeightPlan& w = *weight_plan_of_tensor_[t];
+      for (const CollectiveStep& s : redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_)) {
+        auto it = std::find_if(merged.begin(), merged.end(),
+                               [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
+        if (it == merged.end()) merged.push_back(s);
+        else it->bytes += s.bytes;
+      }
+    }
+    const int label = exec_.label_id("grad_bucket_" + std::to_string(bi));
+    for (const CollectiveStep& s : merged)
+      grad_sync_tasks_.push_back(emit_collective(s.kind, s.axes, s.bytes, Stream::DpComm, Phase::Sync, -1, label, deps, "gradient"));
+  }
+
+  void tied_weight_reduce() {
+    // A weight used by ops on several stages (tied input/output embedding) keeps a copy per
+    // stage; their gradients are summed across those stages (Megatron's embedding group).
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      if (!weight_plan_of_tensor_[t]) continue;
+      const std::vector<int>& stages = weight_stages_[t];
+      if (stages.size() < 2) continue;
+      std::vector<int> group;
+      auto c = mesh_.coords_of(exec_.ranks[rank_].gpu);
+      for (int s : stages) {
+        c[kAxisPp] = s;
+        group.push_back(mesh_.gpu_of(c));
+      }
+      const WeightPlan& w = *weight_plan_of_tensor_[t];
+      const double bytes = static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) * kGradBytes;
+      std::vector<int> deps = grad_sync_tasks_;
+      if (deps.empty() && last_compute_ >= 0) deps.push_back(last_compute_);
+      grad_sync_tasks_.push_back(emit_collective(CollectiveKind::AllReduce, axis_bit(kAxisPp), bytes, Stream::DpComm,
+                                                 Phase::Sync, -1, exec_.label_id("tied_embedding"), deps,
+                                                 "tied_embedding", group));
+    }
+  }
+
+  double data_replication(const WeightPlan& w) const {
+    double f = 1;
+    for (int a = 0; a < kNumMeshAxes; ++a)
+      if (w.data_axes_replicated & (1u << a)) f *= mesh_.size[a];
+    return f;
+  }
+
+  void static_memory_and_optimizer() {
+    const int zero = in_.config.strategy.zero;
+    std::array<double, kNumMemCategories> bytes{};
+    double opt_params = 0;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) {
+      const WeightPlan* w = weight_plan_of_tensor_[t];
+      if (!w) continue;
+      const double d = data_replication(*w);
+      const double p = w->local_params;
+      bytes[static_cast<int>(MemCategory::Weights)] += p * weight_bytes_ / (zero >= 3 ? d : 1);
+      bytes[static_cast<int>(MemCategory::Gradients)] += p * kGradBytes / (zero >= 2 ? d : 1);
+      bytes[static_cast<int>(MemCategory::OptimizerStates)] += p * opt_state_bytes_ / (zero >= 1 ? d : 1);
+      opt_params += p / (zero >= 1 ? d : 1);
+    }
+    exec_.ranks[rank_].static_bytes = bytes;
+    if (is_stats_rank()) stats_.static_bytes_per_stage[stage_] = bytes;
+    // The optimizer step: memory-bound over the parameters this rank updates.
+    Task t;
+    t.kind = TaskKind::Compute;
+    t.phase = Phase::Optimizer;
+    t.stream = Stream::Compute;
+    t.rank = rank_;
+    t.label = exec_.label_id("optimizer");
+    t.stage = stage_;
+    t.work.op_kind = OpKind::Elementwise;
+    t.work.bytes = opt_params * opt_traffic_bytes_;
+    t.work.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
+    std::vector<int> deps = grad_sync_tasks_;
+    if (last_compute_ >= 0) deps.push_back(last_compute_);
+    last_compute_ = emit(t, deps, {});
+  }
+
+  // ZeRO-1/2: after the step each rank holds 1/d of the updated weights; all-gather them.
+  void param_gathers(bool at_start) {
+    const int zero = in_.config.strategy.zero;
+    if (zero < 1 || zero >= 3) return;
+    std::vector<int> gather_of_bucket(buckets_.size(), -1);
+    for (size_t bi = 0; bi < buckets_.size(); ++bi) {
+      const Bucket& b = buckets_[bi];
+      AxisMask axes = 0;
+      for (int t : b.tensors) axes |= weight_plan_of_tensor_[t]->data_axes_replicated;
+      if (!axes) continue;
+      std::vector<int> deps;
+      if (!at_start && last_compute_ >= 0) deps.push_back(last_compute_);
+      const int id = emit_collective(CollectiveKind::AllGather, axes, b.param_bytes_16, Stream::DpComm, Phase::Sync, -1,
+                                     exec_.label_id("param_gather_" + std::to_string(bi)), deps, "weight");
+      gather_of_bucket[bi] = id;
+    }
+    if (!at_start) return;
+    // Overlapped with the forward (Megatron's overlap_param_gather): each op's forward waits
+    // for the all-gather of its weights' bucket.
+    for (int c = 0; c < tree_.chunks(); ++c) {
+      if (!chunk_is_local(c)) continue;
+      for (int op : chunk_ops_[c])
+        for (const WeightPlan& w : plans_[op].weights) {
+          const int task = gather_of_bucket[bucket_of_tensor_[w.tensor]];
+          if (task >= 0) param_gather_ready_[op] = std::max(param_gather_ready_[op], task);
+        }
+    }
+  }
+
+  // ---------- one rank ----------
+  void emit_rank(int r) {
+    rank_ = r;
+    stage_ = exec_.ranks[r].stage;
+    providers_.clear();
+    grad_providers_.clear();
+    w_grad_deps_.clear();
+    ordinals_.assign(0x200, 0);
+    w_done_.assign(g_.ops.size(), 0);
+    param_gather_ready_.assign(g_.ops.size(), -1);
+    grad_sync_tasks_.clear();
+    last_compute_ = -1;
+    last_weight_compute_ = -1;
+    plan_buckets();
+    const bool overlap_params = in_.config.strategy.overlap_param_gather;
+    if (overlap_params) param_gathers(true);
+
+    const auto passes = stage_schedule(tree_.schedule, tree_.stages, tree_.micro_batches, tree_.virtual_stages, stage_);
+    if (is_stats_rank()) {
+      if (stats_.stage_orders.size() <= static_cast<size_t>(stage_)) stats_.stage_orders.resize(stage_ + 1);
+      stats_.stage_orders[stage_] = to_string(passes);
+    }
+    const bool split = schedule_splits_backward(tree_.schedule);
+    for (const Pass& pass : passes) {
+      const int chunk = pass.chunk * tree_.stages + stage_;
+      const auto& ops = chunk_ops_[chunk];
+      if (pass.kind == PassKind::F) {
+        for (int op : ops) forward_op(op, pass.micro_batch, kFwd);
+      } else if (pass.kind == PassKind::B) {
+        for (auto it = ops.rbegin(); it != ops.rend(); ++it) backward_op(*it, pass.micro_batch, split);
+      } else {
+        for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+          if (has_w(*it)) weight_grad(*it, pass.micro_batch, w_grad_deps_.at(wkey(pass.micro_batch, *it)));
+      }
+    }
+    if (!in_.config.strategy.overlap_grad_reduce)
+      for (size_t bi = 0; bi < buckets_.size(); ++bi) reduce_bucket(static_cast<int>(bi), {last_compute_});
+    tied_weight_reduce();
+    static_memory_and_optimizer();
+    if (!overlap_params) param_gathers(false);
+  }
+
+  const ProgramInputs& in_;
+  const OpGraph& g_;
+  const StrategyTree& tree_;
+  const std::vector<OpPlan>& plans_;
+  const Mesh& mesh_;
+  ExecGraph& exec_;
+  CompileStats& stats_;
+
+  std::vector<std::vector<int>> chunk_ops_;
+  std::vector<std::vector<std::pair<int, int>>> consumers_;
+  std::vector<int> labels_;
+  std::vector<Segment> segments_;
+  std::vector<int> seg_of_op_;
+  std::vector<std::vector<int>> weight_stages_;  // stages that hold each weight tensor
+  double weight_bytes_ = 2, opt_state_bytes_ = 12, opt_traffic_bytes_ = 30;
+
+  // per-rank state
+  int rank_ = 0, stage_ = 0;
+  std::unordered_map<uint64_t, int> providers_;
+  std::unordered_map<uint64_t, int> grad_providers_;
+  std::unordered_map<uint64_t, std::vector<int>> w_grad_deps_;
+  std::vector<uint64_t> ordinals_;
+  std::vector<int> w_done_;
+  std::vector<int> param_gather_ready_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_tensor_;
+  std::vector<int> uses_left_;
+  std::vector<const WeightPlan*> weight_plan_of_tensor_;
+  std::vector<int> grad_sync_tasks_;
+  std::vector<MemEvent> pending_weight_alloc_;
+  int last_compute_ = -1, last_weight_compute_ = -1;
+
+  // across ranks
+  std::unordered_map<uint64_t, int> instance_;
+  std::unordered_map<uint64_t, int> sends_;
+  std::vector<uint64_t> pending_keys_;
+  std::vector<std::pair<size_t, uint64_t>> pending_slots_;
+};
+
+}  // namespace
+
+void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stats) {
+  Builder(in, exec, stats).run();
+}
+
+}  // namespace proteus

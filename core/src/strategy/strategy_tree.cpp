@@ -1,0 +1,200 @@
+// Fills the strategy tree from the StrategySpec macros and the per-module overrides.
+#include "proteus/strategy_tree.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "proteus/error.h"
+
+namespace proteus {
+
+std::vector<int> split_layers(int layers, int chunks) {
+  std::vector<int> out(static_cast<size_t>(chunks), 0);
+  if (chunks <= 0) return out;
+  const int base = (layers + chunks - 1) / chunks;
+  int deficit = base * chunks - layers;
+  std::fill(out.begin(), out.end(), base);
+  // Take the missing layers from the ends inwards: first, last, second, second-to-last, ...
+  for (int i = 0; deficit > 0 && i < chunks; ++i) {
+    const int idx = (i % 2 == 0) ? i / 2 : chunks - 1 - i / 2;
+    if (out[idx] > 0) { --out[idx]; --deficit; }
+  }
+  // Tiny models with more chunks than layers per chunk can still leave a deficit: spread it.
+  for (int idx = 0; deficit > 0 && idx < chunks; ++idx)
+    while (deficit > 0 && out[idx] > 0) { --out[idx]; --deficit; }
+  return out;
+}
+
+namespace {
+
+// The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
+ParallelConfig root_config(const StrategySpec& s) {
+  ParallelConfig c;
+  c.axis_dims[kAxisDp] = {"batch", "tokens"};
+  // Expert parallelism shards experts where an op has them, and is data parallelism elsewhere.
+  c.axis_dims[kAxisEp] = {"expert", "batch", "tokens"};
+  c.axis_dims[kAxisCp] = {"seq"};
+  // Megatron tensor parallelism: column/row-parallel linears by heads or MLP width, the
+  // vocab-parallel embedding, head and loss; with sequence parallelism everything else is
+  // split along the sequence.
+  c.axis_dims[kAxisTp] = {"heads", "kv_heads", "ffn", "vocab", "out", "cout"};
+  if (s.sequence_parallel) c.axis_dims[kAxisTp].push_back("seq");
+  c.recompute = s.recompute;
+  return c;
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : path) {
+    if (ch == '.') { out.push_back(cur); cur.clear(); }
+    else cur += ch;
+  }
+  if (!path.empty()) out.push_back(cur);
+  return out;
+}
+
+// '*' matches one segment; a final "**" matches any remaining depth (zero or more).
+bool path_matches(const std::vector<std::string>& pattern, const std::vector<std::string>& path) {
+  size_t i = 0;
+  for (; i < pattern.size(); ++i) {
+    if (pattern[i] == "**") return true;
+    if (i >= path.size()) return false;
+    if (pattern[i] != "*" && pattern[i] != path[i]) return false;
+  }
+  return i == path.size();
+}
+
+void apply_override(const OverrideSpec& o, StrategyNode* node) {
+  for (const auto& [axis, dim] : o.map) {
+    const int a = axis_from_name(axis);
+    if (a < 0) continue;  // the parser already rejected unknown axes
+    node->config.axis_dims[a] = dim.empty() ? AxisDims{} : AxisDims{dim};
+    node->set.push_back("map." + axis);
+  }
+  if (o.recompute) {
+    node->config.recompute = *o.recompute;
+    node->set.push_back("recompute");
+  }
+  if (o.stage) {
+    node->config.chunk = *o.stage;
+    node->chunk_fixed = true;
+    node->set.push_back("stage");
+  }
+}
+
+// Chunk of each module: layers by the split; other modules before the first layer go to the
+// first chunk, those after the last layer to the last chunk.
+void assign_chunks(const OpGraph& graph, StrategyTree* tree) {
+  const int chunks = tree->chunks();
+  std::vector<int> chunk_of_layer;
+  for (int c = 0; c < chunks; ++c)
+    for (int k = 0; k < tree->chunk_layers[c]; ++k) chunk_of_layer.push_back(c);
+  int first_layer_op = static_cast<int>(graph.ops.size());
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    if (graph.modules[graph.ops[i].module].layer >= 0) { first_layer_op = static_cast<int>(i); break; }
+  // Walk ops so a leaf module's position is that of its first op.
+  std::vector<int> first_op(graph.modules.size(), -1);
+  for (size_t i = 0; i < graph.ops.size(); ++i)
+    if (first_op[graph.ops[i].module] < 0) first_op[graph.ops[i].module] = static_cast<int>(i);
+  for (size_t m = 0; m < graph.modules.size(); ++m) {
+    StrategyNode& node = tree->nodes[m];
+    if (node.chunk_fixed) continue;  // placed by an override
+    const Module& mod = graph.modules[m];
+    if (mod.layer >= 0 && mod.layer < static_cast<int>(chunk_of_layer.size()))
+      node.config.chunk = chunk_of_layer[mod.layer];
+    else
+      node.config.chunk = (first_op[m] >= 0 && first_op[m] > first_layer_op) ? chunks - 1 : 0;
+  }
+}
+
+}  // namespace
+
+StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
+  const StrategySpec& s = config.strategy;
+  StrategyTree tree;
+  tree.mesh.size = {s.pp, s.dp / s.ep, s.ep, s.cp, s.tp};
+  tree.schedule = s.schedule;
+  tree.stages = s.pp;
+  tree.virtual_stages = (s.schedule == Schedule::Interleaved1F1B) ? s.virtual_stages : 1;
+  tree.micro_batch = s.micro_batch;
+  tree.micro_batches = static_cast<int>(config.training.global_batch / (static_cast<int64_t>(s.dp) * s.micro_batch));
+  tree.sequence_parallel = s.sequence_parallel;
+  const int chunks = tree.chunks();
+  if (!s.stage_layers.empty()) tree.chunk_layers = s.stage_layers;
+  else tree.chunk_layers = split_layers(std::max(graph.num_layers, 0), chunks);
+
+  const std::vector<std::vector<std::string>> patterns = [&] {
+    std::vector<std::vector<std::string>> p;
+    for (const auto& o : s.overrides) p.push_back(split_path(o.path));
+    return p;
+  }();
+  std::vector<int> override_hits(s.overrides.size(), 0);
+
+  tree.nodes.resize(graph.modules.size());
+  // Modules are stored parents-first, so one forward pass resolves inheritance.
+  for (size_t m = 0; m < graph.modules.size(); ++m) {
+    const Module& mod = graph.modules[m];
+    StrategyNode& node = tree.nodes[m];
+    node.module = static_cast<int>(m);
+    node.config = (mod.parent < 0) ? root_config(s) : tree.nodes[mod.parent].config;
+    node.chunk_fixed = mod.parent >= 0 && tree.nodes[mod.parent].chunk_fixed;
+    const auto path = split_path(mod.path);
+    for (size_t i = 0; i < s.overrides.size(); ++i) {
+      if (!path_matches(patterns[i], path)) continue;
+      apply_override(s.overrides[i], &node);
+      ++override_hits[i];
+    }
+  }
+  for (size_t i = 0; i < s.overrides.size(); ++i) {
+    const std::string where = "strategy.overrides[" + std::to_string(i) + "]";
+    if (!override_hits[i])
+      throw invalid_config(where + ".path", "override path '" + s.overrides[i].path +
+                                                "' matches no module of " + graph.model_name);
+    if (s.overrides[i].stage && (*s.overrides[i].stage < 0 || *s.overrides[i].stage >= chunks))
+      throw invalid_config(where + ".stage", "stage " + std::to_string(*s.overrides[i].stage) +
+                                                 " is outside 0.." + std::to_string(chunks - 1));
+  }
+  assign_chunks(graph, &tree);
+  return tree;
+}
+
+std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph) {
+  std::ostringstream out;
+  out << graph.model_name << ": mesh";
+  for (int a = 0; a < kNumMeshAxes; ++a) out << ' ' << axis_name(MeshAxis(a)) << '=' << tree.mesh.size[a];
+  out << "; schedule " << to_string(tree.schedule) << ", " << tree.micro_batches << " micro-batches of "
+      << tree.micro_batch << ", " << tree.stages << " stages";
+  if (tree.virtual_stages > 1) out << " x " << tree.virtual_stages << " chunks";
+  out << "\n";
+  auto describe = [&](const ParallelConfig& c) {
+    std::string d;
+    for (int a = 1; a < kNumMeshAxes; ++a) {
+      if (tree.mesh.size[a] <= 1) continue;
+      d += std::string(" ") + axis_name(MeshAxis(a)) + "->";
+      if (c.axis_dims[a].empty()) d += "replicate";
+      for (size_t i = 0; i < c.axis_dims[a].size(); ++i) d += (i ? "|" : "") + c.axis_dims[a][i];
+    }
+    d += std::string(" recompute=") + to_string(c.recompute);
+    return d;
+  };
+  // Print a node when it sets something, is a top-level module, or is a layer.
+  for (size_t m = 0; m < graph.modules.size(); ++m) {
+    const Module& mod = graph.modules[m];
+    const StrategyNode& node = tree.nodes[m];
+    int depth = 0;
+    for (int p = mod.parent; p >= 0; p = graph.modules[p].parent) ++depth;
+    const bool show = m == 0 || depth <= 1 || mod.kind == "layer" || !node.set.empty();
+    if (!show) continue;
+    out << std::string(static_cast<size_t>(depth) * 2, ' ') << (m == 0 ? "(model)" : mod.path) << "  [stage "
+        << tree.stage_of_chunk(node.config.chunk);
+    if (tree.virtual_stages > 1) out << ", chunk " << node.config.chunk;
+    out << "]";
+    if (m == 0 || !node.set.empty()) out << describe(node.config);
+    for (const auto& what : node.set) out << "  (sets " << what << ")";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace proteus
