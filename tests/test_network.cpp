@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include "proteus/bandwidth_sharing.h"
+#include "proteus/collective_flows.h"
 #include "proteus/topology.h"
 
 using namespace proteus;
@@ -83,6 +84,17 @@ std::vector<std::pair<int, double>> unit_weights(const std::vector<int>& path) {
   std::vector<std::pair<int, double>> out;
   for (int l : path) out.push_back({l, 1.0});
   return out;
+}
+
+// Rates of a plan's flows alone on the network (all started together).
+std::vector<double> plan_rates(const Topology& t, const CollectivePlan& plan, BandwidthSharing& bw) {
+  std::vector<int> ids;
+  for (const auto& f : plan.flows) ids.push_back(bw.add_flow(unit_weights(f.links)));
+  bw.solve();
+  std::vector<double> rates;
+  for (int id : ids) rates.push_back(bw.rate_Bps(id));
+  (void)t;
+  return rates;
 }
 
 std::vector<double> capacities(const Topology& t) {
@@ -230,4 +242,163 @@ TEST_CASE("network: two transfers through one NIC share it, then one speeds up")
   CHECK(bw.rate_Bps(b) == doctest::Approx(22.5e9));
   const double end_b = now_s + left_b / bw.rate_Bps(b);
   CHECK(end_b == doctest::Approx(0.6));
+}
+
+TEST_CASE("collectives: ring all-reduce of 1 GiB on 8 GPUs over NVSwitch") {
+  const Topology t = build_topology(nvswitch_cluster(1, 8));
+  const double S = 1024.0 * 1024 * 1024;
+  const std::vector<int> group{0, 1, 2, 3, 4, 5, 6, 7};
+  const CollectivePlan plan = plan_collective(t, CollectiveKind::AllReduce, group, S);
+  CHECK(plan.algorithm == "ring");
+  // One channel (NVSwitch, one node): 8 hops 0->1->...->7->0, each carrying 2*7/8*S bytes.
+  REQUIRE(plan.flows.size() == 8);
+  for (const auto& f : plan.flows) {
+    CHECK(f.bytes == doctest::Approx(2.0 * 7 / 8 * S));
+    CHECK(f.dst_gpu == (f.src_gpu + 1) % 8);
+    CHECK(f.links.size() == 2);
+  }
+  // Every GPU's up-link and down-link carries exactly one flow: each flow runs at the link's
+  // 300 GB/s * 0.8 = 240e9 B/s, so the data moves in 2*7/8 * 2^30 / 240e9 = 7.829 ms.
+  BandwidthSharing bw(capacities(t));
+  for (double r : plan_rates(t, plan, bw)) CHECK(r == doctest::Approx(240e9));
+  CHECK(plan.flows[0].bytes / 240e9 == doctest::Approx(7.8294e-3).epsilon(1e-4));
+  // 2(n-1) = 14 steps of 3.4 us (no base latency field: see collective_flows.cpp).
+  CHECK(plan.latency_s == doctest::Approx(14 * 3.4e-6));
+}
+
+TEST_CASE("collectives: ring all-gather / reduce-scatter move (n-1)/n of S in n-1 steps") {
+  const Topology t = build_topology(nvswitch_cluster(1, 8));
+  const double S = 8e6;
+  for (auto kind : {CollectiveKind::AllGather, CollectiveKind::ReduceScatter}) {
+    const CollectivePlan plan = plan_collective(t, kind, {0, 1, 2, 3}, S);
+    // 4 ranks: 4 hop flows of 3/4 * 8e6 = 6e6 bytes; 3 steps of 3.4 us.
+    REQUIRE(plan.flows.size() == 4);
+    for (const auto& f : plan.flows) CHECK(f.bytes == doctest::Approx(6e6));
+    CHECK(plan.latency_s == doctest::Approx(3 * 3.4e-6));
+  }
+}
+
+TEST_CASE("collectives: DGX-1 mesh all-reduce runs 6 NVLink rings") {
+  const Topology t = build_topology(dgx1_cluster(1));
+  const double S = 1024.0 * 1024 * 1024;
+  const CollectivePlan plan = plan_collective(t, CollectiveKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}, S);
+  // 3 NVLink cycles, forwards and backwards: 6 channels x 8 hops, each 2*7/8*S/6 bytes.
+  REQUIRE(plan.flows.size() == 48);
+  for (const auto& f : plan.flows) {
+    CHECK(f.links.size() == 1);  // every hop is a direct NVLink
+    CHECK(f.bytes == doctest::Approx(2.0 * 7 / 8 * S / 6));
+  }
+  // A pair with u NVLinks (a link of u * 20e9 B/s) carries u flows per direction (the cycles
+  // use it u times, each in both directions): every flow gets 20e9 B/s, i.e. bus bandwidth
+  // 6 * 20 = 120 GB/s per GPU.
+  BandwidthSharing bw(capacities(t));
+  for (double r : plan_rates(t, plan, bw)) CHECK(r == doctest::Approx(20e9));
+  CHECK(plan.latency_s == doctest::Approx(14 * 3.4e-6));
+}
+
+TEST_CASE("collectives: cross-node ring leaves each node through the channel's NIC") {
+  // 2 nodes x 8 GPUs, 8 NICs; all-gather (ring only) over all 16 GPUs: 8 channels.
+  const Topology t = build_topology(nvswitch_cluster(2, 8));
+  const double S = 1024.0 * 1024 * 1024;
+  std::vector<int> group;
+  for (int i = 0; i < 16; ++i) group.push_back(i);
+  const CollectivePlan plan = plan_collective(t, CollectiveKind::AllGather, group, S);
+  CHECK(plan.algorithm == "ring");
+  // 8 channels x 16 hops, each (15/16) * S / 8 bytes.
+  REQUIRE(plan.flows.size() == 128);
+  for (const auto& f : plan.flows) CHECK(f.bytes == doctest::Approx(15.0 / 16 * S / 8));
+  // Channel k leaves node 0 from GPU k (NIC k's GPU) to node 1's GPU k+1, and back from GPU 8+k
+  // to GPU (k+1)%8. So each NIC's tx carries exactly one flow, from its own GPU.
+  std::vector<int> nic_tx_flows(t.links.size(), 0);
+  for (const auto& f : plan.flows)
+    for (int l : f.links)
+      if (t.links[l].level == LinkLevel::Nic && t.links[l].name.find(".tx") != std::string::npos) {
+        ++nic_tx_flows[l];
+        const int local = f.src_gpu % 8;
+        CHECK(t.links[l].name.find("nic" + std::to_string(local) + ".tx") != std::string::npos);
+        CHECK(f.dst_gpu % 8 == (local + 1) % 8);
+      }
+  int nic_links = 0;
+  for (size_t l = 0; l < t.links.size(); ++l)
+    if (t.links[l].level == LinkLevel::Nic && t.links[l].name.find(".tx") != std::string::npos) {
+      CHECK(nic_tx_flows[l] == 1);
+      ++nic_links;
+    }
+  CHECK(nic_links == 16);
+  // Rates: inter-node flows are NIC-limited at 22.5e9 (PCIe 25.2e9 is wider). A GPU sends over
+  // NVLink in the 7 channels it does not leave the node in: 240e9 / 7 = 34.3e9 per flow.
+  BandwidthSharing bw(capacities(t));
+  const auto rates = plan_rates(t, plan, bw);
+  CHECK(*std::min_element(rates.begin(), rates.end()) == doctest::Approx(22.5e9));
+  CHECK(*std::max_element(rates.begin(), rates.end()) == doctest::Approx(240e9 / 7));
+  // 15 steps of the network hop (9.6 us).
+  CHECK(plan.latency_s == doctest::Approx(15 * 9.6e-6));
+}
+
+TEST_CASE("collectives: all-reduce across nodes picks tree or ring by estimated time") {
+  // 64 nodes, 1 NIC each (22.5e9 B/s; PCIe 25.2e9 is wider); the group is GPU 0 of every node.
+  const Topology t = build_topology(nvswitch_cluster(64, 1));
+  std::vector<int> group;
+  for (int node = 0; node < 64; ++node) group.push_back(node * 8);
+  // Ring: 126 steps * 9.6 us = 1209.6 us; every NIC sends one flow of 2*63/64*S.
+  // Double binary tree over 64 nodes: depth 6 in both trees (1->2->4->8->16->32->0), so
+  // 2 * 6 * 9.6 us = 115.2 us; an even node is interior in tree 0 (sends S/2 to its parent
+  // and S/2 to each of 2 children) and a leaf in tree 1 (S/2 up): 2S through its NIC.
+  //   S = 1 MiB: ring 2*63/64*S/22.5e9 + 1209.6 us = 1301 us; tree 2S/22.5e9 + 115.2 us = 208 us -> tree.
+  //   S = 4 GiB: ring 0.375809 + 0.001210 = 0.377019 s; tree 0.381775 + 0.000115 = 0.381890 s -> ring.
+  const CollectivePlan small = plan_collective(t, CollectiveKind::AllReduce, group, 1024.0 * 1024);
+  CHECK(small.algorithm == "tree");
+  CHECK(small.latency_s == doctest::Approx(2 * 6 * 9.6e-6));
+  // Tree flows: 63 edges per tree, both directions, 2 trees, S/2 each.
+  CHECK(small.flows.size() == 4 * 63);
+  for (const auto& f : small.flows) CHECK(f.bytes == doctest::Approx(1024.0 * 1024 / 2));
+  const CollectivePlan large = plan_collective(t, CollectiveKind::AllReduce, group, 4.0 * 1024 * 1024 * 1024);
+  CHECK(large.algorithm == "ring");
+  CHECK(large.latency_s == doctest::Approx(126 * 9.6e-6));
+  CHECK(large.flows.size() == 64);
+}
+
+TEST_CASE("collectives: tree's intra-node reduction wins at 2 full DGX nodes") {
+  // 2 nodes x 8 GPUs on NVSwitch, 8 NICs; all-reduce of S = 1 GiB over all 16 GPUs.
+  // Ring (8 channels): each NIC sends one hop of 2*15/16*S/8 = 251.7 MB: 11.18 ms + 30 * 9.6 us.
+  // Tree (8 channels, chain inside each node): a NIC carries S/8 per direction (the two trees
+  //   each move S/16 up and S/16 down across the single edge) = 5.97 ms; the busiest NVLink
+  //   sends 14 chain flows of S/8 (2 per channel, 1 where it heads or ends the chain):
+  //   1.75 S / 240e9 = 7.83 ms; latency 2 * (1 * 9.6 + 7 * 3.4) us = 66.8 us -> tree.
+  const Topology t = build_topology(nvswitch_cluster(2, 8));
+  std::vector<int> group;
+  for (int i = 0; i < 16; ++i) group.push_back(i);
+  const CollectivePlan plan = plan_collective(t, CollectiveKind::AllReduce, group, 1024.0 * 1024 * 1024);
+  CHECK(plan.algorithm == "tree");
+  CHECK(plan.latency_s == doctest::Approx(2 * (9.6e-6 + 7 * 3.4e-6)));
+}
+
+TEST_CASE("collectives: all-to-all, send-recv, groups of one") {
+  const Topology t = build_topology(nvswitch_cluster(2, 8));
+  const double S = 16e6;
+  std::vector<int> group;
+  for (int i = 0; i < 16; ++i) group.push_back(i);
+  const CollectivePlan a2a = plan_collective(t, CollectiveKind::AllToAll, group, S);
+  CHECK(a2a.algorithm == "direct");
+  // n(n-1) = 240 direct flows of S/n = 1e6 bytes; the slowest hop is the network's 9.6 us.
+  REQUIRE(a2a.flows.size() == 240);
+  for (const auto& f : a2a.flows) {
+    CHECK(f.bytes == doctest::Approx(1e6));
+    if (f.src_gpu / 8 != f.dst_gpu / 8)  // through the sender's own NIC
+      CHECK(t.links[f.links[1]].name == "node" + std::to_string(f.src_gpu / 8) + ".nic" +
+                                             std::to_string(f.src_gpu % 8) + ".tx");
+  }
+  CHECK(a2a.latency_s == doctest::Approx(9.6e-6));
+  // Send-recv: one flow of S from GPU 3 to GPU 11 through NIC 3; one network hop of latency.
+  const CollectivePlan p2p = plan_collective(t, CollectiveKind::SendRecv, {3, 11}, S);
+  CHECK(p2p.algorithm == "p2p");
+  REQUIRE(p2p.flows.size() == 1);
+  CHECK(p2p.flows[0].bytes == S);
+  CHECK(names(t, p2p.flows[0].links) == std::vector<std::string>{"node0.gpu3.pcie.up", "node0.nic3.tx",
+                                                                 "node1.nic3.rx", "node1.gpu3.pcie.down"});
+  CHECK(p2p.latency_s == doctest::Approx(9.6e-6));
+  // A group of one moves nothing and waits for nothing.
+  const CollectivePlan one = plan_collective(t, CollectiveKind::AllReduce, {5}, S);
+  CHECK(one.flows.empty());
+  CHECK(one.latency_s == 0);
 }
