@@ -1,0 +1,72 @@
+#include "layers.h"
+
+namespace proteus::model {
+
+namespace {
+std::vector<Dim> dims_of(const OpGraphBuilder& g, int x, DimNames names) {
+  std::vector<Dim> dims;
+  dims.reserve(names.size());
+  const Shape shape = g.tensor(x).shape;
+  size_t i = 0;
+  for (const char* n : names) dims.push_back({n, shape[i++]});
+  return dims;
+}
+}  // namespace
+
+int unary(OpGraphBuilder& g, int module, const std::string& name, int x, DimNames dims,
+          double fwd_flops_per_element, double bwd_flops_per_element, Saves saves) {
+  const int op = g.op(module, name, OpKind::Elementwise, dims_of(g, x, dims));
+  g.read(op, x, dims);
+  const int y = g.write(op, g.tensor(x).shape, dims);
+  g.at(op).saves_inputs = saves == Saves::Input;
+  if (saves == Saves::Output) g.save(op, y, dims);
+  if (saves == Saves::Mask) g.save_new(op, "mask", g.tensor(x).shape, dims, kMaskBytes);
+  const double n = static_cast<double>(g.tensor(x).elements());
+  g.set_costs(op, fwd_flops_per_element * n, bwd_flops_per_element * n, 0);
+  return y;
+}
+
+int dropout(OpGraphBuilder& g, int module, const std::string& name, int x, DimNames dims) {
+  return unary(g, module, name, x, dims, kDropoutFlops, kDropoutFlops / 2, Saves::Mask);
+}
+
+int add(OpGraphBuilder& g, int module, const std::string& name, const std::vector<int>& xs, DimNames dims) {
+  const int op = g.op(module, name, OpKind::Elementwise, dims_of(g, xs.front(), dims));
+  for (int x : xs) g.read(op, x, dims);
+  const int y = g.write(op, g.tensor(xs.front()).shape, dims);
+  g.at(op).saves_inputs = false;
+  const double n = static_cast<double>(g.tensor(y).elements());
+  // The gradient of a sum passes through unchanged: no arithmetic, only its bytes.
+  g.set_costs(op, kAddFlops * n * static_cast<double>(xs.size() - 1), 0, 0);
+  return y;
+}
+
+void set_gemm_costs(OpGraphBuilder& g, int op, double bias_elements) {
+  const double gemm = 2 * g.dims_product(op);
+  g.set_costs(op, gemm + bias_elements, gemm, gemm + bias_elements);
+}
+
+int linear(OpGraphBuilder& g, int module, const std::string& name, int x, int64_t in, int64_t out, bool bias,
+           const char* in_dim, const char* out_dim) {
+  const int64_t b = g.tensor(x).shape[0];
+  const int op = g.op(module, name, OpKind::Matmul, {{"batch", b}, {out_dim, out}, {in_dim, in}});
+  g.read(op, x, {"batch", in_dim});
+  g.read_weight(op, g.weight(module, name + ".weight", {out, in}), {out_dim, in_dim});
+  if (bias) g.read_weight(op, g.weight(module, name + ".bias", {out}), {out_dim});
+  const int y = g.write(op, {b, out}, {"batch", out_dim});
+  g.gemm(op, {"batch"}, {out_dim}, {in_dim});
+  set_gemm_costs(g, op, bias ? static_cast<double>(b * out) : 0);
+  return y;
+}
+
+int classification_loss(OpGraphBuilder& g, int module, const std::string& name, int logits, const char* class_dim) {
+  const Shape shape = g.tensor(logits).shape;
+  const int op = g.op(module, name, OpKind::Loss, {{"batch", shape[0]}, {class_dim, shape[1]}});
+  g.read(op, logits, {"batch", class_dim});
+  const int loss = g.write(op, {shape[0]}, {"batch"}, kFp32Bytes);
+  const double n = static_cast<double>(g.tensor(logits).elements());
+  g.set_costs(op, kSoftmaxLossFlops * n, kSoftmaxLossBwdFlops * n, 0);
+  return loss;
+}
+
+}  // namespace proteus::model

@@ -1,0 +1,431 @@
+// Decoder and encoder transformers (GPT-2/3, Llama 2/3 with GQA, SwiGLU, RMSNorm, rotary,
+// Mixtral-style MoE, BERT with Megatron's pre-LN layout): the OpGraph of one micro-batch.
+//
+// Module tree (paths are what strategy overrides name):
+//   embedding                 word (+ position, + token-type) embeddings, add, dropout
+//   layers                    kind "layers"
+//     layers.<i>              kind "layer", Module::layer = i
+//       layers.<i>.attention  ln1, q_proj, kv_proj, [rotary_q, rotary_k], attn, o_proj,
+//                             [attn_dropout], attn_residual
+//       layers.<i>.mlp        ln2, fc1, act, fc2, [mlp_dropout], mlp_residual
+//    or layers.<i>.moe        ln2, router, dispatch, combine, [moe_dropout], moe_residual
+//       layers.<i>.moe.experts  expert_fc1, expert_act, expert_fc2 (the ops holding experts)
+//   final_norm                final LayerNorm / RMSNorm
+//   head                      [mlm_transform, mlm_act, mlm_norm (encoders)], lm_head, loss
+//   pooler                    (BERT, model.pooler) cls_select, pooler_dense, pooler_tanh,
+//                             nsp_head, nsp_loss
+//
+// Dim bindings the compiler relies on (a = heads, k = kv heads, d = head_dim):
+//  * q_proj  dims (batch, seq, heads[a*d], hidden): q[b, s, a*d] is bound (batch, seq, heads).
+//  * kv_proj dims (batch, seq, kv_heads[2*k*d], hidden): kv[b, s, 2*k*d] = [K | V] is bound
+//    (batch, seq, kv_heads).
+//  * attn    dims (batch, heads[a], seq, seq_kv, head_dim[d]). It reads q as (batch, seq,
+//    heads) and kv as (batch, seq_kv, heads): the kv tensor's head axis is bound to "heads",
+//    the attention has no "kv_heads" dim, so tensor parallelism (heads at attn, kv_heads at
+//    kv_proj) shards K/V by the same factor on both sides and FLOPs are divided once. Context
+//    parallelism splits "seq": q and the output are sharded, kv is bound to seq_kv and so is
+//    required whole: an all-gather of K/V over cp, as in Megatron's context parallelism.
+//    The output o[b, s, a*d] is bound (batch, seq, heads). GEMM: batch = (batch, heads),
+//    M = seq, N = seq_kv, K = head_dim. FLOPs 4*b*s*s_kv*a*d (full square, as Megatron).
+//  * o_proj  dims (batch, seq, hidden, heads[a*d]); "heads" is its reduction dim (row parallel).
+//  * fc1     dims (batch, seq, ffn, hidden); out width ffn, or 2*ffn for SwiGLU (gate and up
+//    fused, still named "ffn"); act dims (batch, seq, ffn[ffn]); fc2 dims (batch, seq, hidden, ffn).
+//  * Dropout masks (1 byte) are saved_extra of the dropout ops; residual adds save nothing.
+//  * attn saves its inputs (Q, K, V) and, without flash attention, saved_extra = softmax
+//    probabilities (2 bytes), dropout mask (1 byte), dropped probabilities (2 bytes), each
+//    [b, a, s, s_kv]: what Megatron's selective recompute drops (attn.selective_recompute).
+//    With flash attention saved_extra = its own output O (the same tensor o_proj saves) and
+//    the fp32 logsumexp [b, a, s]. Summing saved inputs and saved_extra per layer,
+//    deduplicated by tensor id, gives Korthikanti's s*b*h*(34 + 5*a*s/h) bytes at 16 bits.
+//
+// MoE (tokens per expert = capacity_factor * tokens * top_k / experts, kept per sample as
+// c = ceil(capacity_factor * s * top_k / experts) slots):
+//  * router   dims (batch, seq, route[E], hidden), weight [E, h] bound (route, hidden),
+//    probs [b, s, E] bound (batch, seq, route).
+//  * dispatch (Dispatch) dims (batch, seq, route[E], hidden): reads x (batch, seq, hidden) and
+//    probs (batch, seq, route), writes the routed tokens [E, b, c, h] bound (route, batch,
+//    seq, hidden): one bucket of c slots per sample per expert; its slot axis is bound to "seq"
+//    (the slots of a sample come from its tokens; its size is c, not s).
+//  * expert_fc1 / expert_act / expert_fc2 dims (expert, batch, seq[c], ffn, hidden): the routed
+//    tensor is bound (expert, batch, seq, hidden), weights [E, ffn, h] / [E, h, ffn].
+//  * combine (Dispatch) dims (batch, seq, route, hidden): reads expert outputs bound (route,
+//    batch, seq, hidden) and probs, writes [b, s, h].
+//  "route" is the expert index on the token side, so the token-side ops (router, dispatch,
+//  combine) have no "expert" dim and ep falls back to "batch" there; only the ops holding
+//  expert weights have "expert". With ep on "batch" at dispatch and on "expert" at the expert
+//  GEMMs, the routed tensor goes Shard(1) -> Shard(0) over ep: the all-to-all; combine brings
+//  it back Shard(0) -> Shard(1). dp (batch) and cp (seq) keep the same axes on both sides,
+//  so they add no communication.
+#include <cmath>
+#include <string>
+
+#include "layers.h"
+#include "model_builders.h"
+#include "op_graph_builder.h"
+#include "proteus/error.h"
+
+namespace proteus::model {
+namespace {
+
+struct Sizes {
+  int64_t b = 0, s = 0, h = 0, a = 0, kvh = 0, d = 0, ffn = 0, vocab = 0;
+  int layers = 0;
+  int64_t experts = 0, top_k = 0, expert_ffn = 0, slots = 0;  // MoE; slots per sample per expert
+};
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
+  Sizes z;
+  if (m.layers < 1) throw invalid_config("model.layers", "a transformer needs at least one layer");
+  if (m.hidden < 1) throw invalid_config("model.hidden", "hidden must be positive");
+  if (m.heads < 1) throw invalid_config("model.heads", "heads must be positive");
+  if (m.hidden % m.heads != 0)
+    throw invalid_config("model.heads", "hidden=" + num(m.hidden) + " is not divisible by heads=" + num(m.heads));
+  const int kvh = m.kv_heads == 0 ? m.heads : m.kv_heads;
+  if (kvh < 1 || kvh > m.heads || m.heads % kvh != 0)
+    throw invalid_config("model.kv_heads",
+                         "kv_heads=" + num(kvh) + " must divide heads=" + num(m.heads) + " (0 = heads)");
+  if (m.vocab < 1) throw invalid_config("model.vocab", "vocab must be positive");
+  if (m.type_vocab < 0) throw invalid_config("model.type_vocab", "type_vocab must not be negative");
+  const int64_t s = t.seq_len > 0 ? t.seq_len : m.seq_len;
+  if (s < 1) throw invalid_config("training.seq_len", "the sequence length must be positive");
+  if (m.learned_positions && s > m.seq_len)
+    throw invalid_config("training.seq_len", "seq_len=" + num(s) + " exceeds the " + num(m.seq_len) +
+                                                 " learned positions of " + m.name);
+  z.b = batch;
+  z.s = s;
+  z.h = m.hidden;
+  z.a = m.heads;
+  z.kvh = kvh;
+  z.d = m.hidden / m.heads;
+  z.ffn = m.ffn_hidden;
+  z.vocab = m.vocab;
+  z.layers = m.layers;
+  if (m.moe.experts < 0) throw invalid_config("model.moe.experts", "experts must not be negative");
+  if (m.moe.experts > 0) {
+    if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
+      throw invalid_config("model.moe.top_k", "top_k=" + num(m.moe.top_k) + " must be in 1.." + num(m.moe.experts));
+    if (!(m.moe.capacity_factor > 0))
+      throw invalid_config("model.moe.capacity_factor", "capacity_factor must be positive");
+    if (m.moe.expert_ffn_hidden < 0)
+      throw invalid_config("model.moe.expert_ffn_hidden", "expert_ffn_hidden must not be negative");
+    z.experts = m.moe.experts;
+    z.top_k = m.moe.top_k;
+    z.expert_ffn = m.moe.expert_ffn_hidden > 0 ? m.moe.expert_ffn_hidden : m.ffn_hidden;
+    if (z.expert_ffn < 1) throw invalid_config("model.ffn_hidden", "ffn_hidden must be positive");
+    const double slots = m.moe.capacity_factor * static_cast<double>(s * z.top_k) / static_cast<double>(z.experts);
+    z.slots = static_cast<int64_t>(std::ceil(slots - 1e-9));
+    if (z.slots < 1) z.slots = 1;
+  } else if (m.ffn_hidden < 1) {
+    throw invalid_config("model.ffn_hidden", "ffn_hidden must be positive");
+  }
+  return z;
+}
+
+class TransformerBuilder {
+ public:
+  TransformerBuilder(const ModelSpec& m, const Sizes& z, double act_bytes)
+      : m_(m), z_(z), g_(m.name, z.b, z.s, act_bytes, static_cast<size_t>(z.layers) * 20 + 32) {}
+
+  OpGraph build() {
+    int x = embedding();
+    const int layers = g_.module(OpGraphBuilder::kRoot, "layers", "layers", -1);
+    for (int i = 0; i < z_.layers; ++i) {
+      const int layer = g_.module(layers, num(i), "layer", i);
+      x = attention_block(g_.module(layer, "attention", "attention", i), x);
+      x = z_.experts > 0 ? moe_block(g_.module(layer, "moe", "moe", i), i, x)
+                         : mlp_block(g_.module(layer, "mlp", "mlp", i), x);
+    }
+    const int final_norm = g_.module(OpGraphBuilder::kRoot, "final_norm", "norm", -1);
+    x = norm(final_norm, "final_norm", x);
+    head(x);
+    if (m_.pooler) pooler(x);
+    g_.set_num_layers(z_.layers);
+    return g_.finish();
+  }
+
+ private:
+  bool encoder() const { return !m_.causal; }
+
+  // Sparse table lookups: the forward reads `rows` rows of `width` (not the whole table),
+  // the weight gradient is a scatter-add into the same rows.
+  void embedding_costs(int op, double rows, double width) {
+    g_.set_costs(op, 0, 0, rows * width);
+    Op& o = g_.at(op);
+    const double ab = g_.act_bytes();
+    const double ids = uses_bytes_of_inputs(op);
+    const double out = g_.tensor(o.output.tensor).bytes();
+    o.fwd_bytes = ids + rows * width * ab + out;
+    o.bwd_weight_bytes = out + ids + rows * width * ab;
+  }
+
+  double uses_bytes_of_inputs(int op) {
+    double b = 0;
+    for (const TensorUse& u : g_.at(op).inputs) b += g_.tensor(u.tensor).bytes();
+    return b;
+  }
+
+  int embedding() {
+    const int mod = g_.module(OpGraphBuilder::kRoot, "embedding", "embedding", -1);
+    const int64_t b = z_.b, s = z_.s, h = z_.h;
+    std::vector<int> parts;
+
+    const int tokens = g_.input("tokens", {b, s}, kIndexBytes);
+    word_embedding_ = g_.weight(mod, "word_embeddings", {z_.vocab, h});
+    const int word = g_.op(mod, "word_embedding", OpKind::Embedding,
+                           {{"batch", b}, {"seq", s}, {"vocab", z_.vocab}, {"hidden", h}});
+    g_.read(word, tokens, {"batch", "seq"});
+    g_.read_weight(word, word_embedding_, {"vocab", "hidden"});
+    parts.push_back(g_.write(word, {b, s, h}, {"batch", "seq", "hidden"}));
+    embedding_costs(word, static_cast<double>(b * s), static_cast<double>(h));
+
+    if (m_.learned_positions) {
+      const int pos = g_.op(mod, "position_embedding", OpKind::Embedding,
+                            {{"seq", s}, {"positions", m_.seq_len}, {"hidden", h}});
+      g_.read_weight(pos, g_.weight(mod, "position_embeddings", {m_.seq_len, h}), {"positions", "hidden"});
+      parts.push_back(g_.write(pos, {s, h}, {"seq", "hidden"}));
+      embedding_costs(pos, static_cast<double>(s), static_cast<double>(h));
+    }
+    if (m_.type_vocab > 0) {
+      const int types = g_.input("token_types", {b, s}, kIndexBytes);
+      const int type = g_.op(mod, "token_type_embedding", OpKind::Embedding,
+                             {{"batch", b}, {"seq", s}, {"token_types", m_.type_vocab}, {"hidden", h}});
+      g_.read(type, types, {"batch", "seq"});
+      g_.read_weight(type, g_.weight(mod, "token_type_embeddings", {m_.type_vocab, h}), {"token_types", "hidden"});
+      parts.push_back(g_.write(type, {b, s, h}, {"batch", "seq", "hidden"}));
+      embedding_costs(type, static_cast<double>(b * s), static_cast<double>(h));
+    }
+    int x = parts.front();
+    if (parts.size() > 1) {
+      // The position embedding [s, h] is broadcast over the batch.
+      const int op = g_.op(mod, "embedding_add", OpKind::Elementwise, {{"batch", b}, {"seq", s}, {"hidden", h}});
+      for (int p : parts) {
+        if (g_.tensor(p).shape.size() == 2) g_.read(op, p, {"seq", "hidden"});
+        else g_.read(op, p, {"batch", "seq", "hidden"});
+      }
+      x = g_.write(op, {b, s, h}, {"batch", "seq", "hidden"});
+      g_.at(op).saves_inputs = false;
+      g_.set_costs(op, kAddFlops * static_cast<double>(b * s * h) * static_cast<double>(parts.size() - 1), 0, 0);
+    }
+    if (m_.dropout) x = dropout(g_, mod, "embedding_dropout", x, {"batch", "seq", "hidden"});
+    return x;
+  }
+
+  int norm(int mod, const std::string& name, int x) {
+    const int64_t b = z_.b, s = z_.s, h = z_.h;
+    const bool layer_norm = m_.norm == NormKind::LayerNorm;
+    const int op = g_.op(mod, name, OpKind::Norm, {{"batch", b}, {"seq", s}, {"hidden", h}});
+    g_.read(op, x, {"batch", "seq", "hidden"});
+    g_.read_weight(op, g_.weight(mod, name + ".weight", {h}), {"hidden"});
+    if (layer_norm) g_.read_weight(op, g_.weight(mod, name + ".bias", {h}), {"hidden"});
+    const int y = g_.write(op, {b, s, h}, {"batch", "seq", "hidden"});
+    const double n = static_cast<double>(b * s * h);
+    const double f = layer_norm ? kLayerNormFlops : kRmsNormFlops;
+    g_.set_costs(op, f * n, 2 * f * n, kNormWeightGradFlops * n);
+    return y;
+  }
+
+  // y[b, s, out] = x[b, s, in] W[out, in]^T (+ bias): dims (batch, seq, out_dim, in_dim).
+  int token_linear(int mod, const std::string& name, int x, const char* out_dim, int64_t out, const char* in_dim,
+                   int64_t in, bool bias, int shared_weight = -1) {
+    const int64_t b = z_.b, s = z_.s;
+    const int op = g_.op(mod, name, OpKind::Matmul, {{"batch", b}, {"seq", s}, {out_dim, out}, {in_dim, in}});
+    g_.read(op, x, {"batch", "seq", in_dim});
+    const int w = shared_weight >= 0 ? shared_weight : g_.weight(mod, name + ".weight", {out, in});
+    g_.read_weight(op, w, {out_dim, in_dim});
+    if (bias) g_.read_weight(op, g_.weight(mod, name + ".bias", {out}), {out_dim});
+    const int y = g_.write(op, {b, s, out}, {"batch", "seq", out_dim});
+    g_.gemm(op, {"batch", "seq"}, {out_dim}, {in_dim});
+    set_gemm_costs(g_, op, bias ? static_cast<double>(b * s * out) : 0);
+    return y;
+  }
+
+  int attention_block(int mod, int x) {
+    const int64_t b = z_.b, s = z_.s, h = z_.h, a = z_.a, d = z_.d, kvh = z_.kvh;
+    const double ab = g_.act_bytes();
+    const int n1 = norm(mod, "ln1", x);
+    int q = token_linear(mod, "q_proj", n1, "heads", a * d, "hidden", h, m_.bias);
+    int kv = token_linear(mod, "kv_proj", n1, "kv_heads", 2 * kvh * d, "hidden", h, m_.bias);
+    if (!m_.learned_positions) {
+      q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops, Saves::Nothing);
+      // Rotates K only; the output stands for [K_rot | V] with V passed through, so only the
+      // K half is read, computed and written.
+      kv = unary(g_, mod, "rotary_k", kv, {"batch", "seq", "kv_heads"}, kRotaryFlops / 2, kRotaryFlops / 2,
+                 Saves::Nothing);
+      Op& rk = g_.at(static_cast<int>(g_.tensor(kv).producer));
+      rk.fwd_bytes /= 2;
+      rk.bwd_input_bytes /= 2;
+    }
+
+    const int attn = g_.op(mod, "attn", OpKind::Attention,
+                           {{"batch", b}, {"heads", a}, {"seq", s}, {"seq_kv", s}, {"head_dim", d}});
+    g_.read(attn, q, {"batch", "seq", "heads"});
+    g_.read(attn, kv, {"batch", "seq_kv", "heads"});
+    const int o = g_.write(attn, {b, s, a * d}, {"batch", "seq", "heads"});
+    const double n2 = static_cast<double>(b * a * s * s);
+    double score_traffic = 0;
+    if (m_.flash_attention) {
+      g_.save(attn, o, {"batch", "seq", "heads"});
+      g_.save_new(attn, "logsumexp", {b, a, s}, {"batch", "heads", "seq"}, kFp32Bytes);
+    } else {
+      g_.save_new(attn, "probs", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, ab);
+      // Scores written by QK^T and read by the softmax; probabilities read by the next step.
+      score_traffic = n2 * ab * 3;
+      if (m_.dropout) {
+        g_.save_new(attn, "dropout_mask", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, kMaskBytes);
+        g_.save_new(attn, "dropped_probs", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, ab);
+        score_traffic += n2 * ab;  // dropped probabilities read by AV
+      }
+    }
+    g_.at(attn).selective_recompute = true;
+    g_.gemm(attn, {"seq"}, {"seq_kv"}, {"head_dim"}, {"batch", "heads"});
+    const double attn_flops = 4 * g_.dims_product(attn);  // QK^T and AV: 2 * 2*b*a*s*s_kv*d
+    g_.set_costs(attn, attn_flops, 2 * attn_flops, 0);
+    {
+      Op& op = g_.at(attn);
+      op.fwd_bytes += score_traffic;
+      // The backward reads what the forward wrote and writes a gradient of each: twice.
+      op.bwd_input_bytes = 2 * op.fwd_bytes;
+    }
+
+    int y = token_linear(mod, "o_proj", o, "hidden", h, "heads", a * d, m_.bias);
+    if (m_.dropout) y = dropout(g_, mod, "attn_dropout", y, {"batch", "seq", "hidden"});
+    return add(g_, mod, "attn_residual", {x, y}, {"batch", "seq", "hidden"});
+  }
+
+  int mlp_block(int mod, int x) {
+    const int64_t h = z_.h, f = z_.ffn;
+    const bool swiglu = m_.mlp == MlpKind::Swiglu;
+    const int n2 = norm(mod, "ln2", x);
+    const int up = token_linear(mod, "fc1", n2, "ffn", swiglu ? 2 * f : f, "hidden", h, m_.bias);
+    const int act = activation(mod, "act", up, {"batch", "seq", "ffn"}, {z_.b, z_.s, f});
+    int y = token_linear(mod, "fc2", act, "hidden", h, "ffn", f, m_.bias);
+    if (m_.dropout) y = dropout(g_, mod, "mlp_dropout", y, {"batch", "seq", "hidden"});
+    return add(g_, mod, "mlp_residual", {x, y}, {"batch", "seq", "hidden"});
+  }
+
+  // GELU(x) or SwiGLU(gate, up) = silu(gate) * up; saves its input; output `out_shape`.
+  int activation(int mod, const std::string& name, int x, DimNames dims, const Shape& out_shape) {
+    const bool swiglu = m_.mlp == MlpKind::Swiglu;
+    std::vector<Dim> op_dims;
+    size_t i = 0;
+    for (const char* n : dims) op_dims.push_back({n, out_shape[i++]});
+    const int op = g_.op(mod, name, OpKind::Elementwise, std::move(op_dims));
+    g_.read(op, x, dims);
+    const int y = g_.write(op, out_shape, dims);
+    const double n = static_cast<double>(g_.tensor(y).elements());
+    const double f = swiglu ? kSwigluFlops : kGeluFlops;
+    g_.set_costs(op, f * n, 2 * f * n, 0);
+    return y;
+  }
+
+  int moe_block(int mod, int layer, int x) {
+    const int64_t b = z_.b, s = z_.s, h = z_.h, e = z_.experts, c = z_.slots, f = z_.expert_ffn;
+    const bool swiglu = m_.mlp == MlpKind::Swiglu;
+    const int n2 = norm(mod, "ln2", x);
+
+    const int router = g_.op(mod, "router", OpKind::Router, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
+    g_.read(router, n2, {"batch", "seq", "hidden"});
+    g_.read_weight(router, g_.weight(mod, "router.weight", {e, h}), {"route", "hidden"});
+    const int probs = g_.write(router, {b, s, e}, {"batch", "seq", "route"});
+    g_.save(router, probs, {"batch", "seq", "route"});  // softmax backward needs its output
+    g_.gemm(router, {"batch", "seq"}, {"route"}, {"hidden"});
+    set_gemm_costs(g_, router, 0);
+
+    const double routed_elements = static_cast<double>(e * b * c * h);
+    const int dispatch = g_.op(mod, "dispatch", OpKind::Dispatch, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
+    g_.read(dispatch, n2, {"batch", "seq", "hidden"});
+    g_.read(dispatch, probs, {"batch", "seq", "route"});
+    const int routed = g_.write(dispatch, {e, b, c, h}, {"route", "batch", "seq", "hidden"});
+    g_.at(dispatch).saves_inputs = false;  // a permutation: its gradient is the inverse one
+    // Forward copies; backward sums the top_k copies of each token's gradient.
+    g_.set_costs(dispatch, 0, routed_elements, 0);
+
+    const int experts = g_.module(mod, "experts", "experts", layer);
+    const int up = expert_linear(experts, "expert_fc1", routed, "ffn", swiglu ? 2 * f : f, "hidden", h);
+    const int act = activation(experts, "expert_act", up, {"expert", "batch", "seq", "ffn"}, {e, b, c, f});
+    const int down = expert_linear(experts, "expert_fc2", act, "hidden", h, "ffn", f);
+
+    const int combine = g_.op(mod, "combine", OpKind::Dispatch, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
+    g_.read(combine, down, {"route", "batch", "seq", "hidden"});
+    g_.read(combine, probs, {"batch", "seq", "route"});
+    int y = g_.write(combine, {b, s, h}, {"batch", "seq", "hidden"});
+    // Weighted sum of each token's expert outputs: a multiply-add per routed element; the
+    // backward needs the expert outputs (for d probs) and the probabilities (for d outputs).
+    g_.set_costs(combine, 2 * routed_elements, 4 * routed_elements, 0);
+
+    if (m_.dropout) y = dropout(g_, mod, "moe_dropout", y, {"batch", "seq", "hidden"});
+    return add(g_, mod, "moe_residual", {x, y}, {"batch", "seq", "hidden"});
+  }
+
+  // Per-expert GEMM over routed tokens: dims (expert, batch, seq[slots], out_dim, in_dim).
+  int expert_linear(int mod, const std::string& name, int x, const char* out_dim, int64_t out, const char* in_dim,
+                    int64_t in) {
+    const int64_t e = z_.experts, b = z_.b, c = z_.slots;
+    const int op = g_.op(mod, name, OpKind::Matmul,
+                         {{"expert", e}, {"batch", b}, {"seq", c}, {out_dim, out}, {in_dim, in}});
+    g_.read(op, x, {"expert", "batch", "seq", in_dim});
+    g_.read_weight(op, g_.weight(mod, name + ".weight", {e, out, in}), {"expert", out_dim, in_dim});
+    if (m_.bias) g_.read_weight(op, g_.weight(mod, name + ".bias", {e, out}), {"expert", out_dim});
+    const int y = g_.write(op, {e, b, c, out}, {"expert", "batch", "seq", out_dim});
+    g_.gemm(op, {"batch", "seq"}, {out_dim}, {in_dim}, {"expert"});
+    set_gemm_costs(g_, op, m_.bias ? static_cast<double>(e * b * c * out) : 0);
+    return y;
+  }
+
+  void head(int x) {
+    const int mod = g_.module(OpGraphBuilder::kRoot, "head", "head", -1);
+    const int64_t b = z_.b, s = z_.s, h = z_.h, v = z_.vocab;
+    if (encoder()) {
+      // BERT's masked-LM transform: dense + GELU + LayerNorm before the decoder.
+      const int t = token_linear(mod, "mlm_transform", x, "transform", h, "hidden", h, true);
+      const int op = g_.op(mod, "mlm_act", OpKind::Elementwise, {{"batch", b}, {"seq", s}, {"transform", h}});
+      g_.read(op, t, {"batch", "seq", "transform"});
+      const int act = g_.write(op, {b, s, h}, {"batch", "seq", "transform"});
+      const double n = static_cast<double>(b * s * h);
+      g_.set_costs(op, kGeluFlops * n, 2 * kGeluFlops * n, 0);
+      x = norm(mod, "mlm_norm", act);
+    }
+    const int logits = token_linear(mod, "lm_head", x, "vocab", v, "hidden", h, encoder(),
+                                    m_.tied_embeddings ? word_embedding_ : -1);
+    const int loss = g_.op(mod, "loss", OpKind::Loss, {{"batch", b}, {"seq", s}, {"vocab", v}});
+    g_.read(loss, logits, {"batch", "seq", "vocab"});
+    g_.write(loss, {b, s}, {"batch", "seq"}, kFp32Bytes);
+    const double n = static_cast<double>(b * s * v);
+    g_.set_costs(loss, kSoftmaxLossFlops * n, kSoftmaxLossBwdFlops * n, 0);
+  }
+
+  // BERT's pooler on the first token and the next-sentence head.
+  void pooler(int x) {
+    const int mod = g_.module(OpGraphBuilder::kRoot, "pooler", "pooler", -1);
+    const int64_t b = z_.b, s = z_.s, h = z_.h;
+    // Selecting token 0: "seq" indexes no output, so a split sequence yields partial
+    // (zero-elsewhere) results that a reduction completes.
+    const int sel = g_.op(mod, "cls_select", OpKind::Elementwise, {{"batch", b}, {"seq", s}, {"hidden", h}});
+    g_.read(sel, x, {"batch", "seq", "hidden"});
+    const int cls = g_.write(sel, {b, h}, {"batch", "hidden"});
+    g_.at(sel).saves_inputs = false;
+    g_.set_costs(sel, 0, 0, 0);
+    g_.at(sel).fwd_bytes = 2 * g_.tensor(cls).bytes();
+    g_.at(sel).bwd_input_bytes = g_.tensor(cls).bytes() + g_.tensor(x).bytes();
+    const int pooled = linear(g_, mod, "pooler_dense", cls, h, h, true, "hidden", "pooled");
+    const int t = unary(g_, mod, "pooler_tanh", pooled, {"batch", "pooled"}, kTanhFlops, kTanhFlops / 2, Saves::Output);
+    const int nsp = linear(g_, mod, "nsp_head", t, h, 2, true, "pooled", "classes");
+    classification_loss(g_, mod, "nsp_loss", nsp, "classes");
+  }
+
+  const ModelSpec& m_;
+  Sizes z_;
+  OpGraphBuilder g_;
+  int word_embedding_ = -1;  // the word-embedding table, shared by a tied LM head
+};
+
+}  // namespace
+
+OpGraph build_transformer(const ModelSpec& model, const TrainingSpec& training, int64_t batch) {
+  const Sizes z = validate(model, training, batch);
+  return TransformerBuilder(model, z, activation_bytes(training.precision)).build();
+}
+
+}  // namespace proteus::model
