@@ -14,6 +14,11 @@ using namespace proteus;
 
 namespace {
 
+// doctest::Approx adds an absolute tolerance of ~1e-5 (scale 1): far too loose for values in
+// seconds or microseconds. Compare relatively.
+inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+
+
 // 8 GPUs per node on NVSwitch (A100-like): 300 GB/s per GPU per direction at 0.8 bus
 // efficiency -> 240e9 B/s; PCIe gen4 31.5 GB/s at 0.8 -> 25.2e9 B/s; NICs 25 GB/s at 0.9 ->
 // 22.5e9 B/s.
@@ -111,10 +116,10 @@ TEST_CASE("topology: nvswitch node, same-node path") {
   const auto p = t.path(2, 5, 0);
   CHECK(names(t, p) == std::vector<std::string>{"node0.gpu2.nvlink.tx", "node0.gpu5.nvlink.rx"});
   // 300 GB/s * 0.8 bus efficiency = 240e9 B/s.
-  CHECK(t.links[p[0]].capacity_Bps == doctest::Approx(240e9));
+  CHECK(t.links[p[0]].capacity_Bps == approx(240e9));
   CHECK(t.links[p[0]].level == LinkLevel::NvLink);
   CHECK(t.path(3, 3, 0).empty());
-  CHECK(t.hop_latency_s(2, 5) == doctest::Approx(3.4e-6));
+  CHECK(t.hop_latency_s(2, 5) == approx(3.4e-6));
   // A whole-node group on NVSwitch needs one channel: one flow already gets the GPU's link.
   CHECK(t.ring_channels({0, 1, 2, 3, 4, 5, 6, 7}) == 1);
 }
@@ -125,11 +130,11 @@ TEST_CASE("topology: DGX-1 mesh, direct NVLink vs PCIe fallback") {
   const auto direct = t.path(0, 3, 0);
   REQUIRE(direct.size() == 1);
   CHECK(t.links[direct[0]].name == "node0.gpu0-gpu3.nvlink");
-  CHECK(t.links[direct[0]].capacity_Bps == doctest::Approx(40e9));
+  CHECK(t.links[direct[0]].capacity_Bps == approx(40e9));
   // GPU 0 -> GPU 1 has one NVLink: 20e9 B/s.
-  CHECK(t.links[t.path(0, 1, 0)[0]].capacity_Bps == doctest::Approx(20e9));
+  CHECK(t.links[t.path(0, 1, 0)[0]].capacity_Bps == approx(20e9));
   CHECK(t.links[t.path(6, 5, 0)[0]].name == "node0.gpu6-gpu5.nvlink");
-  CHECK(t.hop_latency_s(0, 3) == doctest::Approx(3.4e-6));
+  CHECK(t.hop_latency_s(0, 3) == approx(3.4e-6));
   // GPU 0 -> GPU 5: no NVLink. GPU 0 is under switch 0 (CPU 0), GPU 5 under switch 2 (CPU 1):
   // up to the switch, up to the root, across the sockets, down to switch 2, down to GPU 5.
   const auto fallback = t.path(0, 5, 0);
@@ -137,9 +142,9 @@ TEST_CASE("topology: DGX-1 mesh, direct NVLink vs PCIe fallback") {
                                                        "node0.cpu0-cpu1", "node0.sw2.pcie.down",
                                                        "node0.gpu5.pcie.down"});
   // Socket link: 19.2 GB/s * 0.8 = 15.36e9 B/s.
-  CHECK(t.links[fallback[2]].capacity_Bps == doctest::Approx(15.36e9));
+  CHECK(t.links[fallback[2]].capacity_Bps == approx(15.36e9));
   CHECK(t.links[fallback[2]].level == LinkLevel::CpuLink);
-  CHECK(t.hop_latency_s(0, 5) == doctest::Approx(5.7e-6));
+  CHECK(t.hop_latency_s(0, 5) == approx(5.7e-6));
   // Each GPU has 6 NVLinks; a ring uses 2 of them per GPU, so at most 3 edge-disjoint
   // Hamiltonian cycles exist, and 3 do (checked by hand against the matrix, all 24 units used):
   //   0-1-2-3-7-5-6-4-0, 0-2-6-7-4-5-1-3-0, 0-3-2-1-5-6-7-4-0
@@ -165,8 +170,8 @@ TEST_CASE("topology: PCIe tree levels PIX / PHB / SYS") {
                                                               "node0.cpu0-cpu1", "node0.sw3.pcie.down",
                                                               "node0.gpu6.pcie.down"});
   // 15.75 GB/s * 0.8 = 12.6e9 B/s per PCIe link.
-  CHECK(t.links[t.path(0, 1, 0)[0]].capacity_Bps == doctest::Approx(12.6e9));
-  CHECK(t.hop_latency_s(0, 1) == doctest::Approx(5.7e-6));
+  CHECK(t.links[t.path(0, 1, 0)[0]].capacity_Bps == approx(12.6e9));
+  CHECK(t.hop_latency_s(0, 1) == approx(5.7e-6));
   CHECK(t.ring_channels({0, 1, 2, 3}) == 1);
 }
 
@@ -178,9 +183,9 @@ TEST_CASE("topology: cross-node path takes the channel's NIC") {
   // Channel 13 -> NIC 13 % 8 = 5 as well.
   CHECK(t.path(0, 11, 13) == t.path(0, 11, 5));
   const auto p = t.path(0, 11, 5);
-  CHECK(t.links[p[1]].capacity_Bps == doctest::Approx(22.5e9));  // 25 GB/s * 0.9
-  CHECK(t.links[p[0]].capacity_Bps == doctest::Approx(25.2e9));  // 31.5 GB/s * 0.8
-  CHECK(t.hop_latency_s(0, 11) == doctest::Approx(9.6e-6));
+  CHECK(t.links[p[1]].capacity_Bps == approx(22.5e9));  // 25 GB/s * 0.9
+  CHECK(t.links[p[0]].capacity_Bps == approx(25.2e9));  // 31.5 GB/s * 0.8
+  CHECK(t.hop_latency_s(0, 11) == approx(9.6e-6));
   // A group spanning nodes runs one ring channel per NIC.
   CHECK(t.ring_channels({0, 8}) == 8);
 }
@@ -210,8 +215,8 @@ TEST_CASE("topology: leaf/spine oversubscription halves cross-leaf capacity") {
     const int b = bw.add_flow(unit_weights(t.path(8, 24, 0)));
     bw.solve();
     const double expected = over == 1.0 ? 22.5e9 : 11.25e9;
-    CHECK(bw.rate_Bps(a) == doctest::Approx(expected));
-    CHECK(bw.rate_Bps(b) == doctest::Approx(expected));
+    CHECK(bw.rate_Bps(a) == approx(expected));
+    CHECK(bw.rate_Bps(b) == approx(expected));
     // Same-leaf traffic does not touch the leaf up-link.
     CHECK(t.path(0, 8, 0).size() == 4);
   }
@@ -228,20 +233,20 @@ TEST_CASE("network: two transfers through one NIC share it, then one speeds up")
   const int a = bw.add_flow(unit_weights(t.path(0, 8, 0)));
   const int b = bw.add_flow(unit_weights(t.path(1, 9, 0)));
   bw.solve();
-  CHECK(bw.rate_Bps(a) == doctest::Approx(11.25e9));
-  CHECK(bw.rate_Bps(b) == doctest::Approx(11.25e9));
+  CHECK(bw.rate_Bps(a) == approx(11.25e9));
+  CHECK(bw.rate_Bps(b) == approx(11.25e9));
   double left_a = 4.5e9, left_b = 9e9, now_s = 0;
   const double end_a = now_s + left_a / bw.rate_Bps(a);
-  CHECK(end_a == doctest::Approx(0.4));
+  CHECK(end_a == approx(0.4));
   left_b -= bw.rate_Bps(b) * (end_a - now_s);
   now_s = end_a;
   bw.remove_flow(a);
   const auto& changed = bw.solve();
   REQUIRE(changed.size() == 1);
   CHECK(changed[0] == b);
-  CHECK(bw.rate_Bps(b) == doctest::Approx(22.5e9));
+  CHECK(bw.rate_Bps(b) == approx(22.5e9));
   const double end_b = now_s + left_b / bw.rate_Bps(b);
-  CHECK(end_b == doctest::Approx(0.6));
+  CHECK(end_b == approx(0.6));
 }
 
 TEST_CASE("collectives: ring all-reduce of 1 GiB on 8 GPUs over NVSwitch") {
@@ -253,17 +258,17 @@ TEST_CASE("collectives: ring all-reduce of 1 GiB on 8 GPUs over NVSwitch") {
   // One channel (NVSwitch, one node): 8 hops 0->1->...->7->0, each carrying 2*7/8*S bytes.
   REQUIRE(plan.flows.size() == 8);
   for (const auto& f : plan.flows) {
-    CHECK(f.bytes == doctest::Approx(2.0 * 7 / 8 * S));
+    CHECK(f.bytes == approx(2.0 * 7 / 8 * S));
     CHECK(f.dst_gpu == (f.src_gpu + 1) % 8);
     CHECK(f.links.size() == 2);
   }
   // Every GPU's up-link and down-link carries exactly one flow: each flow runs at the link's
   // 300 GB/s * 0.8 = 240e9 B/s, so the data moves in 2*7/8 * 2^30 / 240e9 = 7.829 ms.
   BandwidthSharing bw(capacities(t));
-  for (double r : plan_rates(t, plan, bw)) CHECK(r == doctest::Approx(240e9));
-  CHECK(plan.flows[0].bytes / 240e9 == doctest::Approx(7.8294e-3).epsilon(1e-4));
+  for (double r : plan_rates(t, plan, bw)) CHECK(r == approx(240e9));
+  CHECK(plan.flows[0].bytes / 240e9 == approx(7.8294e-3).epsilon(1e-4));
   // 2(n-1) = 14 steps of 3.4 us (no base latency field: see collective_flows.cpp).
-  CHECK(plan.latency_s == doctest::Approx(14 * 3.4e-6));
+  CHECK(plan.latency_s == approx(14 * 3.4e-6));
 }
 
 TEST_CASE("collectives: ring all-gather / reduce-scatter move (n-1)/n of S in n-1 steps") {
@@ -273,8 +278,8 @@ TEST_CASE("collectives: ring all-gather / reduce-scatter move (n-1)/n of S in n-
     const CollectivePlan plan = plan_collective(t, kind, {0, 1, 2, 3}, S);
     // 4 ranks: 4 hop flows of 3/4 * 8e6 = 6e6 bytes; 3 steps of 3.4 us.
     REQUIRE(plan.flows.size() == 4);
-    for (const auto& f : plan.flows) CHECK(f.bytes == doctest::Approx(6e6));
-    CHECK(plan.latency_s == doctest::Approx(3 * 3.4e-6));
+    for (const auto& f : plan.flows) CHECK(f.bytes == approx(6e6));
+    CHECK(plan.latency_s == approx(3 * 3.4e-6));
   }
 }
 
@@ -286,14 +291,14 @@ TEST_CASE("collectives: DGX-1 mesh all-reduce runs 6 NVLink rings") {
   REQUIRE(plan.flows.size() == 48);
   for (const auto& f : plan.flows) {
     CHECK(f.links.size() == 1);  // every hop is a direct NVLink
-    CHECK(f.bytes == doctest::Approx(2.0 * 7 / 8 * S / 6));
+    CHECK(f.bytes == approx(2.0 * 7 / 8 * S / 6));
   }
   // A pair with u NVLinks (a link of u * 20e9 B/s) carries u flows per direction (the cycles
   // use it u times, each in both directions): every flow gets 20e9 B/s, i.e. bus bandwidth
   // 6 * 20 = 120 GB/s per GPU.
   BandwidthSharing bw(capacities(t));
-  for (double r : plan_rates(t, plan, bw)) CHECK(r == doctest::Approx(20e9));
-  CHECK(plan.latency_s == doctest::Approx(14 * 3.4e-6));
+  for (double r : plan_rates(t, plan, bw)) CHECK(r == approx(20e9));
+  CHECK(plan.latency_s == approx(14 * 3.4e-6));
 }
 
 TEST_CASE("collectives: cross-node ring leaves each node through the channel's NIC") {
@@ -306,7 +311,7 @@ TEST_CASE("collectives: cross-node ring leaves each node through the channel's N
   CHECK(plan.algorithm == "ring");
   // 8 channels x 16 hops, each (15/16) * S / 8 bytes.
   REQUIRE(plan.flows.size() == 128);
-  for (const auto& f : plan.flows) CHECK(f.bytes == doctest::Approx(15.0 / 16 * S / 8));
+  for (const auto& f : plan.flows) CHECK(f.bytes == approx(15.0 / 16 * S / 8));
   // Channel k leaves node 0 from GPU k (NIC k's GPU) to node 1's GPU k+1, and back from GPU 8+k
   // to GPU (k+1)%8. So each NIC's tx carries exactly one flow, from its own GPU.
   std::vector<int> nic_tx_flows(t.links.size(), 0);
@@ -329,10 +334,10 @@ TEST_CASE("collectives: cross-node ring leaves each node through the channel's N
   // NVLink in the 7 channels it does not leave the node in: 240e9 / 7 = 34.3e9 per flow.
   BandwidthSharing bw(capacities(t));
   const auto rates = plan_rates(t, plan, bw);
-  CHECK(*std::min_element(rates.begin(), rates.end()) == doctest::Approx(22.5e9));
-  CHECK(*std::max_element(rates.begin(), rates.end()) == doctest::Approx(240e9 / 7));
+  CHECK(*std::min_element(rates.begin(), rates.end()) == approx(22.5e9));
+  CHECK(*std::max_element(rates.begin(), rates.end()) == approx(240e9 / 7));
   // 15 steps of the network hop (9.6 us).
-  CHECK(plan.latency_s == doctest::Approx(15 * 9.6e-6));
+  CHECK(plan.latency_s == approx(15 * 9.6e-6));
 }
 
 TEST_CASE("collectives: all-reduce across nodes picks tree or ring by estimated time") {
@@ -348,13 +353,13 @@ TEST_CASE("collectives: all-reduce across nodes picks tree or ring by estimated 
   //   S = 4 GiB: ring 0.375809 + 0.001210 = 0.377019 s; tree 0.381775 + 0.000115 = 0.381890 s -> ring.
   const CollectivePlan small = plan_collective(t, CollectiveKind::AllReduce, group, 1024.0 * 1024);
   CHECK(small.algorithm == "tree");
-  CHECK(small.latency_s == doctest::Approx(2 * 6 * 9.6e-6));
+  CHECK(small.latency_s == approx(2 * 6 * 9.6e-6));
   // Tree flows: 63 edges per tree, both directions, 2 trees, S/2 each.
   CHECK(small.flows.size() == 4 * 63);
-  for (const auto& f : small.flows) CHECK(f.bytes == doctest::Approx(1024.0 * 1024 / 2));
+  for (const auto& f : small.flows) CHECK(f.bytes == approx(1024.0 * 1024 / 2));
   const CollectivePlan large = plan_collective(t, CollectiveKind::AllReduce, group, 4.0 * 1024 * 1024 * 1024);
   CHECK(large.algorithm == "ring");
-  CHECK(large.latency_s == doctest::Approx(126 * 9.6e-6));
+  CHECK(large.latency_s == approx(126 * 9.6e-6));
   CHECK(large.flows.size() == 64);
 }
 
@@ -370,7 +375,7 @@ TEST_CASE("collectives: tree's intra-node reduction wins at 2 full DGX nodes") {
   for (int i = 0; i < 16; ++i) group.push_back(i);
   const CollectivePlan plan = plan_collective(t, CollectiveKind::AllReduce, group, 1024.0 * 1024 * 1024);
   CHECK(plan.algorithm == "tree");
-  CHECK(plan.latency_s == doctest::Approx(2 * (9.6e-6 + 7 * 3.4e-6)));
+  CHECK(plan.latency_s == approx(2 * (9.6e-6 + 7 * 3.4e-6)));
 }
 
 TEST_CASE("collectives: all-to-all, send-recv, groups of one") {
@@ -383,12 +388,12 @@ TEST_CASE("collectives: all-to-all, send-recv, groups of one") {
   // n(n-1) = 240 direct flows of S/n = 1e6 bytes; the slowest hop is the network's 9.6 us.
   REQUIRE(a2a.flows.size() == 240);
   for (const auto& f : a2a.flows) {
-    CHECK(f.bytes == doctest::Approx(1e6));
+    CHECK(f.bytes == approx(1e6));
     if (f.src_gpu / 8 != f.dst_gpu / 8)  // through the sender's own NIC
       CHECK(t.links[f.links[1]].name == "node" + std::to_string(f.src_gpu / 8) + ".nic" +
                                              std::to_string(f.src_gpu % 8) + ".tx");
   }
-  CHECK(a2a.latency_s == doctest::Approx(9.6e-6));
+  CHECK(a2a.latency_s == approx(9.6e-6));
   // Send-recv: one flow of S from GPU 3 to GPU 11 through NIC 3; one network hop of latency.
   const CollectivePlan p2p = plan_collective(t, CollectiveKind::SendRecv, {3, 11}, S);
   CHECK(p2p.algorithm == "p2p");
@@ -396,7 +401,7 @@ TEST_CASE("collectives: all-to-all, send-recv, groups of one") {
   CHECK(p2p.flows[0].bytes == S);
   CHECK(names(t, p2p.flows[0].links) == std::vector<std::string>{"node0.gpu3.pcie.up", "node0.nic3.tx",
                                                                  "node1.nic3.rx", "node1.gpu3.pcie.down"});
-  CHECK(p2p.latency_s == doctest::Approx(9.6e-6));
+  CHECK(p2p.latency_s == approx(9.6e-6));
   // A group of one moves nothing and waits for nothing.
   const CollectivePlan one = plan_collective(t, CollectiveKind::AllReduce, {5}, S);
   CHECK(one.flows.empty());

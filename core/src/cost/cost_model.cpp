@@ -1,0 +1,154 @@
+// Compute cost (cost_model.h; DESIGN.md §3 "CostModel", "GEMM efficiency").
+//
+// GEMM efficiency (M x N x K, batch B) on a GPU with `sm_count` SMs and tiles tile_m x tile_n:
+//   tiles        = ceil(M / tile_m) * ceil(N / tile_n) * B
+//   waves        = ceil(tiles / SMs)
+//   quantization = tiles / (waves * SMs)                    (the last wave leaves SMs idle)
+//   ceiling      = gemm_max_efficiency * K / (K + h) * min(M, N) / (min(M, N) + h)
+//   efficiency   = quantization * ceiling
+// with one half-point h = tile_m * tile_n / (tile_m + tile_n) (64 for 128 x 128 tiles), derived
+// from the tile shape because GpuSpec has no calibrated half-points:
+//   - K: a tile loads (tile_m + tile_n) operand elements per unit of K and stores
+//     tile_m * tile_n outputs once; at K = h the epilogue's traffic equals the main loop's, so
+//     half the tile's time is overhead. K / (K + h) is the main loop's share.
+//   - thin shapes: an m-row tile reuses each loaded element of the other operand m times per
+//     byte, a full tile h times (m * tile_n / (m + tile_n) ~ m for m << tile_n); m / (m + h)
+//     is that reuse relative to a full tile's, saturating at 1 for wide GEMMs.
+// Tile padding (a 16-row GEMM in a 128-row tile) is not counted separately: the thin-shape
+// factor stands for it, as cuBLAS picks narrower tiles for thin shapes.
+//
+// Time of a compute task (+ kernels * kernel_launch_us in every case):
+//   Matmul, Conv2d (implicit GEMM: M = batch*h*w, N = cout, K = cin*kh*kw, filled in by the
+//   compiler), Router and Custom ops with a GEMM shape: max(flops / (peak * efficiency),
+//   bytes / (hbm * memory_bound_efficiency)); without a shape, efficiency = gemm_max_efficiency.
+//   Attention: max(flops / (peak * attention_efficiency), bytes / (hbm * memory_bound_efficiency)).
+//   Embedding, Norm, Elementwise, Softmax, Pool, Dispatch, Loss, Interaction: memory-bound,
+//   bytes / (hbm * memory_bound_efficiency).
+// A measured table entry for op_signature(work, precision) replaces all of this (launches
+// included: a measured time is the op's whole time).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include "proteus/cost_model.h"
+#include "proteus/error.h"
+#include "proteus/units.h"
+
+namespace proteus {
+namespace {
+
+const char* signature_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::Matmul: return "matmul";
+    case OpKind::Attention: return "attention";
+    case OpKind::Conv2d: return "conv2d";
+    case OpKind::Embedding: return "embedding";
+    case OpKind::Norm: return "norm";
+    case OpKind::Elementwise: return "elementwise";
+    case OpKind::Softmax: return "softmax";
+    case OpKind::Pool: return "pool";
+    case OpKind::Router: return "router";
+    case OpKind::Dispatch: return "dispatch";
+    case OpKind::Loss: return "loss";
+    case OpKind::Interaction: return "interaction";
+    case OpKind::Custom: return "custom";
+  }
+  return "custom";
+}
+
+const char* signature_precision(Precision p) {
+  switch (p) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Tf32: return "tf32";
+    case Precision::Fp16: return "fp16";
+    case Precision::Bf16: return "bf16";
+    case Precision::Fp8: return "fp8";
+  }
+  return "bf16";
+}
+
+bool has_gemm_shape(const ComputeWork& w) {
+  return w.gemm_m > 0 && w.gemm_n > 0 && w.gemm_k > 0 && w.gemm_batch > 0;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+double gemm_efficiency_batched(const GpuSpec& gpu, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
+  const int64_t tile_m = std::max(1, gpu.gemm_tile_m), tile_n = std::max(1, gpu.gemm_tile_n);
+  const double sms = std::max(1, gpu.sm_count);
+  const double tiles = static_cast<double>(ceil_div(m, tile_m)) * static_cast<double>(ceil_div(n, tile_n)) *
+                       static_cast<double>(batch);
+  const double waves = std::ceil(tiles / sms);
+  const double quantization = tiles / (waves * sms);
+  const double half = static_cast<double>(tile_m * tile_n) / static_cast<double>(tile_m + tile_n);
+  const double kd = static_cast<double>(k), mn = static_cast<double>(std::min(m, n));
+  const double ceiling = gpu.gemm_max_efficiency * kd / (kd + half) * mn / (mn + half);
+  return quantization * ceiling;
+}
+
+bool is_memory_bound(OpKind kind) {
+  switch (kind) {
+    case OpKind::Embedding:
+    case OpKind::Norm:
+    case OpKind::Elementwise:
+    case OpKind::Softmax:
+    case OpKind::Pool:
+    case OpKind::Dispatch:
+    case OpKind::Loss:
+    case OpKind::Interaction:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
+  return gemm_efficiency_batched(gpu, m, n, k, 1);
+}
+
+double CostModel::compute_time_s(const ComputeWork& work) const {
+  if (!measured_us.empty()) {
+    const auto it = measured_us.find(op_signature(work, precision));
+    if (it != measured_us.end()) return it->second * kSecondsPerUs;
+  }
+  const double launch_s = std::max(0, work.kernels) * gpu.kernel_launch_us * kSecondsPerUs;
+  const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;
+  double memory_s = 0;
+  if (work.bytes > 0) {
+    if (hbm_Bps <= 0) throw invalid_config("cluster.gpu.hbm_GBps", "the GPU needs a positive HBM bandwidth");
+    memory_s = work.bytes / hbm_Bps;
+  }
+  if (is_memory_bound(work.op_kind) || work.flops <= 0) return memory_s + launch_s;
+
+  double efficiency = gpu.gemm_max_efficiency;
+  if (work.op_kind == OpKind::Attention) {
+    efficiency = gpu.attention_efficiency;
+  } else if (has_gemm_shape(work)) {
+    efficiency = gemm_efficiency_batched(gpu, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+  }
+  const double peak_flops = gpu.peak_TFLOPS(precision) * kFlopsPerTFLOP;
+  if (peak_flops <= 0 || efficiency <= 0)
+    throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
+                                            std::string(signature_name(work.op_kind)) + " in " +
+                                            signature_precision(precision));
+  const double flops_s = work.flops / (peak_flops * efficiency);
+  return std::max(flops_s, memory_s) + launch_s;
+}
+
+std::string op_signature(const ComputeWork& work, Precision precision) {
+  char buffer[192];
+  if (has_gemm_shape(work)) {
+    std::snprintf(buffer, sizeof buffer, "%s:M=%lld,N=%lld,K=%lld,B=%lld:%s", signature_name(work.op_kind),
+                  static_cast<long long>(work.gemm_m), static_cast<long long>(work.gemm_n),
+                  static_cast<long long>(work.gemm_k), static_cast<long long>(work.gemm_batch),
+                  signature_precision(precision));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%s:flops=%.0f,bytes=%.0f:%s", signature_name(work.op_kind), work.flops,
+                  work.bytes, signature_precision(precision));
+  }
+  return buffer;
+}
+
+}  // namespace proteus
