@@ -1,0 +1,190 @@
+// config_to_json: the resolved Config with every field explicit, in the schema parse_config
+// reads, so that parse_config(config_to_json(c)) gives c back. Only the fields of the model's
+// kind are written (the others keep their defaults, which parsing restores).
+#include <nlohmann/json.hpp>
+#include "proteus/config.h"
+
+namespace proteus {
+
+namespace {
+
+using Out = nlohmann::ordered_json;
+
+Out moe_json(const MoeSpec& moe) {
+  return Out{{"experts", moe.experts},
+             {"top_k", moe.top_k},
+             {"expert_ffn_hidden", moe.expert_ffn_hidden},
+             {"capacity_factor", moe.capacity_factor}};
+}
+
+Out graph_op_json(const GraphOpSpec& op) {
+  Out out{{"name", op.name}, {"type", op.type}};
+  if (op.type == "linear") {
+    out["in_features"] = op.in_features;
+    out["out_features"] = op.out_features;
+  } else if (op.type == "conv2d") {
+    out["in_channels"] = op.in_channels;
+    out["out_channels"] = op.out_channels;
+    out["kernel"] = op.kernel;
+    out["stride"] = op.stride;
+    out["image"] = op.image;
+  } else if (op.type == "elementwise") {
+    out["elements"] = op.elements;
+  } else {
+    out["flops_per_sample"] = op.flops_per_sample;
+    out["bytes_per_sample"] = op.bytes_per_sample;
+    out["params"] = op.params;
+  }
+  return out;
+}
+
+Out model_json(const ModelSpec& m) {
+  Out out{{"kind", to_string(m.kind)}, {"name", m.name}};
+  switch (m.kind) {
+    case ModelKind::Transformer:
+      out["layers"] = m.layers;
+      out["hidden"] = m.hidden;
+      out["heads"] = m.heads;
+      out["kv_heads"] = m.kv_heads;
+      out["ffn_hidden"] = m.ffn_hidden;
+      out["seq_len"] = m.seq_len;
+      out["vocab"] = m.vocab;
+      out["mlp"] = to_string(m.mlp);
+      out["norm"] = to_string(m.norm);
+      out["tied_embeddings"] = m.tied_embeddings;
+      out["bias"] = m.bias;
+      out["dropout"] = m.dropout;
+      out["flash_attention"] = m.flash_attention;
+      out["causal"] = m.causal;
+      out["learned_positions"] = m.learned_positions;
+      out["type_vocab"] = m.type_vocab;
+      out["pooler"] = m.pooler;
+      out["moe"] = moe_json(m.moe);
+      break;
+    case ModelKind::Cnn:
+      out["arch"] = to_string(m.arch);
+      out["image_size"] = m.image_size;
+      out["channels"] = m.channels;
+      out["classes"] = m.classes;
+      out["aux_logits"] = m.aux_logits;
+      break;
+    case ModelKind::Dlrm:
+      out["dense_features"] = m.dense_features;
+      out["bottom_mlp"] = m.bottom_mlp;
+      out["top_mlp"] = m.top_mlp;
+      out["tables"] = m.tables;
+      out["table_rows"] = m.table_rows;
+      out["embedding_dim"] = m.embedding_dim;
+      out["lookups_per_table"] = m.lookups_per_table;
+      break;
+    case ModelKind::Graph: {
+      out["input_elements"] = m.input_elements;
+      Out ops = Out::array();
+      for (const GraphOpSpec& op : m.ops) ops.push_back(graph_op_json(op));
+      out["ops"] = std::move(ops);
+      break;
+    }
+  }
+  return out;
+}
+
+Out cluster_json(const ClusterSpec& c) {
+  const GpuSpec& g = c.gpu;
+  Out gpu{{"name", g.name},
+          {"memory_GiB", g.memory_GiB},
+          {"hbm_GBps", g.hbm_GBps},
+          {"sm_count", g.sm_count},
+          {"peak_TFLOPS",
+           Out{{"fp32", g.peak_fp32_TFLOPS},
+               {"tf32", g.peak_tf32_TFLOPS},
+               {"fp16", g.peak_fp16_TFLOPS},
+               {"bf16", g.peak_bf16_TFLOPS},
+               {"fp8", g.peak_fp8_TFLOPS}}},
+          {"gemm_max_efficiency", g.gemm_max_efficiency},
+          {"gemm_tile_m", g.gemm_tile_m},
+          {"gemm_tile_n", g.gemm_tile_n},
+          {"attention_efficiency", g.attention_efficiency},
+          {"memory_bound_efficiency", g.memory_bound_efficiency},
+          {"kernel_launch_us", g.kernel_launch_us},
+          {"compute_slowdown_with_comm", g.compute_slowdown_with_comm},
+          {"comm_slowdown_with_compute", g.comm_slowdown_with_compute}};
+  const IntraNodeSpec& n = c.intra_node;
+  Out intra{{"kind", to_string(n.kind)},
+            {"link_GBps", n.link_GBps},
+            {"links", n.links},
+            {"bus_efficiency", n.bus_efficiency},
+            {"latency_us", n.latency_us},
+            {"pcie_GBps", n.pcie_GBps},
+            {"pcie_fanout", n.pcie_fanout},
+            {"cpu_link_GBps", n.cpu_link_GBps},
+            {"pcie_latency_us", n.pcie_latency_us}};
+  if (n.links.empty()) intra["links"] = Out::array();
+  if (n.pcie_fanout.empty()) intra["pcie_fanout"] = Out::array();
+  const InterNodeSpec& e = c.inter_node;
+  Out inter{{"nics_per_node", e.nics_per_node},
+            {"nic_GBps", e.nic_GBps},
+            {"latency_us", e.latency_us},
+            {"bus_efficiency", e.bus_efficiency},
+            {"oversubscription", e.oversubscription},
+            {"nodes_per_leaf", e.nodes_per_leaf}};
+  return Out{{"name", c.name},       {"nodes", c.nodes},        {"gpus_per_node", c.gpus_per_node},
+             {"gpu", std::move(gpu)}, {"intra_node", std::move(intra)}, {"inter_node", std::move(inter)}};
+}
+
+Out strategy_json(const StrategySpec& s) {
+  Out overrides = Out::array();
+  for (const OverrideSpec& o : s.overrides) {
+    Out item{{"path", o.path}};
+    if (!o.map.empty()) {
+      Out map = Out::object();
+      for (const auto& [axis, dim] : o.map) map[axis] = dim.empty() ? Out(nullptr) : Out(dim);
+      item["map"] = std::move(map);
+    }
+    if (o.recompute) item["recompute"] = to_string(*o.recompute);
+    if (o.stage) item["stage"] = *o.stage;
+    overrides.push_back(std::move(item));
+  }
+  Out stage_layers = Out::array();
+  for (int n : s.stage_layers) stage_layers.push_back(n);
+  return Out{{"dp", s.dp},
+             {"tp", s.tp},
+             {"pp", s.pp},
+             {"cp", s.cp},
+             {"ep", s.ep},
+             {"micro_batch", s.micro_batch},
+             {"schedule", to_string(s.schedule)},
+             {"virtual_stages", s.virtual_stages},
+             {"sequence_parallel", s.sequence_parallel},
+             {"zero", s.zero},
+             {"recompute", to_string(s.recompute)},
+             {"overlap_grad_reduce", s.overlap_grad_reduce},
+             {"overlap_param_gather", s.overlap_param_gather},
+             {"grad_bucket_MB", s.grad_bucket_MB},
+             {"overrides", std::move(overrides)},
+             {"stage_layers", std::move(stage_layers)}};
+}
+
+}  // namespace
+
+std::string config_to_json(const Config& config, int indent) {
+  const TrainingSpec& t = config.training;
+  const SimulationSpec& sim = config.simulation;
+  Out out{{"schema", 1},
+          {"name", config.name},
+          {"model", model_json(config.model)},
+          {"cluster", cluster_json(config.cluster)},
+          {"training",
+           Out{{"global_batch", t.global_batch},
+               {"seq_len", t.seq_len},
+               {"precision", to_string(t.precision)},
+               {"optimizer", to_string(t.optimizer)}}},
+          {"strategy", strategy_json(config.strategy)},
+          {"simulation",
+           Out{{"symmetry", sim.symmetry},
+               {"max_tasks", sim.max_tasks},
+               {"max_events", sim.max_events},
+               {"max_timeline_spans", sim.max_timeline_spans}}}};
+  return out.dump(indent < 0 ? -1 : indent);
+}
+
+}  // namespace proteus

@@ -1,0 +1,177 @@
+// The "cluster" object: nodes of identical GPUs, the links inside a node and the network.
+#include "limits.h"
+#include "readers.h"
+
+namespace proteus::config_detail {
+
+namespace {
+
+namespace L = config_limits;
+
+GpuSpec read_gpu(const Json& value, const std::string& path) {
+  ObjectReader in(value, path,
+                  {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
+                   "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
+                   "compute_slowdown_with_comm", "comm_slowdown_with_compute"});
+  const std::string why = "a GPU needs it";
+  GpuSpec gpu;
+  gpu.name = in.string("name", "");
+  gpu.memory_GiB = as_number(in.required("memory_GiB", why), in.path_of("memory_GiB"), 0, L::kMaxMemory_GiB, true);
+  gpu.hbm_GBps = as_number(in.required("hbm_GBps", why), in.path_of("hbm_GBps"), 0, L::kMaxBandwidth_GBps, true);
+  gpu.sm_count = static_cast<int>(in.required_integer("sm_count", 1, L::kMaxSmCount, why));
+  {
+    ObjectReader peak(in.required("peak_TFLOPS", "dense peak per precision"), in.path_of("peak_TFLOPS"),
+                      {"fp32", "tf32", "fp16", "bf16", "fp8"});
+    gpu.peak_fp32_TFLOPS =
+        as_number(peak.required("fp32", "every GPU has an fp32 peak, the fallback of the others"),
+                  peak.path_of("fp32"), 0, L::kMaxTFLOPS, true);
+    gpu.peak_tf32_TFLOPS = peak.number("tf32", 0, 0, L::kMaxTFLOPS);
+    gpu.peak_fp16_TFLOPS = peak.number("fp16", 0, 0, L::kMaxTFLOPS);
+    gpu.peak_bf16_TFLOPS = peak.number("bf16", 0, 0, L::kMaxTFLOPS);
+    gpu.peak_fp8_TFLOPS = peak.number("fp8", 0, 0, L::kMaxTFLOPS);
+  }
+  const GpuSpec defaults;
+  gpu.gemm_max_efficiency = in.number("gemm_max_efficiency", defaults.gemm_max_efficiency, 0, 1, true);
+  gpu.gemm_tile_m = static_cast<int>(in.integer("gemm_tile_m", defaults.gemm_tile_m, 1, L::kMaxTile));
+  gpu.gemm_tile_n = static_cast<int>(in.integer("gemm_tile_n", defaults.gemm_tile_n, 1, L::kMaxTile));
+  gpu.attention_efficiency = in.number("attention_efficiency", defaults.attention_efficiency, 0, 1, true);
+  gpu.memory_bound_efficiency = in.number("memory_bound_efficiency", defaults.memory_bound_efficiency, 0, 1, true);
+  gpu.kernel_launch_us = in.number("kernel_launch_us", defaults.kernel_launch_us, 0, L::kMaxLatency_us);
+  gpu.compute_slowdown_with_comm =
+      in.number("compute_slowdown_with_comm", defaults.compute_slowdown_with_comm, 1, L::kMaxSlowdown);
+  gpu.comm_slowdown_with_compute =
+      in.number("comm_slowdown_with_compute", defaults.comm_slowdown_with_compute, 1, L::kMaxSlowdown);
+  return gpu;
+}
+
+std::vector<std::vector<int>> read_links(const Json& value, const std::string& path, int gpus_per_node) {
+  const std::string size = std::to_string(gpus_per_node);
+  const Json& rows = as_array(value, path, static_cast<size_t>(L::kMaxGpusPerNode));
+  if (rows.size() != static_cast<size_t>(gpus_per_node)) {
+    throw invalid_config(path, "links must be a " + size + "x" + size + " matrix (gpus_per_node=" + size + "), got " +
+                                   std::to_string(rows.size()) + " rows");
+  }
+  std::vector<std::vector<int>> links;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<int64_t> row =
+        as_integer_array(rows[i], index_path(path, i), static_cast<size_t>(L::kMaxGpusPerNode), 0, L::kMaxLinksPerPair);
+    if (row.size() != rows.size()) {
+      throw invalid_config(index_path(path, i), "row " + std::to_string(i) + " of links has " +
+                                                    std::to_string(row.size()) + " entries, expected " + size);
+    }
+    links.emplace_back(row.begin(), row.end());
+  }
+  for (size_t i = 0; i < links.size(); ++i) {
+    if (links[i][i] != 0) {
+      throw invalid_config(index_path(index_path(path, i), i), "a GPU has no links to itself: links[" +
+                                                                   std::to_string(i) + "][" + std::to_string(i) +
+                                                                   "] must be 0");
+    }
+    for (size_t j = i + 1; j < links.size(); ++j) {
+      if (links[i][j] != links[j][i]) {
+        throw invalid_config(index_path(index_path(path, i), j),
+                             "links must be symmetric: links[" + std::to_string(i) + "][" + std::to_string(j) +
+                                 "]=" + std::to_string(links[i][j]) + " but links[" + std::to_string(j) + "][" +
+                                 std::to_string(i) + "]=" + std::to_string(links[j][i]));
+      }
+    }
+  }
+  return links;
+}
+
+IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gpus_per_node) {
+  ObjectReader in(value, path,
+                  {"kind", "link_GBps", "links", "bus_efficiency", "latency_us", "pcie_GBps", "pcie_fanout",
+                   "cpu_link_GBps", "pcie_latency_us"});
+  IntraNodeSpec node;
+  node.kind = as_enum(in.required("kind", "nvswitch, nvlink-mesh or pcie-tree"), in.path_of("kind"),
+                      {IntraNodeKind::NvSwitch, IntraNodeKind::NvLinkMesh, IntraNodeKind::PcieTree});
+  const IntraNodeSpec defaults;
+  if (node.kind == IntraNodeKind::PcieTree) {
+    node.link_GBps = in.number("link_GBps", 0, 0, L::kMaxBandwidth_GBps);
+  } else {
+    node.link_GBps = as_number(in.required("link_GBps", "NVLink bandwidth per direction"), in.path_of("link_GBps"), 0,
+                               L::kMaxBandwidth_GBps, true);
+  }
+  if (node.kind == IntraNodeKind::NvLinkMesh) {
+    node.links = read_links(in.required("links", "an nvlink-mesh node lists the links between each pair of GPUs"),
+                            in.path_of("links"), gpus_per_node);
+  } else if (in.has("links")) {
+    if (!as_array(in.at("links"), in.path_of("links"), static_cast<size_t>(L::kMaxGpusPerNode)).empty()) {
+      throw invalid_config(in.path_of("links"), "links applies only to intra_node.kind \"nvlink-mesh\"");
+    }
+  }
+  node.bus_efficiency = in.number("bus_efficiency", defaults.bus_efficiency, 0, 1, true);
+  node.latency_us = in.number("latency_us", defaults.latency_us, 0, L::kMaxLatency_us);
+  node.pcie_GBps = in.number("pcie_GBps", defaults.pcie_GBps, 0, L::kMaxBandwidth_GBps, true);
+  if (node.kind == IntraNodeKind::PcieTree) in.required("pcie_fanout", "a pcie-tree node gives its switch fan-out");
+  if (in.has("pcie_fanout")) {
+    std::vector<int64_t> fanout = as_integer_array(in.at("pcie_fanout"), in.path_of("pcie_fanout"), 3, 1,
+                                                   L::kMaxGpusPerNode);
+    if (!fanout.empty()) {
+      if (fanout.size() != 3 || fanout[0] * fanout[1] * fanout[2] != gpus_per_node) {
+        throw invalid_config(in.path_of("pcie_fanout"),
+                             "pcie_fanout must be [GPUs per PCIe switch, switches per CPU root, CPU roots] "
+                             "whose product is gpus_per_node=" + std::to_string(gpus_per_node));
+      }
+      node.pcie_fanout.assign(fanout.begin(), fanout.end());
+    }
+  }
+  if (node.kind == IntraNodeKind::PcieTree && node.pcie_fanout.empty()) {
+    throw invalid_config(in.path_of("pcie_fanout"),
+                         "a pcie-tree node needs pcie_fanout [GPUs per PCIe switch, switches per CPU root, CPU roots]");
+  }
+  node.cpu_link_GBps = in.number("cpu_link_GBps", 0, 0, L::kMaxBandwidth_GBps);
+  if (node.kind == IntraNodeKind::PcieTree && node.pcie_fanout[2] > 1 && node.cpu_link_GBps <= 0) {
+    throw invalid_config(in.path_of("cpu_link_GBps"),
+                         "cpu_link_GBps must be greater than 0: GPUs under different CPU roots talk over it");
+  }
+  node.pcie_latency_us = in.number("pcie_latency_us", defaults.pcie_latency_us, 0, L::kMaxLatency_us);
+  return node;
+}
+
+InterNodeSpec read_inter_node(const Json& value, const std::string& path, int nodes) {
+  ObjectReader in(value, path,
+                  {"nics_per_node", "nic_GBps", "latency_us", "bus_efficiency", "oversubscription", "nodes_per_leaf"});
+  const InterNodeSpec defaults;
+  InterNodeSpec net;
+  net.nics_per_node = static_cast<int>(in.integer("nics_per_node", defaults.nics_per_node, 0, L::kMaxGpusPerNode));
+  if (nodes > 1 && net.nics_per_node == 0) {
+    throw invalid_config(in.path_of("nics_per_node"), "a cluster of " + std::to_string(nodes) +
+                                                          " nodes needs at least one NIC per node");
+  }
+  net.nic_GBps = in.number("nic_GBps", defaults.nic_GBps, 0, L::kMaxBandwidth_GBps, true);
+  net.latency_us = in.number("latency_us", defaults.latency_us, 0, L::kMaxLatency_us);
+  net.bus_efficiency = in.number("bus_efficiency", defaults.bus_efficiency, 0, 1, true);
+  net.oversubscription = in.number("oversubscription", defaults.oversubscription, 1, L::kMaxOversubscription);
+  net.nodes_per_leaf = static_cast<int>(in.integer("nodes_per_leaf", defaults.nodes_per_leaf, 0, L::kMaxGpus));
+  return net;
+}
+
+}  // namespace
+
+ClusterSpec read_cluster(const Json& value, const std::string& path) {
+  if (!value.is_object()) {
+    throw invalid_config(path, "cluster must be a preset name or an object, got " + describe(value));
+  }
+  ObjectReader in(value, path, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node"});
+  ClusterSpec cluster;
+  cluster.name = in.string("name", "");
+  cluster.nodes = static_cast<int>(in.integer("nodes", 1, 1, L::kMaxGpus));
+  cluster.gpus_per_node = static_cast<int>(in.integer("gpus_per_node", 8, 1, L::kMaxGpusPerNode));
+  int64_t gpus = int64_t{cluster.nodes} * cluster.gpus_per_node;
+  if (gpus > L::kMaxGpus) {
+    throw invalid_config(in.path_of("nodes"), "the cluster has " + std::to_string(gpus) + " GPUs (" +
+                                                  std::to_string(cluster.nodes) + " nodes x " +
+                                                  std::to_string(cluster.gpus_per_node) + "); at most " +
+                                                  std::to_string(L::kMaxGpus) + " are supported");
+  }
+  cluster.gpu = read_gpu(in.required("gpu", "the GPU of every node"), in.path_of("gpu"));
+  cluster.intra_node = read_intra_node(in.required("intra_node", "how GPUs within a node are connected"),
+                                       in.path_of("intra_node"), cluster.gpus_per_node);
+  cluster.inter_node = read_inter_node(in.has("inter_node") ? in.at("inter_node") : Json::object(),
+                                       in.path_of("inter_node"), cluster.nodes);
+  return cluster;
+}
+
+}  // namespace proteus::config_detail

@@ -1,0 +1,16 @@
+// Readers for each section of the config: one JSON object (presets already expanded) in,
+// one typed spec out. Each checks its own fields; cross-section rules are in validate.h.
+#pragma once
+#include "json_reader.h"
+#include "proteus/config.h"
+
+namespace proteus::config_detail {
+
+ModelSpec read_model(const Json& value, const std::string& path);
+ClusterSpec read_cluster(const Json& value, const std::string& path);
+// seq_len 0/absent becomes the model's (transformers) or 1 (other kinds).
+TrainingSpec read_training(const Json& value, const std::string& path, const ModelSpec& model);
+StrategySpec read_strategy(const Json& value, const std::string& path);
+SimulationSpec read_simulation(const Json& value, const std::string& path);
+
+}  // namespace proteus::config_detail

@@ -1,0 +1,10 @@
+// Rules that relate fields of different sections (strategy vs model, cluster and batch).
+// Each failure names the field a user should change.
+#pragma once
+#include "proteus/config.h"
+
+namespace proteus::config_detail {
+
+void validate_config(const Config& config);
+
+}  // namespace proteus::config_detail
