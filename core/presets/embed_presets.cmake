@@ -15,7 +15,7 @@ foreach(kind Model Cluster Scenario)
     set(files ${scenarios})
   endif()
   foreach(f ${files})
-    get_filename_component(name ${f} NAME_WE)
+    get_filename_component(name ${f} NAME_WLE)  # keeps "gpt2-1.5b" whole
     file(READ ${f} text)
     string(APPEND body "  {PresetKind::${kind}, \"${name}\", R\"PROTEUS_JSON(${text})PROTEUS_JSON\"},\n")
   endforeach()
