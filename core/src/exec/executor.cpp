@@ -1,0 +1,657 @@
+// HTAE: the Hierarchical Topology-Aware Executor (DESIGN.md §3). A discrete-event
+// simulation of an ExecGraph on a topology:
+//
+// - One global event queue ordered by (time, insertion sequence) — see event_queue.h.
+// - Per simulated rank, kNumStreams in-order queues. A task starts when it is at the head of
+//   its queue and all its dependencies have ended; a collective starts when EVERY member task
+//   is at the head of its own queue with its dependencies done (NCCL's in-order streams).
+//   All member tasks of a collective start and end together.
+// - Compute tasks last cost.compute_time_s(work) (cached per distinct ComputeWork), slowed by
+//   gpu.compute_slowdown_with_comm while a collective runs on the same rank. Progress is kept
+//   as the remaining fraction of the work, so a slowdown that starts or ends midway moves the
+//   end time by exactly the slowed part.
+// - A collective becomes flows (executor_plans.h: plan_collective plus symmetry weights) that
+//   share link bandwidth max-min fairly (BandwidthSharing). Each flow keeps its remaining
+//   bytes, its rate and the time they were last brought up to date; when rates change only
+//   the changed flows get a new completion event, and the old one is recognised as stale by
+//   its version number. The collective ends plan.latency_s after its last flow.
+// - Communication beside computation: while any member rank of a collective computes, its
+//   flows progress at (max-min share) / gpu.comm_slowdown_with_compute. The slowed flow does
+//   not hand its unused share to others (NCCL kernels slowed by SM contention still hold
+//   their channel); with the default factor 1.0 this rule is inactive.
+// - State changes that happen at one instant (a task ends, the next starts) are settled once
+//   per instant: interference factors and bandwidth shares are re-evaluated just before the
+//   clock advances, so a zero-length flip does not churn events.
+// - Memory per rank starts at static_bytes; a task's memory events apply at its start or end.
+//
+// Pure function of its inputs; no allocation per event in the steady state beyond the heap's
+// amortized growth.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "event_queue.h"
+#include "executor_memory_curve.h"
+#include "executor_plans.h"
+#include "proteus/bandwidth_sharing.h"
+#include "proteus/error.h"
+#include "proteus/simulation.h"
+
+namespace proteus {
+namespace {
+
+using exec::EventKind;
+
+enum class TaskState : uint8_t { Waiting, Ready, Running, Done };
+
+// What the event loop reads and writes per task, packed in 24 bytes (the ExecGraph's Task is
+// several cache lines' worth of cold fields).
+struct HotTask {
+  int32_t queue = -1;       // rank * kNumStreams + stream
+  int32_t rank = 0;
+  int32_t collective = -1;  // -1: a compute task
+  int32_t pending = 0;      // dependencies not yet ended
+  uint32_t version = 0;     // of its latest ComputeEnd event
+  Stream stream = Stream::Compute;
+  TaskState state = TaskState::Waiting;
+};
+
+struct FlowState {
+  double remaining_bytes = 0;
+  double share_Bps = 0;   // max-min share from BandwidthSharing
+  double rate_Bps = 0;    // effective: share / interference factor of its collective
+  double last_s = 0;      // remaining_bytes is exact at this time
+  int collective = -1;
+  int prev = -1, next = -1;  // list of the flows of one collective
+  uint32_t version = 0;
+  bool alive = false;
+  bool marked = false;    // dedupe within one settle
+};
+
+struct CollectiveState {
+  int ready_members = 0;
+  int open_flows = 0;
+  int first_flow = -1;
+  double factor = 1;      // comm slowdown currently applied to its flows
+  double latency_s = 0;
+};
+
+struct RankState {
+  // The compute-kind task running on the compute stream, and its progress.
+  int compute_task = -1;
+  double compute_frac_left = 0;
+  double compute_factor = 1;
+  double compute_last_s = 0;
+  int collectives_running = 0;
+  std::array<int, kNumStreams> running{{-1, -1, -1, -1}};
+  // Interval accounting for exposed communication (state as of acc_last_s).
+  bool acc_compute = false, acc_comm = false;
+  double acc_last_s = 0;
+  bool dirty = false;
+  // Memory
+  std::array<double, kNumMemCategories> mem_bytes{};
+  double mem_total_bytes = 0;
+};
+
+// Cache key: every field of ComputeWork (the cost model is a pure function of it).
+struct WorkKey {
+  const ComputeWork* work;
+  bool operator==(const WorkKey& o) const {
+    const ComputeWork& a = *work;
+    const ComputeWork& b = *o.work;
+    return a.op_kind == b.op_kind && a.flops == b.flops && a.bytes == b.bytes &&
+           a.gemm_m == b.gemm_m && a.gemm_n == b.gemm_n && a.gemm_k == b.gemm_k &&
+           a.gemm_batch == b.gemm_batch && a.kernels == b.kernels;
+  }
+};
+
+struct WorkKeyHash {
+  static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+  static uint64_t bits(double d) {
+    d += 0.0;  // -0.0 and +0.0 compare equal: hash them alike
+    uint64_t u = 0;
+    std::memcpy(&u, &d, sizeof u);
+    return u;
+  }
+  size_t operator()(const WorkKey& k) const {
+    const ComputeWork& w = *k.work;
+    uint64_t h = static_cast<uint64_t>(w.op_kind);
+    h = mix(h, bits(w.flops));
+    h = mix(h, bits(w.bytes));
+    h = mix(h, static_cast<uint64_t>(w.gemm_m));
+    h = mix(h, static_cast<uint64_t>(w.gemm_n));
+    h = mix(h, static_cast<uint64_t>(w.gemm_k));
+    h = mix(h, static_cast<uint64_t>(w.gemm_batch));
+    h = mix(h, static_cast<uint64_t>(w.kernels));
+    return static_cast<size_t>(h);
+  }
+};
+
+const char* phase_letter(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "F";
+    case Phase::BackwardInput: return "B";
+    case Phase::BackwardWeight: return "W";
+    case Phase::Recompute: return "R";
+    case Phase::Optimizer: return "O";
+    case Phase::Sync: return "S";
+  }
+  return "?";
+}
+
+std::vector<double> link_capacities(const Topology& topology) {
+  std::vector<double> caps;
+  caps.reserve(topology.links.size());
+  for (const Link& l : topology.links) caps.push_back(l.capacity_Bps);
+  return caps;
+}
+
+class Executor {
+ public:
+  Executor(const ExecGraph& graph, const CostModel& cost, const Topology& topology,
+           const ExecOptions& options)
+      : g_(graph),
+        cost_(cost),
+        options_(options),
+        plans_(graph, topology),
+        network_(link_capacities(topology)),
+        compute_slowdown_(cost.gpu.compute_slowdown_with_comm > 0 ? cost.gpu.compute_slowdown_with_comm : 1.0),
+        comm_slowdown_(cost.gpu.comm_slowdown_with_compute > 0 ? cost.gpu.comm_slowdown_with_compute : 1.0) {}
+
+  Trace run() {
+    validate_and_index();
+    precompute_durations();
+    init_ranks();
+    for (size_t q = 0; q < heads_.size(); ++q)
+      if (static_cast<size_t>(heads_[q]) < queue_len(q)) try_start(head_task(q));
+    loop();
+    return finish();
+  }
+
+ private:
+  // ---- setup ------------------------------------------------------------------------------
+
+  void validate_and_index() {
+    const size_t n = g_.tasks.size();
+    const size_t ranks = g_.ranks.size();
+    if (g_.dep_offsets.size() != n + 1 || g_.mem_offsets.size() != n + 1)
+      throw Error("internal", "", "exec graph: dependency or memory offsets do not match the tasks");
+    if (g_.queues.size() > ranks * kNumStreams)
+      throw Error("internal", "", "exec graph: more queues than ranks x streams");
+    hot_.assign(n, HotTask{});
+    for (size_t q = 0; q < g_.queues.size(); ++q)
+      for (int t : g_.queues[q]) {
+        if (t < 0 || static_cast<size_t>(t) >= n || hot_[static_cast<size_t>(t)].queue != -1)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
+        const Task& task = g_.tasks[static_cast<size_t>(t)];
+        if (static_cast<size_t>(task.rank) * kNumStreams + static_cast<size_t>(task.stream) != q)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
+        HotTask& h = hot_[static_cast<size_t>(t)];
+        h.queue = static_cast<int32_t>(q);
+        h.rank = task.rank;
+        h.stream = task.stream;
+        h.collective = task.kind == TaskKind::Collective ? task.collective : -1;
+      }
+    for (size_t t = 0; t < n; ++t)
+      if (hot_[t].queue < 0)
+        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is in no queue");
+    heads_.assign(ranks * kNumStreams, 0);
+
+    // Reverse CSR: who waits on each task.
+    std::vector<int> count(n + 1, 0);
+    for (size_t t = 0; t < n; ++t)
+      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
+        const int d = g_.deps[static_cast<size_t>(i)];
+        if (d < 0 || static_cast<size_t>(d) >= n || static_cast<size_t>(d) == t)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " has an invalid dependency");
+        ++hot_[t].pending;
+        ++count[static_cast<size_t>(d) + 1];
+      }
+    for (size_t t = 0; t < n; ++t) count[t + 1] += count[t];
+    dependents_offsets_ = count;
+    dependents_.assign(static_cast<size_t>(count[n]), 0);
+    for (size_t t = 0; t < n; ++t)
+      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
+        const size_t d = static_cast<size_t>(g_.deps[static_cast<size_t>(i)]);
+        dependents_[static_cast<size_t>(count[d]++)] = static_cast<int>(t);
+      }
+
+    for (size_t c = 0; c < g_.collectives.size(); ++c) {
+      const Collective& col = g_.collectives[c];
+      if (col.member_tasks.empty())
+        throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " has no member task");
+      for (int t : col.member_tasks)
+        if (t < 0 || static_cast<size_t>(t) >= n || g_.tasks[static_cast<size_t>(t)].collective != static_cast<int>(c))
+          throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " lists a task that is not its member");
+    }
+    for (size_t t = 0; t < n; ++t) {
+      const Task& task = g_.tasks[t];
+      if (task.kind == TaskKind::Collective &&
+          (task.collective < 0 || static_cast<size_t>(task.collective) >= g_.collectives.size()))
+        throw Error("internal", "", "exec graph: collective task " + std::to_string(t) + " names no collective");
+    }
+    start_s_.assign(n, 0.0);
+    end_s_.assign(n, 0.0);
+    coll_.assign(g_.collectives.size(), CollectiveState{});
+  }
+
+  void precompute_durations() {
+    const size_t n = g_.tasks.size();
+    duration_s_.assign(n, 0.0);
+    std::unordered_map<WorkKey, double, WorkKeyHash> cache;  // lookups only: order never observed
+    for (size_t t = 0; t < n; ++t) {
+      const Task& task = g_.tasks[t];
+      if (task.kind != TaskKind::Compute) continue;
+      WorkKey key{&task.work};
+      auto it = cache.find(key);
+      if (it == cache.end()) it = cache.emplace(key, cost_.compute_time_s(task.work)).first;
+      duration_s_[t] = it->second;
+    }
+  }
+
+  void init_ranks() {
+    ranks_.assign(g_.ranks.size(), RankState{});
+    traces_.assign(g_.ranks.size(), RankTrace{});
+    raw_curves_.assign(options_.record_memory_curve ? g_.ranks.size() : 0, {});
+    for (size_t r = 0; r < g_.ranks.size(); ++r) {
+      RankState& rs = ranks_[r];
+      rs.mem_bytes = g_.ranks[r].static_bytes;
+      rs.mem_total_bytes = 0;
+      for (double b : rs.mem_bytes) rs.mem_total_bytes += b;
+      traces_[r].peak_memory_bytes = rs.mem_total_bytes;
+      traces_[r].memory_at_peak_bytes = rs.mem_bytes;
+      if (options_.record_memory_curve) raw_curves_[r].push_back(MemorySample{0.0, rs.mem_total_bytes});
+    }
+  }
+
+  size_t queue_len(size_t q) const { return q < g_.queues.size() ? g_.queues[q].size() : 0; }
+  int head_task(size_t q) const { return g_.queues[q][static_cast<size_t>(heads_[q])]; }
+
+  // ---- the loop -----------------------------------------------------------------------------
+
+  void loop() {
+    for (;;) {
+      if (events_.empty() || events_.top().time_s > now_s_) {
+        settle();
+        if (events_.empty()) break;
+      }
+      const exec::Event e = events_.pop();
+      if (++popped_ > options_.max_events)
+        throw Error("limit_exceeded", "simulation.max_events",
+                    "the simulation needed more than " + std::to_string(options_.max_events) +
+                        " events; raise simulation.max_events or simulate a smaller configuration");
+      now_s_ = e.time_s;
+      switch (e.kind) {
+        case EventKind::ComputeEnd: {
+          const size_t t = static_cast<size_t>(e.id);
+          if (hot_[t].state != TaskState::Running || hot_[t].version != e.version) continue;
+          end_task(e.id);
+          break;
+        }
+        case EventKind::FlowEnd: {
+          const size_t f = static_cast<size_t>(e.id);
+          if (f >= flows_.size() || !flows_[f].alive || flows_[f].version != e.version) continue;
+          end_flow(e.id);
+          break;
+        }
+        case EventKind::CollectiveEnd:
+          end_collective(e.id);
+          break;
+      }
+    }
+    if (done_ != g_.tasks.size()) report_deadlock();
+  }
+
+  // Everything that happened at now_s_ is in: re-evaluate interference factors of the ranks
+  // whose busy state changed, then re-solve bandwidth sharing.
+  void settle() {
+    for (int r : dirty_ranks_) refresh_rank(r);
+    dirty_ranks_.clear();
+    if (network_dirty_) {
+      network_dirty_ = false;
+      const std::vector<int>& changed = network_.solve();
+      for (int f : changed) reschedule_flow_share(f);
+      for (int f : new_flows_) reschedule_flow_share(f);
+      for (int f : changed) flows_[static_cast<size_t>(f)].marked = false;
+      for (int f : new_flows_) flows_[static_cast<size_t>(f)].marked = false;
+      new_flows_.clear();
+    }
+  }
+
+  void mark_dirty(int rank) {
+    RankState& rs = ranks_[static_cast<size_t>(rank)];
+    if (!rs.dirty) {
+      rs.dirty = true;
+      dirty_ranks_.push_back(rank);
+    }
+  }
+
+  void refresh_rank(int r) {
+    RankState& rs = ranks_[static_cast<size_t>(r)];
+    rs.dirty = false;
+    const bool computing = rs.compute_task >= 0;
+    const bool communicating = rs.collectives_running > 0;
+    // Exposed communication: comm busy while compute idle, over the interval just closed.
+    if (rs.acc_comm && !rs.acc_compute) traces_[static_cast<size_t>(r)].exposed_comm_s += now_s_ - rs.acc_last_s;
+    rs.acc_compute = computing;
+    rs.acc_comm = communicating;
+    rs.acc_last_s = now_s_;
+    if (computing) {
+      const double want = communicating ? compute_slowdown_ : 1.0;
+      if (want != rs.compute_factor) {
+        advance_compute(rs);
+        rs.compute_factor = want;
+        schedule_compute_end(rs);
+      }
+    }
+    if (comm_slowdown_ != 1.0)
+      for (int s = 0; s < kNumStreams; ++s) {
+        const int t = rs.running[static_cast<size_t>(s)];
+        if (t < 0 || hot_[static_cast<size_t>(t)].collective < 0) continue;
+        const int c = hot_[static_cast<size_t>(t)].collective;
+        const double want = collective_factor(c);
+        CollectiveState& cs = coll_[static_cast<size_t>(c)];
+        if (want == cs.factor) continue;
+        cs.factor = want;
+        for (int f = cs.first_flow; f >= 0; f = flows_[static_cast<size_t>(f)].next) {
+          FlowState& fs = flows_[static_cast<size_t>(f)];
+          advance_flow(fs);
+          fs.rate_Bps = fs.share_Bps / want;
+          schedule_flow_end(f);
+        }
+      }
+  }
+
+  double collective_factor(int c) const {
+    for (int t : g_.collectives[static_cast<size_t>(c)].member_tasks)
+      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank)].compute_task >= 0) return comm_slowdown_;
+    return 1.0;
+  }
+
+  // ---- starting tasks -------------------------------------------------------------------------
+
+  void try_start(int t) {
+    const size_t ti = static_cast<size_t>(t);
+    HotTask& h = hot_[ti];
+    if (h.state != TaskState::Waiting || h.pending > 0) return;
+    if (head_task(static_cast<size_t>(h.queue)) != t) return;
+    if (h.collective < 0) {
+      start_compute(t);
+      return;
+    }
+    h.state = TaskState::Ready;
+    const size_t c = static_cast<size_t>(h.collective);
+    if (++coll_[c].ready_members == static_cast<int>(g_.collectives[c].member_tasks.size()))
+      start_collective(h.collective);
+  }
+
+  void begin_task(int t) {
+    const size_t ti = static_cast<size_t>(t);
+    HotTask& h = hot_[ti];
+    h.state = TaskState::Running;
+    start_s_[ti] = now_s_;
+    ranks_[static_cast<size_t>(h.rank)].running[static_cast<size_t>(h.stream)] = t;
+    apply_memory(t, false);
+    mark_dirty(h.rank);
+  }
+
+  void start_compute(int t) {
+    begin_task(t);
+    const HotTask& h = hot_[static_cast<size_t>(t)];
+    RankState& rs = ranks_[static_cast<size_t>(h.rank)];
+    if (h.stream == Stream::Compute) {
+      rs.compute_task = t;
+      rs.compute_frac_left = 1.0;
+      rs.compute_last_s = now_s_;
+      rs.compute_factor = rs.collectives_running > 0 ? compute_slowdown_ : 1.0;
+      schedule_compute_end(rs);
+    } else {
+      // A compute-kind task on a communication stream (host-side work): not subject to
+      // interference.
+      events_.push(now_s_ + duration_s_[static_cast<size_t>(t)], EventKind::ComputeEnd, t,
+                   ++hot_[static_cast<size_t>(t)].version);
+    }
+  }
+
+  void advance_compute(RankState& rs) {
+    const double d = duration_s_[static_cast<size_t>(rs.compute_task)] * rs.compute_factor;
+    if (d > 0) rs.compute_frac_left -= (now_s_ - rs.compute_last_s) / d;
+    if (rs.compute_frac_left < 0) rs.compute_frac_left = 0;
+    rs.compute_last_s = now_s_;
+  }
+
+  void schedule_compute_end(RankState& rs) {
+    const size_t t = static_cast<size_t>(rs.compute_task);
+    const double left_s = rs.compute_frac_left * duration_s_[t] * rs.compute_factor;
+    events_.push(now_s_ + left_s, EventKind::ComputeEnd, rs.compute_task, ++hot_[t].version);
+  }
+
+  void start_collective(int c) {
+    const Collective& col = g_.collectives[static_cast<size_t>(c)];
+    for (int t : col.member_tasks) {
+      begin_task(t);
+      ++ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank)].collectives_running;
+    }
+    CollectiveState& cs = coll_[static_cast<size_t>(c)];
+    cs.factor = collective_factor(c);
+    const exec::WeightedPlan& plan = plans_.plan_of(c);
+    cs.latency_s = plan.latency_s;
+    flows_started_ += static_cast<int64_t>(plan.flows.size());
+    for (const exec::WeightedFlow& wf : plan.flows) {
+      if (wf.bytes <= 0 || wf.links.empty()) continue;  // nothing to move on any link
+      const int f = network_.add_flow(wf.links);
+      if (static_cast<size_t>(f) >= flows_.size()) flows_.resize(static_cast<size_t>(f) + 1);
+      FlowState& fs = flows_[static_cast<size_t>(f)];
+      const uint32_t version = fs.version + 1;
+      fs = FlowState{};
+      fs.version = version;
+      fs.alive = true;
+      fs.remaining_bytes = wf.bytes;
+      fs.last_s = now_s_;
+      fs.collective = c;
+      fs.next = cs.first_flow;
+      if (cs.first_flow >= 0) flows_[static_cast<size_t>(cs.first_flow)].prev = f;
+      cs.first_flow = f;
+      ++cs.open_flows;
+      new_flows_.push_back(f);
+      network_dirty_ = true;
+    }
+    if (cs.open_flows == 0) events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, c, 0);
+  }
+
+  // ---- flows ----------------------------------------------------------------------------------
+
+  void advance_flow(FlowState& fs) {
+    fs.remaining_bytes -= fs.rate_Bps * (now_s_ - fs.last_s);
+    if (fs.remaining_bytes < 0) fs.remaining_bytes = 0;
+    fs.last_s = now_s_;
+  }
+
+  void schedule_flow_end(int f) {
+    FlowState& fs = flows_[static_cast<size_t>(f)];
+    ++fs.version;  // whatever was scheduled before is stale now
+    if (fs.rate_Bps > 0)
+      events_.push(now_s_ + fs.remaining_bytes / fs.rate_Bps, EventKind::FlowEnd, f, fs.version);
+    // rate 0 (a link of capacity 0): the flow never ends; the deadlock check reports it.
+  }
+
+  void reschedule_flow_share(int f) {
+    if (f < 0 || static_cast<size_t>(f) >= flows_.size()) return;
+    FlowState& fs = flows_[static_cast<size_t>(f)];
+    if (!fs.alive || fs.marked) return;
+    fs.marked = true;
+    const double share = network_.rate_Bps(f);
+    if (share == fs.share_Bps && fs.rate_Bps > 0) return;
+    advance_flow(fs);
+    fs.share_Bps = share;
+    fs.rate_Bps = share / coll_[static_cast<size_t>(fs.collective)].factor;
+    schedule_flow_end(f);
+  }
+
+  void end_flow(int f) {
+    FlowState& fs = flows_[static_cast<size_t>(f)];
+    fs.alive = false;
+    ++fs.version;
+    network_.remove_flow(f);
+    network_dirty_ = true;
+    CollectiveState& cs = coll_[static_cast<size_t>(fs.collective)];
+    if (fs.prev >= 0) flows_[static_cast<size_t>(fs.prev)].next = fs.next;
+    else cs.first_flow = fs.next;
+    if (fs.next >= 0) flows_[static_cast<size_t>(fs.next)].prev = fs.prev;
+    fs.prev = fs.next = -1;
+    if (--cs.open_flows == 0)
+      events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, fs.collective, 0);
+  }
+
+  void end_collective(int c) {
+    for (int t : g_.collectives[static_cast<size_t>(c)].member_tasks) {
+      --ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank)].collectives_running;
+      end_task(t);
+    }
+  }
+
+  // ---- ending tasks ---------------------------------------------------------------------------
+
+  void end_task(int t) {
+    const size_t ti = static_cast<size_t>(t);
+    HotTask& h = hot_[ti];
+    h.state = TaskState::Done;
+    end_s_[ti] = now_s_;
+    ++done_;
+    RankState& rs = ranks_[static_cast<size_t>(h.rank)];
+    RankTrace& tr = traces_[static_cast<size_t>(h.rank)];
+    tr.busy_s[static_cast<size_t>(h.stream)] += now_s_ - start_s_[ti];
+    if (now_s_ > tr.end_s) tr.end_s = now_s_;
+    rs.running[static_cast<size_t>(h.stream)] = -1;
+    if (rs.compute_task == t) rs.compute_task = -1;
+    apply_memory(t, true);
+    mark_dirty(h.rank);
+
+    const size_t q = static_cast<size_t>(h.queue);
+    ++heads_[q];
+    if (static_cast<size_t>(heads_[q]) < queue_len(q)) try_start(head_task(q));
+    for (int i = dependents_offsets_[ti]; i < dependents_offsets_[ti + 1]; ++i) {
+      const int d = dependents_[static_cast<size_t>(i)];
+      if (--hot_[static_cast<size_t>(d)].pending == 0) try_start(d);
+    }
+  }
+
+  // ---- memory ---------------------------------------------------------------------------------
+
+  void apply_memory(int t, bool at_end) {
+    const size_t ti = static_cast<size_t>(t);
+    const int begin = g_.mem_offsets[ti], end = g_.mem_offsets[ti + 1];
+    if (begin == end) return;
+    const int rank = hot_[ti].rank;
+    RankState& rs = ranks_[static_cast<size_t>(rank)];
+    bool changed = false;
+    for (int i = begin; i < end; ++i) {
+      const MemEvent& m = g_.mem_events[static_cast<size_t>(i)];
+      if (m.at_end != at_end) continue;
+      rs.mem_bytes[static_cast<size_t>(m.category)] += m.bytes;
+      rs.mem_total_bytes += m.bytes;
+      changed = true;
+    }
+    if (!changed) return;
+    RankTrace& tr = traces_[static_cast<size_t>(rank)];
+    if (rs.mem_total_bytes > tr.peak_memory_bytes) {
+      tr.peak_memory_bytes = rs.mem_total_bytes;
+      tr.memory_at_peak_bytes = rs.mem_bytes;
+    }
+    if (options_.record_memory_curve)
+      raw_curves_[static_cast<size_t>(rank)].push_back(MemorySample{now_s_, rs.mem_total_bytes});
+  }
+
+  // ---- the end --------------------------------------------------------------------------------
+
+  [[noreturn]] void report_deadlock() const {
+    size_t never_started = 0;
+    for (const HotTask& h : hot_)
+      if (h.state == TaskState::Waiting || h.state == TaskState::Ready) ++never_started;
+    std::string first = "none";
+    for (size_t q = 0; q < heads_.size(); ++q) {
+      if (static_cast<size_t>(heads_[q]) >= queue_len(q)) continue;
+      const int t = head_task(q);
+      const Task& task = g_.tasks[static_cast<size_t>(t)];
+      const std::string label =
+          task.label >= 0 && static_cast<size_t>(task.label) < g_.labels.size() ? g_.labels[static_cast<size_t>(task.label)] : "task " + std::to_string(t);
+      first = label + " " + phase_letter(task.phase) + (task.micro_batch >= 0 ? " mb " + std::to_string(task.micro_batch) : "") +
+              " on rank " + std::to_string(task.rank) + " stream " + to_string(task.stream);
+      break;
+    }
+    throw Error("internal", "",
+                "deadlock: " + std::to_string(never_started) + " tasks never started; first: " + first);
+  }
+
+  Trace finish() {
+    // Close the accounting intervals (every rank is idle by now).
+    for (size_t r = 0; r < ranks_.size(); ++r) mark_dirty(static_cast<int>(r));
+    for (int r : dirty_ranks_) refresh_rank(r);
+    dirty_ranks_.clear();
+
+    Trace trace;
+    trace.events = popped_;
+    trace.flows = flows_started_;
+    for (size_t r = 0; r < traces_.size(); ++r) {
+      RankTrace& tr = traces_[r];
+      tr.compute_busy_s = tr.busy_s[static_cast<size_t>(Stream::Compute)];
+      trace.iteration_time_s = std::max(trace.iteration_time_s, tr.end_s);
+    }
+    for (size_t r = 0; r < raw_curves_.size(); ++r) {
+      traces_[r].memory_curve =
+          exec::decimate_memory_curve(raw_curves_[r], trace.iteration_time_s, exec::kMemoryCurveBuckets);
+      std::vector<MemorySample>().swap(raw_curves_[r]);
+    }
+    trace.ranks = std::move(traces_);
+    trace.task_start_s = std::move(start_s_);
+    trace.task_end_s = std::move(end_s_);
+    return trace;
+  }
+
+  // ---- state ----------------------------------------------------------------------------------
+
+  const ExecGraph& g_;
+  const CostModel& cost_;
+  const ExecOptions& options_;
+  exec::PlanCache plans_;
+  BandwidthSharing network_;
+  const double compute_slowdown_;
+  const double comm_slowdown_;
+
+  exec::EventQueue events_;
+  double now_s_ = 0;
+  int64_t popped_ = 0;
+  int64_t flows_started_ = 0;
+  size_t done_ = 0;
+
+  // Per task
+  std::vector<HotTask> hot_;
+  std::vector<int> dependents_offsets_, dependents_;
+  std::vector<double> duration_s_, start_s_, end_s_;
+  // Per queue: index of its head task
+  std::vector<int> heads_;
+  // Per collective, flow, rank
+  std::vector<CollectiveState> coll_;
+  std::vector<FlowState> flows_;
+  std::vector<RankState> ranks_;
+  std::vector<RankTrace> traces_;
+  std::vector<std::vector<MemorySample>> raw_curves_;
+  // Work lists, reused
+  std::vector<int> dirty_ranks_;
+  std::vector<int> new_flows_;
+  bool network_dirty_ = false;
+};
+
+}  // namespace
+
+Trace execute(const ExecGraph& graph, const CostModel& cost, const Topology& topology,
+              const ExecOptions& options) {
+  return Executor(graph, cost, topology, options).run();
+}
+
+}  // namespace proteus

@@ -1,0 +1,73 @@
+// Collectives as weighted flows for the executor (DESIGN.md §3, "Notes on the hard parts":
+// symmetry). plan_collective() gives the flows of one group; with the symmetry reduction on,
+// that group stands for all its "sibling groups" — the groups obtained by moving every
+// member along the mesh axes the collective does not span (pp excluded: siblings stay in the
+// same pipeline stages). They run the same collective at the same time, so the flows of the
+// representative group carry, on each link l, the weight
+//     w(l) = (flows of ALL sibling groups crossing l) / (flows of the representative crossing l)
+// e.g. 8 data-parallel groups (tp = 8) crossing one NIC: the representative's flow on that
+// NIC has weight 8, and max-min sharing gives it C/8 as if the 8 flows were simulated.
+// Without the reduction (graph.symmetric == false) every weight is 1.
+//
+// Plans are cached per signature (kind, axes, group, bytes), so the sibling groups are
+// planned once per distinct collective, not once per micro-batch.
+#pragma once
+#include <cstddef>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+#include "proteus/collective_flows.h"
+#include "proteus/exec_graph.h"
+#include "proteus/topology.h"
+
+namespace proteus::exec {
+
+struct WeightedFlow {
+  double bytes = 0;
+  std::vector<std::pair<int, double>> links;  // (topology link id, weight)
+};
+
+struct WeightedPlan {
+  std::vector<WeightedFlow> flows;
+  double latency_s = 0;
+};
+
+// The sibling groups of `collective` (the representative's own group first), each in the
+// same member order as collective.group. Pure; exposed for tests.
+std::vector<std::vector<int>> sibling_groups(const Mesh& mesh, const Collective& collective);
+
+// The representative's flows with their per-link weights (all 1 when !symmetric).
+WeightedPlan weighted_plan(const Topology& topology, const Mesh& mesh, bool symmetric,
+                           const Collective& collective);
+
+class PlanCache {
+ public:
+  PlanCache(const ExecGraph& graph, const Topology& topology);
+  PlanCache(const PlanCache&) = delete;  // its hash functors point at it
+  PlanCache& operator=(const PlanCache&) = delete;
+  // Plan of graph.collectives[collective], computed on first use.
+  const WeightedPlan& plan_of(int collective);
+  int distinct_plans() const { return static_cast<int>(plans_.size()); }
+
+ private:
+  // A signature is named by the first collective that has it; hashing and comparing read
+  // that collective's fields in place (no copy of its group). Lookups only: the map's
+  // iteration order is never observed, plan ids follow first use.
+  struct SignatureHash {
+    const PlanCache* cache;
+    size_t operator()(int collective) const;
+  };
+  struct SignatureEq {
+    const PlanCache* cache;
+    bool operator()(int a, int b) const;
+  };
+  AxisMask axes_of(const Collective& c) const { return graph_.symmetric ? c.axes : AxisMask{0}; }
+
+  const ExecGraph& graph_;
+  const Topology& topology_;
+  std::vector<int> plan_id_;  // per collective, -1 until planned
+  std::unordered_map<int, int, SignatureHash, SignatureEq> ids_;  // first collective -> plan id
+  std::vector<WeightedPlan> plans_;
+};
+
+}  // namespace proteus::exec

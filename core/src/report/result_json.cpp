@@ -1,0 +1,335 @@
+// Trace -> the result object (DESIGN.md §5). Keys are in a fixed order (ordered_json) and
+// doubles are printed by nlohmann's shortest round-trip formatter, so the same inputs give
+// byte-identical text natively and in WebAssembly. Divisions by a zero iteration time give 0.
+#include <algorithm>
+#include <array>
+#include <iterator>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "proteus/report.h"
+#include "proteus/units.h"
+#include "report_names.h"
+
+namespace proteus {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Warning thresholds (what practitioners treat as "worth a look").
+constexpr double kBubbleWarnFraction = 0.20;
+constexpr double kExposedCommWarnFraction = 0.30;
+constexpr double kMemoryWarnFraction = 0.90;
+// Modules listed in breakdown.compute_by_module_s (the rest are summed as "other").
+constexpr size_t kMaxModules = 20;
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// 80 -> "80", 79.5 -> "79.5"
+std::string gib_text(double gib) {
+  return std::fabs(gib - std::round(gib)) < 0.05 ? fixed(std::round(gib), 0) : fixed(gib, 1);
+}
+
+std::string percent_text(double fraction) { return fixed(fraction * 100.0, 0) + "%"; }
+
+// "layers.3.mlp.fc1" -> "layers.*.mlp.fc1": time by module kind rather than by instance.
+std::string module_kind(const std::string& label) {
+  std::string out;
+  size_t i = 0;
+  while (i <= label.size()) {
+    size_t j = label.find('.', i);
+    if (j == std::string::npos) j = label.size();
+    const std::string seg = label.substr(i, j - i);
+    const bool numeric = !seg.empty() && std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!out.empty()) out += '.';
+    out += numeric ? "*" : seg;
+    i = j + 1;
+  }
+  return out;
+}
+
+constexpr Phase kPhases[] = {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight,
+                             Phase::Recompute, Phase::Optimizer, Phase::Sync};
+constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+                                               CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
+                                               CollectiveKind::SendRecv};
+constexpr Stream kStreams[] = {Stream::Compute, Stream::TpComm, Stream::DpComm, Stream::PpComm};
+constexpr MemCategory kCategories[] = {MemCategory::Weights, MemCategory::Gradients,
+                                       MemCategory::OptimizerStates, MemCategory::Activations,
+                                       MemCategory::CommBuffers};
+
+struct Fractions {
+  double compute = 0, exposed_comm = 0, bubble = 0;
+};
+
+// Averages over simulated ranks weighted by the GPUs each stands for.
+Fractions fractions(const ExecGraph& graph, const Trace& trace) {
+  Fractions f;
+  double weight = 0;
+  const double T = trace.iteration_time_s;
+  for (size_t r = 0; r < trace.ranks.size() && r < graph.ranks.size(); ++r) {
+    const double m = graph.ranks[r].multiplicity;
+    f.compute += m * ratio(trace.ranks[r].compute_busy_s, T);
+    f.exposed_comm += m * ratio(trace.ranks[r].exposed_comm_s, T);
+    weight += m;
+  }
+  if (weight > 0) {
+    f.compute /= weight;
+    f.exposed_comm /= weight;
+  }
+  f.bubble = std::max(0.0, 1.0 - f.compute - f.exposed_comm);
+  if (T <= 0) f.bubble = 0;
+  return f;
+}
+
+// Peak memory per physical stage (max over its ranks), and the stage of the highest peak.
+struct StagePeaks {
+  std::map<int, double> peak_bytes;
+  int worst_stage = 0;
+  double worst_bytes = 0;
+};
+
+StagePeaks stage_peaks(const ExecGraph& graph, const Trace& trace) {
+  StagePeaks s;
+  for (size_t r = 0; r < trace.ranks.size() && r < graph.ranks.size(); ++r) {
+    const int stage = graph.ranks[r].stage;
+    const double b = trace.ranks[r].peak_memory_bytes;
+    auto [it, inserted] = s.peak_bytes.emplace(stage, b);
+    if (!inserted) it->second = std::max(it->second, b);
+  }
+  bool first = true;
+  for (const auto& [stage, b] : s.peak_bytes)
+    if (first || b > s.worst_bytes) {
+      s.worst_stage = stage;
+      s.worst_bytes = b;
+      first = false;
+    }
+  return s;
+}
+
+ordered_json summary_json(const ReportInputs& in, const Fractions& f, double peak_bytes) {
+  const ExecGraph& g = in.graph;
+  const double T = in.trace.iteration_time_s;
+  const double peak_flops = in.config.cluster.gpu.peak_TFLOPS(in.config.training.precision) * kFlopsPerTFLOP;
+  const double gpus = g.gpus > 0 ? g.gpus : 1;
+  const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
+  ordered_json s;
+  s["iteration_time_s"] = T;
+  s["samples_per_s"] = ratio(static_cast<double>(g.samples_per_iteration), T);
+  s["tokens_per_s"] = ratio(static_cast<double>(g.tokens_per_iteration), T);
+  s["model_tflops_per_gpu"] = ratio(g.model_flops_per_iteration, gpus * T) / kFlopsPerTFLOP;
+  s["mfu"] = ratio(g.model_flops_per_iteration, gpus * T * peak_flops);
+  s["hfu"] = ratio(g.hardware_flops_per_iteration, gpus * T * peak_flops);
+  s["peak_memory_GiB"] = peak_bytes / kBytesPerGiB;
+  s["memory_capacity_GiB"] = capacity_GiB;
+  s["oom"] = peak_bytes / kBytesPerGiB > capacity_GiB;
+  s["compute_fraction"] = f.compute;
+  s["exposed_comm_fraction"] = f.exposed_comm;
+  s["bubble_fraction"] = f.bubble;
+  return s;
+}
+
+ordered_json devices_json(const ExecGraph& g, const Trace& trace) {
+  ordered_json devices = ordered_json::array();
+  for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r) {
+    const RankTrace& tr = trace.ranks[r];
+    ordered_json d;
+    d["rank"] = g.ranks[r].gpu;
+    d["stage"] = g.ranks[r].stage;
+    d["multiplicity"] = g.ranks[r].multiplicity;
+    d["peak_memory_GiB"] = tr.peak_memory_bytes / kBytesPerGiB;
+    ordered_json mem;
+    for (MemCategory c : kCategories)
+      mem[to_string(c)] = tr.memory_at_peak_bytes[static_cast<size_t>(c)] / kBytesPerGiB;
+    d["memory_breakdown_GiB"] = std::move(mem);
+    ordered_json busy;
+    for (Stream s : kStreams) busy[to_string(s)] = tr.busy_s[static_cast<size_t>(s)];
+    d["busy_s"] = std::move(busy);
+    d["exposed_comm_s"] = tr.exposed_comm_s;
+    d["end_s"] = tr.end_s;
+    devices.push_back(std::move(d));
+  }
+  return devices;
+}
+
+// Where the time of the busiest rank (most compute) goes.
+ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
+  ordered_json b;
+  int busiest = -1;
+  for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r)
+    if (busiest < 0 || trace.ranks[r].compute_busy_s > trace.ranks[static_cast<size_t>(busiest)].compute_busy_s)
+      busiest = static_cast<int>(r);
+  if (busiest < 0) return ordered_json::object();
+  const RankTrace& tr = trace.ranks[static_cast<size_t>(busiest)];
+
+  std::array<double, std::size(kPhases)> by_phase{};
+  std::array<double, std::size(kCollectiveKinds)> by_collective{};
+  std::map<int, double> by_op_kind;            // OpKind value -> s
+  std::map<std::string, double> by_module;     // module kind -> s
+  for (size_t t = 0; t < g.tasks.size() && t < trace.task_end_s.size(); ++t) {
+    const Task& task = g.tasks[t];
+    if (task.rank != busiest) continue;
+    const double d = trace.task_end_s[t] - trace.task_start_s[t];
+    if (task.kind == TaskKind::Collective) {
+      by_collective[static_cast<size_t>(g.collectives[static_cast<size_t>(task.collective)].kind)] += d;
+      continue;
+    }
+    by_phase[static_cast<size_t>(task.phase)] += d;
+    by_op_kind[static_cast<int>(task.work.op_kind)] += d;
+    const std::string label = task.label >= 0 && static_cast<size_t>(task.label) < g.labels.size()
+                                  ? g.labels[static_cast<size_t>(task.label)] : std::string("unlabelled");
+    by_module[module_kind(label)] += d;
+  }
+
+  b["rank"] = g.ranks[static_cast<size_t>(busiest)].gpu;
+  b["stage"] = g.ranks[static_cast<size_t>(busiest)].stage;
+  b["iteration_s"] = trace.iteration_time_s;
+  b["compute_s"] = tr.compute_busy_s;
+  b["exposed_comm_s"] = tr.exposed_comm_s;
+  b["idle_s"] = std::max(0.0, trace.iteration_time_s - tr.compute_busy_s - tr.exposed_comm_s);
+  ordered_json phases;
+  for (Phase p : kPhases) phases[to_string(p)] = by_phase[static_cast<size_t>(p)];
+  b["compute_by_phase_s"] = std::move(phases);
+  ordered_json kinds;
+  for (CollectiveKind k : kCollectiveKinds) kinds[to_string(k)] = by_collective[static_cast<size_t>(k)];
+  b["comm_by_collective_s"] = std::move(kinds);
+  ordered_json ops;
+  for (const auto& [kind, s] : by_op_kind) ops[to_string(static_cast<OpKind>(kind))] = s;
+  b["compute_by_op_kind_s"] = std::move(ops);
+  // Modules by time, longest first (name breaks ties), the tail summed as "other".
+  std::vector<std::pair<std::string, double>> modules(by_module.begin(), by_module.end());
+  std::stable_sort(modules.begin(), modules.end(),
+                   [](const auto& a, const auto& x) { return a.second > x.second; });
+  ordered_json mods;
+  double other = 0;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (i < kMaxModules) mods[modules[i].first] = modules[i].second;
+    else other += modules[i].second;
+  }
+  if (modules.size() > kMaxModules) mods["other"] = other;
+  b["compute_by_module_s"] = std::move(mods);
+  return b;
+}
+
+std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, const StagePeaks& peaks) {
+  std::vector<std::string> w;
+  const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
+  const double capacity_bytes = capacity_GiB * kBytesPerGiB;
+  if (capacity_bytes > 0 && peaks.worst_bytes > capacity_bytes) {
+    int over = 0;
+    for (const auto& [stage, b] : peaks.peak_bytes) over += b > capacity_bytes ? 1 : 0;
+    std::string s = "Out of memory: stage " + std::to_string(peaks.worst_stage) + " needs " +
+                    fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB but the GPU has " + gib_text(capacity_GiB) + " GiB.";
+    if (over > 1)
+      s += " " + std::to_string(over) + " of the " + std::to_string(peaks.peak_bytes.size()) +
+           " pipeline stages exceed it.";
+    w.push_back(s);
+  } else if (capacity_bytes > 0 && peaks.worst_bytes > kMemoryWarnFraction * capacity_bytes) {
+    w.push_back("Memory is tight: stage " + std::to_string(peaks.worst_stage) + " peaks at " +
+                fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB, " + percent_text(peaks.worst_bytes / capacity_bytes) +
+                " of the GPU's " + gib_text(capacity_GiB) +
+                " GiB; allocator fragmentation and temporary buffers may not fit.");
+  }
+  if (f.bubble > kBubbleWarnFraction) {
+    if (in.graph.pipeline_stages > 1)
+      w.push_back("Pipeline bubble is " + percent_text(f.bubble) + " of the iteration: more micro-batches (now " +
+                  std::to_string(in.graph.micro_batches) + ") or interleaving would shrink it.");
+    else
+      w.push_back("GPUs are idle " + percent_text(f.bubble) +
+                  " of the iteration, neither computing nor communicating.");
+  }
+  if (f.exposed_comm > kExposedCommWarnFraction)
+    w.push_back("Exposed communication is " + percent_text(f.exposed_comm) +
+                " of the iteration (communication no computation hides): overlapping it, or parallelism "
+                "that keeps heavy traffic inside a node, would help.");
+  return w;
+}
+
+ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& warns) {
+  const ExecGraph& g = in.graph;
+  const Trace& trace = in.trace;
+  const int64_t cap = in.config.simulation.max_timeline_spans;
+  ordered_json spans = ordered_json::array();
+  int64_t total = 0;
+  for (size_t q = 0; q < g.queues.size(); ++q)
+    for (int t : g.queues[q]) {
+      ++total;
+      if (static_cast<int64_t>(spans.size()) >= cap) continue;
+      const Task& task = g.tasks[static_cast<size_t>(t)];
+      ordered_json s;
+      s["rank"] = g.ranks[static_cast<size_t>(task.rank)].gpu;
+      s["stream"] = to_string(task.stream);
+      s["name"] = report::task_name(g, t);
+      s["kind"] = report::task_kind(g, t);
+      s["mb"] = task.micro_batch;
+      s["start_s"] = trace.task_start_s[static_cast<size_t>(t)];
+      s["end_s"] = trace.task_end_s[static_cast<size_t>(t)];
+      spans.push_back(std::move(s));
+    }
+  if (total > cap)
+    warns.push_back("The timeline shows the first " + std::to_string(cap) + " of " + std::to_string(total) +
+                    " spans (simulation.max_timeline_spans).");
+  return spans;
+}
+
+ordered_json memory_curves_json(const ExecGraph& g, const Trace& trace) {
+  ordered_json curves = ordered_json::array();
+  for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r) {
+    ordered_json c;
+    c["rank"] = g.ranks[r].gpu;
+    ordered_json t = ordered_json::array(), gib = ordered_json::array();
+    for (const MemorySample& s : trace.ranks[r].memory_curve) {
+      t.push_back(s.time_s);
+      gib.push_back(s.bytes / kBytesPerGiB);
+    }
+    c["t_s"] = std::move(t);
+    c["GiB"] = std::move(gib);
+    curves.push_back(std::move(c));
+  }
+  return curves;
+}
+
+}  // namespace
+
+std::string result_json(const ReportInputs& in, const SimulateOptions& options) {
+  const Fractions f = fractions(in.graph, in.trace);
+  const StagePeaks peaks = stage_peaks(in.graph, in.trace);
+  double peak_bytes = 0;
+  for (const RankTrace& r : in.trace.ranks) peak_bytes = std::max(peak_bytes, r.peak_memory_bytes);
+
+  std::vector<std::string> warns = warnings(in, f, peaks);
+  ordered_json timeline;
+  if (options.timeline) timeline = timeline_json(in, warns);
+
+  ordered_json out;
+  out["ok"] = true;
+  out["schema"] = 1;
+  out["summary"] = summary_json(in, f, peak_bytes);
+  out["devices"] = devices_json(in.graph, in.trace);
+  out["breakdown"] = breakdown_json(in.graph, in.trace);
+  out["warnings"] = warns;
+  ordered_json stats;
+  stats["tasks"] = static_cast<int64_t>(in.graph.tasks.size());
+  stats["events"] = in.trace.events;
+  stats["flows"] = in.trace.flows;
+  stats["simulated_ranks"] = static_cast<int64_t>(in.graph.ranks.size());
+  stats["gpus"] = in.graph.gpus;
+  if (options.wall_time) stats["wall_ms"] = in.wall_ms;
+  out["stats"] = std::move(stats);
+  if (options.timeline) out["timeline"] = std::move(timeline);
+  if (options.memory_curve) out["memory_curves"] = memory_curves_json(in.graph, in.trace);
+  return out.dump(2);
+}
+
+}  // namespace proteus

@@ -1,0 +1,503 @@
+// HTAE executor: each test states the physics it checks and derives the expected value by hand
+// (compute durations come from the cost model, which the executor must call once per task
+// and otherwise leave alone; link rates are the test cluster's round numbers).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "../core/src/exec/executor_memory_curve.h"
+#include "../core/src/exec/executor_plans.h"
+#include "proteus/collective_flows.h"
+#include "proteus/error.h"
+#include "proteus/simulation.h"
+#include "proteus/units.h"
+#include "test_exec_helpers.h"
+
+using namespace proteus;
+using namespace proteus::test;
+
+namespace {
+
+constexpr double kNvlink_Bps = 300e9 * 0.8;  // test_cluster: NVSwitch per GPU per direction
+constexpr double kNic_Bps = 25e9 * 0.9;      // test_cluster: NIC per direction
+
+bool close_rel(double a, double b, double rel = 1e-9) {
+  return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b));
+}
+
+// A graph of `ranks` GPUs simulated one by one (no symmetry): rank r is GPU r.
+ExecGraph plain_graph(int ranks) {
+  ExecGraph g;
+  g.symmetric = false;
+  g.mesh.size = {1, 1, 1, 1, ranks};
+  g.gpus = ranks;
+  for (int r = 0; r < ranks; ++r) {
+    SimRank s;
+    s.gpu = r;
+    g.ranks.push_back(s);
+  }
+  g.queues.resize(static_cast<size_t>(ranks) * kNumStreams);
+  return g;
+}
+
+Task compute_task(int rank, double flops, Stream stream = Stream::Compute) {
+  Task t;
+  t.kind = TaskKind::Compute;
+  t.rank = rank;
+  t.stream = stream;
+  t.work.op_kind = OpKind::Matmul;
+  t.work.flops = flops;
+  t.work.bytes = flops / 100;
+  t.work.gemm_m = 4096;
+  t.work.gemm_n = 4096;
+  t.work.gemm_k = static_cast<int64_t>(flops / (2.0 * 4096 * 4096));
+  return t;
+}
+
+// A collective over `members` (rank r = GPU r); returns its member task ids.
+std::vector<int> add_collective(ExecGraph& g, CollectiveKind kind, const std::vector<int>& members, double bytes,
+                                Stream stream, const std::vector<std::vector<int>>& deps = {}) {
+  Collective c;
+  c.kind = kind;
+  c.bytes = bytes;
+  c.group = members;
+  c.axes = axis_bit(kAxisTp);
+  const int id = static_cast<int>(g.collectives.size());
+  g.collectives.push_back(c);
+  std::vector<int> tasks;
+  for (size_t i = 0; i < members.size(); ++i) {
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.rank = members[i];
+    t.stream = stream;
+    t.collective = id;
+    t.label = g.label_id("collective" + std::to_string(id));
+    tasks.push_back(g.add_task(t, i < deps.size() ? deps[i] : std::vector<int>{}));
+  }
+  g.collectives[static_cast<size_t>(id)].member_tasks = tasks;
+  return tasks;
+}
+
+double duration(const CostModel& cost, double flops) { return cost.compute_time_s(compute_task(0, flops).work); }
+
+ExecOptions opts() { return ExecOptions{}; }
+
+}  // namespace
+
+TEST_CASE("a single compute task lasts what the cost model says") {
+  const ClusterSpec cl = test_cluster(1, 1, 1);
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(1);
+  g.add_task(compute_task(0, 1e12), {});
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 1e12);
+  CHECK(d > 0);
+  CHECK(tr.iteration_time_s == doctest::Approx(d).epsilon(1e-12));
+  CHECK(tr.task_start_s[0] == 0.0);
+  CHECK(tr.ranks[0].busy_s[0] == doctest::Approx(d).epsilon(1e-12));
+  CHECK(tr.ranks[0].compute_busy_s == doctest::Approx(d).epsilon(1e-12));
+  CHECK(tr.ranks[0].exposed_comm_s == 0.0);
+  CHECK(tr.events == 1);
+}
+
+TEST_CASE("a task waits for its dependency on another rank") {
+  // B on rank 1 depends on A on rank 0: B starts when A ends; T = dA + dB.
+  const ClusterSpec cl = test_cluster(1, 2, 1);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const int a = g.add_task(compute_task(0, 1e12), {});
+  const int b = g.add_task(compute_task(1, 3e12), {a});
+  const Trace tr = execute(g, cost, build_topology(cl), opts());
+  const double dA = duration(cost, 1e12), dB = duration(cost, 3e12);
+  CHECK(tr.task_start_s[static_cast<size_t>(b)] == doctest::Approx(dA).epsilon(1e-12));
+  CHECK(tr.iteration_time_s == doctest::Approx(dA + dB).epsilon(1e-12));
+  CHECK(tr.ranks[0].end_s == doctest::Approx(dA).epsilon(1e-12));
+  CHECK(tr.ranks[1].end_s == doctest::Approx(dA + dB).epsilon(1e-12));
+}
+
+TEST_CASE("streams are in-order queues; different streams run concurrently") {
+  // Rank 0's compute queue is [X (waits for Y on rank 1), Z (no deps)]: Z may not overtake X,
+  // so Z starts at dY + dX. H, a compute-kind task on rank 0's tp stream, starts at 0.
+  const ClusterSpec cl = test_cluster(1, 2, 1);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const int y = g.add_task(compute_task(1, 2e12), {});
+  const int x = g.add_task(compute_task(0, 1e12), {y});
+  const int z = g.add_task(compute_task(0, 1e12), {});
+  const int h = g.add_task(compute_task(0, 1e12, Stream::TpComm), {});
+  const Trace tr = execute(g, cost, build_topology(cl), opts());
+  const double d1 = duration(cost, 1e12), d2 = duration(cost, 2e12);
+  CHECK(tr.task_start_s[static_cast<size_t>(x)] == doctest::Approx(d2).epsilon(1e-12));
+  CHECK(tr.task_start_s[static_cast<size_t>(z)] == doctest::Approx(d2 + d1).epsilon(1e-12));
+  CHECK(tr.task_start_s[static_cast<size_t>(h)] == 0.0);
+  CHECK(tr.iteration_time_s == doctest::Approx(d2 + 2 * d1).epsilon(1e-12));
+}
+
+TEST_CASE("a collective starts when every member is at the head of its stream, and all end together") {
+  // Rank 0 computes 1e12 FLOPs, rank 1 4e12, then both all-reduce S over NVSwitch. The
+  // all-reduce starts at max(dA, dB) = dB on both. 2-rank ring: each of the 2 flows carries
+  // 2(n-1)/n S = S bytes on its own tx/rx links at 240e9 B/s, so it lasts S/240e9 + latency.
+  const ClusterSpec cl = test_cluster(1, 2, 1);
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const double S = 480e6;
+  const int a = g.add_task(compute_task(0, 1e12), {});
+  const int b = g.add_task(compute_task(1, 4e12), {});
+  const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm, {{a}, {b}});
+  const Trace tr = execute(g, cost, topo, opts());
+  const double dB = duration(cost, 4e12);
+  const double latency = plan_collective(topo, CollectiveKind::AllReduce, {0, 1}, S).latency_s;
+  for (int t : ar) {
+    CHECK(tr.task_start_s[static_cast<size_t>(t)] == doctest::Approx(dB).epsilon(1e-12));
+    CHECK(tr.task_end_s[static_cast<size_t>(t)] == doctest::Approx(dB + S / kNvlink_Bps + latency).epsilon(1e-9));
+  }
+  CHECK(tr.ranks[0].busy_s[static_cast<size_t>(Stream::TpComm)] ==
+        doctest::Approx(S / kNvlink_Bps + latency).epsilon(1e-9));
+  // Rank 0 waits idle from dA to dB (not comm: the collective had not started), then the
+  // all-reduce is exposed on both ranks.
+  CHECK(tr.ranks[0].exposed_comm_s == doctest::Approx(S / kNvlink_Bps + latency).epsilon(1e-9));
+}
+
+TEST_CASE("1 GiB ring all-reduce on 8 GPUs over NVSwitch: 2(n-1)/n S / bus bandwidth + latency") {
+  // Every GPU sends 2*7/8 * 2^30 B = 1,879,048,192 B to its ring neighbour over its own
+  // NVSwitch up-link (240e9 B/s): 7.8294e-3 s, then the plan's latency (2(n-1) hops).
+  const ClusterSpec cl = test_cluster(1, 8, 1);
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(8);
+  const double S = 1024.0 * 1024.0 * 1024.0;
+  std::vector<int> members = {0, 1, 2, 3, 4, 5, 6, 7};
+  add_collective(g, CollectiveKind::AllReduce, members, S, Stream::DpComm);
+  const CollectivePlan plan = plan_collective(topo, CollectiveKind::AllReduce, members, S);
+  CHECK(plan.latency_s >= 14 * 3.4e-6 * (1 - 1e-12));  // 2(n-1) hops of 3.4 µs, at least
+  const Trace tr = execute(g, cost, topo, opts());
+  CHECK(tr.iteration_time_s == doctest::Approx(2.0 * 7 / 8 * S / kNvlink_Bps + plan.latency_s).epsilon(1e-9));
+  CHECK(tr.flows == static_cast<int64_t>(plan.flows.size()));
+}
+
+TEST_CASE("a collective over one GPU takes its latency only") {
+  const ClusterSpec cl = test_cluster(1, 1, 1);
+  const Topology topo = build_topology(cl);
+  ExecGraph g = plain_graph(1);
+  add_collective(g, CollectiveKind::AllReduce, {0}, 1e9, Stream::TpComm);
+  const Trace tr = execute(g, test_cost(cl), topo, opts());
+  const CollectivePlan plan = plan_collective(topo, CollectiveKind::AllReduce, {0}, 1e9);
+  CHECK(plan.flows.empty());
+  CHECK(tr.iteration_time_s == doctest::Approx(plan.latency_s).epsilon(1e-12));
+}
+
+TEST_CASE("two transfers through one NIC share it, then the survivor speeds up") {
+  // 2 nodes x 2 GPUs, one NIC per node (22.5e9 B/s; each GPU's PCIe link, 25.2e9 B/s, is not
+  // the bottleneck). GPU0 -> GPU2 sends 1e9 B, GPU1 -> GPU3 sends 2e9 B, both through node 0's
+  // NIC tx and node 1's NIC rx: 11.25e9 B/s each. The first ends at 1e9 / 11.25e9 = 88.9 ms;
+  // the second has 1e9 B left at the full 22.5e9 B/s: + 44.4 ms = 133.3 ms.
+  const ClusterSpec cl = test_cluster(2, 2, 1);
+  const Topology topo = build_topology(cl);
+  ExecGraph g = plain_graph(4);
+  const auto a = add_collective(g, CollectiveKind::SendRecv, {0, 2}, 1e9, Stream::PpComm);
+  const auto b = add_collective(g, CollectiveKind::SendRecv, {1, 3}, 2e9, Stream::PpComm);
+  const Trace tr = execute(g, test_cost(cl), topo, opts());
+  const double lat = plan_collective(topo, CollectiveKind::SendRecv, {0, 2}, 1e9).latency_s;
+  const double t1 = 1e9 / (kNic_Bps / 2);
+  const double t2 = t1 + 1e9 / kNic_Bps;
+  for (int t : a) CHECK(tr.task_end_s[static_cast<size_t>(t)] == doctest::Approx(t1 + lat).epsilon(1e-9));
+  for (int t : b) CHECK(tr.task_end_s[static_cast<size_t>(t)] == doctest::Approx(t2 + lat).epsilon(1e-9));
+}
+
+TEST_CASE("compute beside communication is slowed by the interference factor") {
+  // compute_slowdown_with_comm = 1.5. Rank 0 computes d while a 2-GPU all-reduce of c =
+  // S/240e9 + latency runs on its tp stream (c < d). During [0, c] the kernel progresses at
+  // 1/(1.5 d): it finishes c/(1.5 d) of its work; the rest takes (1 - c/(1.5d)) d, so it
+  // ends at c + d - c/1.5 = d + c/3.
+  ClusterSpec cl = test_cluster(1, 2, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.5;
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const double S = 240e6;
+  const int x = g.add_task(compute_task(0, 8e12), {});
+  add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm);
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 8e12);
+  const double c = S / kNvlink_Bps + plan_collective(topo, CollectiveKind::AllReduce, {0, 1}, S).latency_s;
+  REQUIRE(c < d);
+  CHECK(tr.task_end_s[static_cast<size_t>(x)] == doctest::Approx(d + c / 3).epsilon(1e-9));
+  CHECK(tr.ranks[0].exposed_comm_s == 0.0);
+  CHECK(tr.ranks[1].exposed_comm_s == doctest::Approx(c).epsilon(1e-9));
+}
+
+TEST_CASE("communication beside compute is slowed by its factor") {
+  // comm_slowdown_with_compute = 2. A 2-GPU all-reduce of S = 2.4e9 B alone moves each flow
+  // in f = S/240e9 = 10 ms. Rank 0 computes for d < 2f at the same time: the flows progress
+  // at 120e9 B/s for d, then at 240e9: they end at d + (S - 120e9 d)/240e9 = f + d/2.
+  ClusterSpec cl = test_cluster(1, 2, 1);
+  cl.gpu.comm_slowdown_with_compute = 2.0;
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const double S = 2.4e9;
+  g.add_task(compute_task(0, 1e12), {});
+  const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm);
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 1e12);
+  const double f = S / kNvlink_Bps;
+  REQUIRE(d < 2 * f);
+  const double lat = plan_collective(topo, CollectiveKind::AllReduce, {0, 1}, S).latency_s;
+  CHECK(tr.task_end_s[static_cast<size_t>(ar[0])] == doctest::Approx(f + d / 2 + lat).epsilon(1e-9));
+}
+
+TEST_CASE("memory: static bytes plus events at task start and end; breakdown at the first peak") {
+  // Static: weights 10 GiB, optimizer states 5 GiB -> 15 GiB at t = 0.
+  //   A start: +2 act -> 17;  B start: +3 act -> 20 (peak: act 5, comm 0)
+  //   B end: -1 act -> 19;    C start: +1 comm -> 20 (ties the peak: the first one is kept)
+  //   C end: -1 comm, -4 act -> 15.
+  const double GiB = kBytesPerGiB;
+  const ClusterSpec cl = test_cluster(1, 1, 1);
+  ExecGraph g = plain_graph(1);
+  g.ranks[0].static_bytes = {10 * GiB, 0, 5 * GiB, 0, 0};
+  const int a = g.add_task(compute_task(0, 1e12), {}, {{MemCategory::Activations, false, 2 * GiB}});
+  const int b = g.add_task(compute_task(0, 1e12), {a},
+                           {{MemCategory::Activations, false, 3 * GiB}, {MemCategory::Activations, true, -1 * GiB}});
+  g.add_task(compute_task(0, 1e12), {b},
+             {{MemCategory::CommBuffers, false, 1 * GiB},
+              {MemCategory::CommBuffers, true, -1 * GiB},
+              {MemCategory::Activations, true, -4 * GiB}});
+  const Trace tr = execute(g, test_cost(cl), build_topology(cl), opts());
+  const RankTrace& r = tr.ranks[0];
+  CHECK(r.peak_memory_bytes == doctest::Approx(20 * GiB));
+  CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::Weights)] == doctest::Approx(10 * GiB));
+  CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::OptimizerStates)] == doctest::Approx(5 * GiB));
+  CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::Activations)] == doctest::Approx(5 * GiB));
+  CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::CommBuffers)] == 0.0);
+  REQUIRE(r.memory_curve.size() == 6);
+  CHECK(r.memory_curve.front().bytes == doctest::Approx(15 * GiB));
+  CHECK(r.memory_curve[1].bytes == doctest::Approx(17 * GiB));
+  CHECK(r.memory_curve.back().bytes == doctest::Approx(15 * GiB));
+  CHECK(r.memory_curve.back().time_s == doctest::Approx(tr.iteration_time_s));
+}
+
+TEST_CASE("memory curve decimation keeps peaks and the last value") {
+  // 100,000 samples of a flat 1 B curve with one 9 B spike at sample 55,555: 1000 buckets
+  // keep min and max each (at most 2002 points), the spike among them.
+  std::vector<MemorySample> raw;
+  for (int i = 0; i < 100000; ++i) raw.push_back({i * 1e-5, i == 55555 ? 9.0 : 1.0});
+  raw.push_back({1.0, 3.0});
+  const auto out = exec::decimate_memory_curve(raw, 1.0, exec::kMemoryCurveBuckets);
+  CHECK(out.size() <= 2002);
+  double mx = 0;
+  for (const auto& s : out) mx = std::max(mx, s.bytes);
+  CHECK(mx == 9.0);
+  CHECK(out.back().bytes == 3.0);
+  CHECK(out.front().time_s == 0.0);
+  for (size_t i = 1; i < out.size(); ++i) CHECK(out[i].time_s >= out[i - 1].time_s);
+}
+
+TEST_CASE("sibling groups and symmetry weights: 8 data-parallel groups share one NIC") {
+  // Mesh dp=2 x tp=8 on 2 nodes x 8 GPUs with one NIC per node: the dp group {0, 8} has
+  // siblings {t, 8+t}, t = 0..7. Each runs a 2-rank ring through node 0's and node 1's NIC,
+  // so the representative's flows weigh 8 on the NIC links and 1 on its own PCIe links.
+  const ClusterSpec cl = test_cluster(2, 8, 1);
+  const Topology topo = build_topology(cl);
+  const Mesh mesh = make_mesh(1, 2, 8);
+  Collective c;
+  c.kind = CollectiveKind::AllReduce;
+  c.axes = axis_bit(kAxisDp);
+  c.bytes = 1e9;
+  c.group = mesh.group(0, c.axes);
+  REQUIRE(c.group == std::vector<int>{0, 8});
+  const auto sib = exec::sibling_groups(mesh, c);
+  REQUIRE(sib.size() == 8);
+  for (int t = 0; t < 8; ++t) CHECK(sib[static_cast<size_t>(t)] == std::vector<int>{t, 8 + t});
+  const exec::WeightedPlan p = exec::weighted_plan(topo, mesh, true, c);
+  REQUIRE(!p.flows.empty());
+  int nic_links = 0;
+  for (const auto& f : p.flows)
+    for (const auto& [link, w] : f.links) {
+      if (topo.links[static_cast<size_t>(link)].level == LinkLevel::Nic) {
+        CHECK(w == 8.0);
+        ++nic_links;
+      } else {
+        CHECK(w == 1.0);
+      }
+    }
+  CHECK(nic_links > 0);
+  const exec::WeightedPlan full = exec::weighted_plan(topo, mesh, false, c);
+  for (const auto& f : full.flows)
+    for (const auto& lw : f.links) CHECK(lw.second == 1.0);
+}
+
+namespace {
+
+// Simulates the same programs reduced (one rank per stage) and in full (every GPU); the
+// iteration time and the representative's busy times must agree to 1e-9.
+void check_symmetry(const ClusterSpec& cl, const Mesh& mesh, const std::vector<std::vector<ProgramOp>>& programs) {
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  const ExecGraph reduced = build_graph(mesh, programs, true);
+  const ExecGraph full = build_graph(mesh, programs, false);
+  REQUIRE(reduced.ranks.size() == static_cast<size_t>(mesh.size[kAxisPp]));
+  REQUIRE(full.ranks.size() == static_cast<size_t>(mesh.ranks()));
+  const Trace tr = execute(reduced, cost, topo, opts());
+  const Trace tf = execute(full, cost, topo, opts());
+  INFO("reduced T = " << tr.iteration_time_s << ", full T = " << tf.iteration_time_s);
+  CHECK(close_rel(tr.iteration_time_s, tf.iteration_time_s));
+  for (size_t r = 0; r < reduced.ranks.size(); ++r) {
+    const int gpu = reduced.ranks[r].gpu;  // in the full graph, rank index == GPU id
+    for (int s = 0; s < kNumStreams; ++s)
+      CHECK(close_rel(tr.ranks[r].busy_s[static_cast<size_t>(s)] + 1e-300,
+                      tf.ranks[static_cast<size_t>(gpu)].busy_s[static_cast<size_t>(s)] + 1e-300));
+    CHECK(close_rel(tr.ranks[r].exposed_comm_s + 1e-300, tf.ranks[static_cast<size_t>(gpu)].exposed_comm_s + 1e-300));
+  }
+  CHECK(tr.iteration_time_s > 0);
+}
+
+}  // namespace
+
+TEST_CASE("symmetry: data-parallel all-reduces of 8 groups sharing one NIC per node") {
+  // 2 nodes x 8 GPUs, 1 NIC: dp=2 x tp=8. Tensor-parallel all-reduces inside the node,
+  // gradient all-reduces across nodes overlapping the next backward; both interference
+  // factors active. Reduced: 1 rank standing for 16 GPUs; full: 16 ranks.
+  ClusterSpec cl = test_cluster(2, 8, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.2;
+  cl.gpu.comm_slowdown_with_compute = 1.1;
+  const AxisMask tp = axis_bit(kAxisTp), dp = axis_bit(kAxisDp);
+  std::vector<ProgramOp> p;
+  p.push_back(compute_op("layers.0.fc", Phase::Forward, 2e12));                                      // 0
+  p.push_back(collective_op("layers.0.tp_ar", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {0}));  // 1
+  p.push_back(compute_op("layers.1.fc", Phase::Forward, 2e12, {1}));                                 // 2
+  p.push_back(compute_op("layers.1.fc", Phase::BackwardInput, 4e12, {2}));                           // 3
+  p.push_back(collective_op("grad.bucket1", CollectiveKind::AllReduce, dp, 300e6, Stream::DpComm, {3}));  // 4
+  p.push_back(compute_op("layers.0.fc", Phase::BackwardInput, 4e12, {3}));                           // 5
+  p.push_back(collective_op("layers.0.tp_ar_b", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {5}));  // 6
+  p.push_back(collective_op("grad.bucket0", CollectiveKind::AllReduce, dp, 200e6, Stream::DpComm, {6}));  // 7
+  p.push_back(compute_op("optimizer", Phase::Optimizer, 1e11, {4, 7}));                              // 8
+  check_symmetry(cl, make_mesh(1, 2, 8), {p});
+}
+
+TEST_CASE("symmetry: tensor- and data-parallel traffic contending on NVSwitch, with compute") {
+  // 1 node x 8 GPUs, dp=2 x tp=4: a tp all-reduce and a dp all-reduce run together and share
+  // each GPU's NVSwitch up-link; compute runs beside them (both slowdowns active).
+  ClusterSpec cl = test_cluster(1, 8, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.3;
+  cl.gpu.comm_slowdown_with_compute = 1.15;
+  const AxisMask tp = axis_bit(kAxisTp), dp = axis_bit(kAxisDp);
+  std::vector<ProgramOp> p;
+  p.push_back(compute_op("a", Phase::Forward, 1e12));                                                // 0
+  p.push_back(collective_op("tp1", CollectiveKind::AllReduce, tp, 500e6, Stream::TpComm, {0}));      // 1
+  p.push_back(collective_op("dp1", CollectiveKind::AllReduce, dp, 700e6, Stream::DpComm, {0}));      // 2
+  p.push_back(compute_op("b", Phase::Forward, 3e12, {0}));                                           // 3
+  p.push_back(collective_op("ag", CollectiveKind::AllGather, tp, 400e6, Stream::TpComm, {3}));       // 4
+  p.push_back(collective_op("rs", CollectiveKind::ReduceScatter, dp, 400e6, Stream::DpComm, {4}));   // 5
+  p.push_back(compute_op("c", Phase::BackwardInput, 2e12, {4}));                                     // 6
+  check_symmetry(cl, make_mesh(1, 2, 4), {p});
+}
+
+TEST_CASE("symmetry: a 2-stage pipeline with send-recv across nodes") {
+  // 2 nodes x 4 GPUs, 1 NIC per node, pp=2 x tp=4: stage 0 on node 0, stage 1 on node 1.
+  // The 4 tensor-parallel ranks of a stage all send their activations through the node's
+  // single NIC at once (weight 4). GPipe order with 2 micro-batches, tp all-reduces inside.
+  const ClusterSpec cl = test_cluster(2, 4, 1);
+  const AxisMask tp = axis_bit(kAxisTp);
+  const double act = 50e6;
+  std::vector<ProgramOp> s0, s1;
+  s0.push_back(compute_op("s0.f", Phase::Forward, 1e12, {}, 0));                                          // 0
+  s0.push_back(collective_op("s0.tp.f0", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {0}, 0));   // 1
+  s0.push_back(p2p_op("act0", 1, true, act, {1}, 0));                                                     // 2
+  s0.push_back(compute_op("s0.f", Phase::Forward, 1e12, {1}, 1));                                         // 3
+  s0.push_back(collective_op("s0.tp.f1", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {3}, 1));   // 4
+  s0.push_back(p2p_op("act1", 1, true, act, {4}, 1));                                                     // 5
+  s0.push_back(p2p_op("grad0", 1, false, act, {}, 0));                                                    // 6
+  s0.push_back(p2p_op("grad1", 1, false, act, {}, 1));                                                    // 7
+  s0.push_back(compute_op("s0.b", Phase::BackwardInput, 2e12, {6, 4}, 0));                                // 8
+  s0.push_back(compute_op("s0.b", Phase::BackwardInput, 2e12, {7, 8}, 1));                                // 9
+
+  s1.push_back(p2p_op("act0", 0, false, act, {}, 0));                                                     // 0
+  s1.push_back(p2p_op("act1", 0, false, act, {}, 1));                                                     // 1
+  s1.push_back(compute_op("s1.f", Phase::Forward, 1.5e12, {0}, 0));                                       // 2
+  s1.push_back(collective_op("s1.tp.f0", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {2}, 0));   // 3
+  s1.push_back(compute_op("s1.f", Phase::Forward, 1.5e12, {1, 3}, 1));                                    // 4
+  s1.push_back(collective_op("s1.tp.f1", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {4}, 1));   // 5
+  s1.push_back(compute_op("s1.b", Phase::BackwardInput, 3e12, {5}, 0));                                   // 6
+  s1.push_back(p2p_op("grad0", 0, true, act, {6}, 0));                                                    // 7
+  s1.push_back(compute_op("s1.b", Phase::BackwardInput, 3e12, {6}, 1));                                   // 8
+  s1.push_back(p2p_op("grad1", 0, true, act, {8}, 1));                                                    // 9
+  // Queue order on each stage's pp stream follows program order: s0 sends act0, act1 then
+  // receives grad0, grad1; s1 receives act0, act1 then sends grad0, grad1: consistent.
+  check_symmetry(cl, make_mesh(2, 1, 4), {s0, s1});
+}
+
+TEST_CASE("a cross-ordered pair of collectives is reported as a deadlock") {
+  // Rank 0's tp queue holds [c1, c2], rank 1's [c2, c1]: each waits for the other (NCCL would
+  // hang). 4 member tasks never start; the first blocked queue is rank 0's tp stream.
+  const ClusterSpec cl = test_cluster(1, 2, 1);
+  ExecGraph g = plain_graph(2);
+  Collective c;
+  c.kind = CollectiveKind::AllReduce;
+  c.bytes = 1e6;
+  c.group = {0, 1};
+  g.collectives = {c, c};
+  auto member = [&](int rank, int coll) {
+    Task t;
+    t.kind = TaskKind::Collective;
+    t.rank = rank;
+    t.stream = Stream::TpComm;
+    t.collective = coll;
+    t.label = g.label_id(coll == 0 ? "layers.0.c1" : "layers.0.c2");
+    const int id = g.add_task(t, {});
+    g.collectives[static_cast<size_t>(coll)].member_tasks.push_back(id);
+  };
+  member(0, 0);
+  member(0, 1);
+  member(1, 1);
+  member(1, 0);
+  try {
+    execute(g, test_cost(cl), build_topology(cl), opts());
+    FAIL("no deadlock reported");
+  } catch (const Error& e) {
+    CHECK(e.code == "internal");
+    const std::string msg = e.what();
+    CHECK(msg.find("deadlock: 4 tasks never started") == 0);
+    CHECK(msg.find("layers.0.c1") != std::string::npos);
+    CHECK(msg.find("rank 0 stream tp_comm") != std::string::npos);
+  }
+}
+
+TEST_CASE("more events than simulation.max_events is a limit error") {
+  // A chain of 10 compute tasks needs 10 events; allow 5.
+  const ClusterSpec cl = test_cluster(1, 1, 1);
+  ExecGraph g = plain_graph(1);
+  int prev = -1;
+  for (int i = 0; i < 10; ++i) prev = g.add_task(compute_task(0, 1e10), prev < 0 ? std::vector<int>{} : std::vector<int>{prev});
+  ExecOptions o;
+  o.max_events = 5;
+  try {
+    execute(g, test_cost(cl), build_topology(cl), o);
+    FAIL("no limit error");
+  } catch (const Error& e) {
+    CHECK(e.code == "limit_exceeded");
+    CHECK(e.path == "simulation.max_events");
+  }
+  o.max_events = 10;
+  CHECK(execute(g, test_cost(cl), build_topology(cl), o).events == 10);
+}
+
+TEST_CASE("the executor is deterministic") {
+  ClusterSpec cl = test_cluster(2, 8, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.2;
+  const AxisMask tp = axis_bit(kAxisTp), dp = axis_bit(kAxisDp);
+  std::vector<ProgramOp> p;
+  p.push_back(compute_op("a", Phase::Forward, 1e12));
+  p.push_back(collective_op("tp", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {0}));
+  p.push_back(collective_op("dp", CollectiveKind::AllReduce, dp, 64e6, Stream::DpComm, {0}));
+  p.push_back(compute_op("b", Phase::Forward, 1e12, {1}));
+  const ExecGraph g = build_graph(make_mesh(1, 2, 8), {p}, false);
+  const Topology topo = build_topology(cl);
+  const Trace a = execute(g, test_cost(cl), topo, opts());
+  const Trace b = execute(g, test_cost(cl), topo, opts());
+  CHECK(a.task_start_s == b.task_start_s);
+  CHECK(a.task_end_s == b.task_end_s);
+  CHECK(a.events == b.events);
+}
