@@ -47,9 +47,15 @@ OpGraph build_op_graph(const ModelSpec& model, const TrainingSpec& training, int
   switch (model.kind) {
     case ModelKind::Transformer: return model::build_transformer(model, training, batch);
     case ModelKind::Cnn:
-    case ModelKind::Dlrm:
-    case ModelKind::Graph:
-      throw invalid_config("model.kind", std::string(to_string(model.kind)) + " models are not built yet");
+      switch (model.arch) {
+        case CnnArch::AlexNet: return model::build_alexnet(model, training, batch);
+        case CnnArch::Vgg19: return model::build_vgg19(model, training, batch);
+        case CnnArch::ResNet50: return model::build_resnet50(model, training, batch);
+        case CnnArch::InceptionV3: return model::build_inception_v3(model, training, batch);
+      }
+      break;
+    case ModelKind::Dlrm: return model::build_dlrm(model, training, batch);
+    case ModelKind::Graph: return model::build_explicit_graph(model, training, batch);
   }
   throw invalid_config("model.kind", "unknown model kind");
 }
