@@ -1,0 +1,388 @@
+// The page: state (the config the user edits, the last result), and the wiring between the
+// controls, the workers and the views. Results are immutable once received; views only read.
+import { AdvancedView } from './advanced';
+import { CompareView } from './compare';
+import { fittingDp, getPath, presetOf, setPath, strategyLabel, type Config } from './config_model';
+import { Controls } from './controls';
+import { $, download, h, setChildren } from './dom';
+import { CallError, compileModule, Engine } from './engine';
+import { formatDuration, formatInt } from './format';
+import type { PresetList } from './protocol';
+import type { ErrorInfo, SimResult } from './result';
+import { renderCards, renderMemory, renderSplit, renderWarnings } from './results';
+import { decodeFragment, encodeConfig } from './share';
+import { SweepView } from './sweep';
+import { TimelineView } from './timeline_view';
+
+/** The page shows at most this many spans unless the config sets simulation.max_timeline_spans. */
+export const PAGE_MAX_TIMELINE_SPANS = 200_000;
+const DEFAULT_SCENARIO = 'default';
+/** Paths whose change re-fits dp when "keep all GPUs busy" is on. */
+const REFIT_DP = new Set(['strategy.tp', 'strategy.pp', 'strategy.cp', 'cluster.nodes', 'cluster']);
+
+interface Current {
+  config: Config;
+  text: string; // result JSON text, as the core wrote it
+  result: SimResult;
+  ms: number;
+}
+
+export class App {
+  private sim!: Engine; // runs the simulation shown on the page (cancellable)
+  private aux!: Engine; // validation, presets, trees, traces
+  private sweepEngine: Engine | null = null;
+  private module!: WebAssembly.Module;
+  private loaderUrl = '';
+  private presets!: PresetList;
+  private controls!: Controls;
+  private timeline!: TimelineView;
+  private compare!: CompareView;
+  private advanced!: AdvancedView;
+
+  config: Config = {};
+  private resolved: Config | null = null;
+  private current: Current | null = null;
+  private scenarioName = '';
+  private modified = false;
+  private checkSeq = 0;
+  private simSeq = 0;
+  private debounce = 0;
+  private running = false;
+  private simStart = 0;
+  /** Milliseconds since navigation at which each startup step finished (for tests). */
+  readonly timing: Record<string, number> = {};
+
+  async start(): Promise<void> {
+    const base = document.baseURI;
+    this.loaderUrl = new URL('wasm/proteus.js', base).href;
+    try {
+      this.module = await compileModule(new URL('wasm/proteus.wasm', base).href);
+      this.timing.compiled = performance.now();
+      this.sim = new Engine(this.module, this.loaderUrl);
+      this.aux = new Engine(this.module, this.loaderUrl);
+      this.presets = await this.aux.call({ op: 'presets' });
+      this.timing.presets = performance.now();
+    } catch (e) {
+      this.fatal(`The simulator could not be loaded: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    this.build();
+    window.addEventListener('hashchange', () => void this.loadFromLocation());
+    await this.loadFromLocation();
+    $('#version').textContent = `v${this.aux.version}`;
+    document.body.classList.add('ready');
+  }
+
+  // ---- building the page ------------------------------------------------------------------
+
+  private build(): void {
+    this.controls = new Controls($('#controls'), this.presets, (path, value) => this.change(path, value));
+    const scen = $('#scenario') as HTMLSelectElement;
+    for (const s of this.presets.scenarios) scen.append(h('option', { value: s.name, title: s.description ?? '' }, s.title ?? s.name));
+    scen.addEventListener('change', () => void this.loadScenario(scen.value));
+    $('#run').addEventListener('click', () => (this.running ? this.cancel() : this.simulate()));
+    const auto = $('#autorun') as HTMLInputElement;
+    auto.addEventListener('change', () => {
+      if (auto.checked) this.simulate();
+    });
+    $('#share').addEventListener('click', () => void this.share());
+    $('#dl-config').addEventListener('click', () => download(this.fileBase() + '.config.json', JSON.stringify(this.config, null, 2) + '\n'));
+    $('#dl-result').addEventListener('click', () => {
+      if (this.current) download(this.fileBase() + '.result.json', this.current.text);
+    });
+    $('#dl-trace').addEventListener('click', () => void this.downloadTrace());
+    $('#pin').addEventListener('click', () => {
+      if (this.current) {
+        this.compare.pin(this.runLabel(this.current.config), this.current.config, this.current.result.summary);
+        this.selectTab('compare');
+      }
+    });
+    $('#share-close').addEventListener('click', () => ($('#share-box').hidden = true));
+    document.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && this.running) this.cancel();
+    });
+
+    this.timeline = new TimelineView($('#tab-timeline'));
+    this.compare = new CompareView($('#tab-compare'), (pin) => this.setConfig(pin.config, { modified: true }));
+    new SweepView(
+      $('#tab-sweep'),
+      () => (this.sweepEngine ??= new Engine(this.module, this.loaderUrl)),
+      (path, value) => this.applyChange(this.config, path, value),
+      (path, value) => this.change(path, value),
+    );
+    this.advanced = new AdvancedView($('#tab-json'), (config) => this.setConfig(config, { modified: true }));
+    this.advanced.onRevert = () => this.advanced.setConfig(this.config, true);
+    for (const tab of document.querySelectorAll<HTMLButtonElement>('.tabs button')) tab.addEventListener('click', () => this.selectTab(tab.dataset.tab!));
+  }
+
+  private selectTab(name: string): void {
+    for (const tab of document.querySelectorAll<HTMLButtonElement>('.tabs button')) tab.setAttribute('aria-selected', String(tab.dataset.tab === name));
+    for (const panel of document.querySelectorAll<HTMLElement>('.tab-panel')) panel.hidden = panel.id !== `tab-${name}`;
+    if (name === 'json') void this.refreshTree();
+  }
+
+  // ---- config -------------------------------------------------------------------------------
+
+  private async loadFromLocation(): Promise<void> {
+    const decoded = decodeFragment(location.hash);
+    if (decoded && decoded.ok) {
+      if (JSON.stringify(decoded.config) === JSON.stringify(this.config)) return;
+      this.banner(null);
+      this.scenarioName = '';
+      this.setConfig(decoded.config, { modified: true, fromLink: true });
+      return;
+    }
+    if (decoded && !decoded.ok) this.banner(decoded.message);
+    await this.loadScenario(DEFAULT_SCENARIO);
+  }
+
+  private async loadScenario(name: string): Promise<void> {
+    try {
+      const text = await this.aux.call({ op: 'preset', kind: 'scenario', name });
+      this.scenarioName = name;
+      this.setConfig(JSON.parse(text), { modified: false });
+    } catch (e) {
+      this.banner(`Could not load the scenario “${name}”: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** Applies one control's change, re-fitting dp if asked (used by the controls and sweeps). */
+  applyChange(config: Config, path: string, value: unknown): Config {
+    let c = config;
+    if (path === 'model') c = setPath(c, 'model', value);
+    else if (path === 'cluster') {
+      const nodes = getPath(c, 'cluster.nodes') ?? this.resolved?.cluster?.nodes;
+      c = setPath(c, 'cluster', nodes !== undefined ? { preset: value, nodes } : value);
+    } else if (path === 'cluster.nodes' && typeof c.cluster === 'string') {
+      c = setPath(c, 'cluster', value === undefined ? c.cluster : { preset: c.cluster, nodes: value });
+    } else c = setPath(c, path, value);
+    const keep = (document.getElementById('keep-gpus') as HTMLInputElement | null)?.checked ?? true;
+    if (keep && REFIT_DP.has(path)) {
+      const gpus = this.gpusOf(c);
+      const strategy = { ...(this.resolved?.strategy ?? {}), ...(c.strategy ?? {}) };
+      const dp = fittingDp(gpus, strategy);
+      if (dp !== null) c = setPath(c, 'strategy.dp', dp);
+    }
+    return c;
+  }
+
+  private gpusOf(c: Config): number {
+    const clusterName = presetOf(c.cluster);
+    const preset = this.presets.clusters.find((p) => p.name === clusterName);
+    const perNode = Number((typeof c.cluster === 'object' && c.cluster?.gpus_per_node) ?? preset?.gpus_per_node ?? this.resolved?.cluster?.gpus_per_node ?? 8);
+    const nodes = Number(getPath(c, 'cluster.nodes') ?? (clusterName === presetOf(this.config.cluster) ? this.resolved?.cluster?.nodes : undefined) ?? 1);
+    return nodes * perNode;
+  }
+
+  private change(path: string, value: unknown): void {
+    this.setConfig(this.applyChange(this.config, path, value), { modified: true });
+  }
+
+  private setConfig(config: Config, how: { modified: boolean; fromLink?: boolean }): void {
+    this.config = config;
+    this.modified = how.modified;
+    const hash = '#' + encodeConfig(config);
+    if (location.hash !== hash) history.replaceState(null, '', hash);
+    const scen = $('#scenario') as HTMLSelectElement;
+    scen.value = this.presets.scenarios.some((s) => s.name === this.scenarioName) ? this.scenarioName : '';
+    this.describe();
+    this.controls.update(config, this.resolved);
+    this.advanced.setConfig(config, true);
+    this.markStale(true);
+    clearTimeout(this.debounce);
+    const first = this.current === null;
+    this.debounce = window.setTimeout(() => {
+      const auto = ($('#autorun') as HTMLInputElement).checked;
+      // On the first load the simulation goes first (it shares the CPU with validation).
+      if (first && auto) this.simulate(() => void this.check());
+      else {
+        void this.check();
+        if (auto) this.simulate();
+      }
+    }, first ? 0 : 120);
+  }
+
+  private describe(): void {
+    const name = typeof this.config.name === 'string' ? this.config.name : 'Custom configuration';
+    const desc = typeof this.config.description === 'string' ? this.config.description : '';
+    $('#scenario-title').textContent = this.modified && this.scenarioName ? `${name} — modified` : name;
+    $('#scenario-desc').textContent = desc;
+  }
+
+  /** Validates the config in the aux worker and shows the error by its control. */
+  private async check(): Promise<void> {
+    const seq = ++this.checkSeq;
+    try {
+      const r = await this.aux.call({ op: 'check', config: JSON.stringify(this.config) });
+      if (seq !== this.checkSeq) return;
+      this.resolved = r.resolved;
+      this.controls.showError(null);
+      this.controls.update(this.config, this.resolved);
+      if ($('#tab-json').hidden === false) void this.refreshTree();
+    } catch (e) {
+      if (seq !== this.checkSeq) return;
+      if (e instanceof CallError && e.info.code === 'cancelled') return;
+      this.showConfigError(e instanceof CallError ? e.info : { code: 'internal', path: '', message: String(e) });
+    }
+  }
+
+  private showConfigError(err: ErrorInfo): void {
+    this.controls.showError(err);
+    this.setStatus(`Invalid configuration: ${err.message}`, 'error');
+    setChildren($('#stale-note'), 'The numbers below belong to the last valid configuration. ', h('b', null, err.message));
+  }
+
+  private async refreshTree(): Promise<void> {
+    try {
+      this.advanced.tree.textContent = await this.aux.call({ op: 'tree', config: JSON.stringify(this.config) });
+    } catch (e) {
+      this.advanced.tree.textContent = `The tree cannot be shown: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+
+  // ---- simulation -----------------------------------------------------------------------------
+
+  /** The config sent for the page's own run: the timeline capped unless the config says. */
+  private pageConfigText(config: Config): string {
+    if (getPath(config, 'simulation.max_timeline_spans') !== undefined) return JSON.stringify(config);
+    return JSON.stringify(setPath(config, 'simulation.max_timeline_spans', PAGE_MAX_TIMELINE_SPANS));
+  }
+
+  simulate(then?: () => void): void {
+    if (this.running) this.sim.cancel();
+    const seq = ++this.simSeq;
+    const config = this.config;
+    this.running = true;
+    this.simStart = performance.now();
+    this.setRunning(true);
+    this.setStatus('Simulating…', 'busy');
+    this.sim
+      .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true })
+      .then(({ text, result }) => {
+        if (seq !== this.simSeq) return;
+        then?.();
+        this.timing.firstResult ??= performance.now();
+        const ms = performance.now() - this.simStart;
+        this.current = { config, text, result, ms };
+        this.render();
+        this.running = false;
+        this.setRunning(false);
+        const st = result.stats;
+        this.setStatus(
+          `Simulated in ${formatDuration(ms / 1000)} · ${formatInt(st.tasks ?? 0)} tasks · ${st.simulated_ranks ?? '?'} of ${st.gpus ?? '?'} GPUs simulated (the others are identical)`,
+          'ok',
+        );
+      })
+      .catch((e: unknown) => {
+        if (seq !== this.simSeq) return;
+        then?.();
+        this.running = false;
+        this.setRunning(false);
+        const info = e instanceof CallError ? e.info : { code: 'internal', path: '', message: String(e) };
+        if (info.code === 'cancelled') {
+          this.setStatus('Cancelled. Press Run to simulate again.', 'warn');
+          return;
+        }
+        this.showConfigError(info);
+      });
+  }
+
+  private cancel(): void {
+    ++this.simSeq;
+    this.sim.cancel();
+    this.running = false;
+    this.setRunning(false);
+    this.setStatus('Cancelled. Press Run to simulate again.', 'warn');
+  }
+
+  private render(): void {
+    const c = this.current!;
+    const r = c.result;
+    renderCards($('#cards'), r);
+    renderSplit($('#split'), r);
+    renderMemory($('#memory'), r);
+    renderWarnings($('#warnings'), r);
+    this.timeline.show(r);
+    this.compare.setCurrent(this.runLabel(c.config), r.summary);
+    this.markStale(JSON.stringify(c.config) !== JSON.stringify(this.config));
+    document.body.classList.add('has-result');
+    ($('#pin') as HTMLButtonElement).disabled = false;
+    ($('#dl-result') as HTMLButtonElement).disabled = false;
+    ($('#dl-trace') as HTMLButtonElement).disabled = false;
+  }
+
+  private markStale(stale: boolean): void {
+    const s = stale && this.current !== null && JSON.stringify(this.current.config) !== JSON.stringify(this.config);
+    $('#results').classList.toggle('stale', s);
+    $('#stale-note').hidden = !s;
+    if (s) setChildren($('#stale-note'), 'The numbers below belong to the previous configuration.');
+  }
+
+  private setRunning(on: boolean): void {
+    const b = $('#run') as HTMLButtonElement;
+    b.textContent = on ? 'Cancel' : 'Run';
+    b.classList.toggle('danger', on);
+    b.title = on ? 'Stop the running simulation (Esc)' : 'Simulate the current configuration';
+    document.body.classList.toggle('running', on);
+  }
+
+  private setStatus(text: string, kind: 'ok' | 'busy' | 'warn' | 'error'): void {
+    const el = $('#status');
+    el.textContent = text;
+    el.dataset.kind = kind;
+  }
+
+  // ---- share, downloads ------------------------------------------------------------------------
+
+  private async share(): Promise<void> {
+    const url = location.href;
+    const out = $('#share-url') as HTMLInputElement;
+    out.value = url;
+    $('#share-box').hidden = false;
+    out.select();
+    try {
+      await navigator.clipboard.writeText(url);
+      $('#share-msg').textContent = 'Link copied. Opening it shows these exact inputs and gives the same result.';
+    } catch {
+      $('#share-msg').textContent = 'Copy this link: opening it shows these exact inputs and gives the same result.';
+    }
+  }
+
+  private async downloadTrace(): Promise<void> {
+    const b = $('#dl-trace') as HTMLButtonElement;
+    b.disabled = true;
+    b.textContent = 'Tracing…';
+    try {
+      const text = await this.aux.call({ op: 'trace', config: JSON.stringify(this.config) });
+      download(this.fileBase() + '.trace.json', text);
+    } catch (e) {
+      this.setStatus(`No trace: ${e instanceof Error ? e.message : String(e)}`, 'error');
+    } finally {
+      b.disabled = false;
+      b.textContent = 'Chrome trace';
+    }
+  }
+
+  private fileBase(): string {
+    const m = presetOf(this.config.model) ?? 'model';
+    return `proteus-${m}`.replace(/[^A-Za-z0-9._-]/g, '_');
+  }
+
+  private runLabel(config: Config): string {
+    const model = presetOf(config.model) ?? config.model?.name ?? 'model';
+    const cluster = presetOf(config.cluster) ?? 'cluster';
+    const nodes = getPath(config, 'cluster.nodes');
+    return `${model} on ${nodes ? `${nodes}× ` : ''}${cluster}: ${strategyLabel(config, this.resolved)}`;
+  }
+
+  private banner(message: string | null): void {
+    const b = $('#banner');
+    b.hidden = !message;
+    setChildren(b, message ?? '');
+  }
+
+  private fatal(message: string): void {
+    this.banner(message);
+    this.setStatus(message, 'error');
+  }
+}

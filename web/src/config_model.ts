@@ -1,0 +1,61 @@
+// The config as the page edits it: plain JSON (DESIGN.md §4), read and written by dotted
+// paths. The page keeps what the user chose; defaults come from the core's resolved config.
+
+export type Config = Record<string, any>;
+
+export function getPath(obj: any, path: string): any {
+  let cur = obj;
+  for (const k of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = cur[k];
+  }
+  return cur;
+}
+
+/** A copy of `config` with `path` set to `value` (undefined deletes it). */
+export function setPath(config: Config, path: string, value: unknown): Config {
+  const out = structuredClone(config);
+  const keys = path.split('.');
+  let cur: any = out;
+  for (let i = 0; i < keys.length - 1; ++i) {
+    const k = keys[i];
+    if (cur[k] === null || typeof cur[k] !== 'object' || Array.isArray(cur[k])) cur[k] = {};
+    cur = cur[k];
+  }
+  const last = keys[keys.length - 1];
+  if (value === undefined) delete cur[last];
+  else cur[last] = value;
+  return out;
+}
+
+/** The preset name a model/cluster entry refers to ("name" or {"preset": "name", ...}). */
+export function presetOf(entry: unknown): string | null {
+  if (typeof entry === 'string') return entry;
+  if (entry && typeof entry === 'object' && typeof (entry as any).preset === 'string') return (entry as any).preset;
+  return null;
+}
+
+/** Number of GPUs of a resolved config. */
+export function gpuCount(resolved: Config | null): number {
+  const c = resolved?.cluster;
+  return c ? Number(c.nodes) * Number(c.gpus_per_node) : 0;
+}
+
+/** Replica count that keeps dp·tp·pp·cp equal to the GPU count, or null when none does. */
+export function fittingDp(gpus: number, strategy: { tp?: number; pp?: number; cp?: number }): number | null {
+  const per = (strategy.tp ?? 1) * (strategy.pp ?? 1) * (strategy.cp ?? 1);
+  if (!(gpus > 0) || !(per > 0) || gpus % per !== 0) return null;
+  return gpus / per;
+}
+
+/** A short name for a strategy: "TP4 · PP2 · DP4 · mb1 · 1f1b". */
+export function strategyLabel(config: Config, resolved?: Config | null): string {
+  const s = { ...(resolved?.strategy ?? {}), ...(config.strategy ?? {}) };
+  const parts: string[] = [];
+  for (const k of ['tp', 'pp', 'dp', 'cp', 'ep'] as const) if ((s[k] ?? 1) > 1 || k === 'dp') parts.push(`${k.toUpperCase()}${s[k] ?? 1}`);
+  parts.push(`mb${s.micro_batch ?? 1}`);
+  if (s.schedule) parts.push(String(s.schedule));
+  if (s.zero) parts.push(`ZeRO-${s.zero}`);
+  if (s.recompute && s.recompute !== 'none') parts.push(`rc:${s.recompute}`);
+  return parts.join(' · ');
+}

@@ -1,0 +1,110 @@
+// The page's handle on a simulation worker: promise-based calls, and cancel() that
+// terminates the worker (a simulation cannot be interrupted from inside) and starts a
+// fresh one from the already-compiled module.
+import type { Answers, CallMessage, Op, WorkerReply } from './protocol';
+import type { ErrorInfo } from './result';
+
+export class CallError extends Error {
+  constructor(readonly info: ErrorInfo) {
+    super(info.message);
+  }
+}
+
+export const CANCELLED: ErrorInfo = { code: 'cancelled', path: '', message: 'cancelled' };
+
+type Pending = { resolve: (v: any) => void; reject: (e: CallError) => void };
+
+export class Engine {
+  private worker!: Worker;
+  private ready!: Promise<string>;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  version = '';
+
+  constructor(
+    private readonly module: WebAssembly.Module,
+    private readonly loaderUrl: string,
+  ) {
+    this.start();
+  }
+
+  private start(): void {
+    const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
+    this.worker = worker;
+    this.ready = new Promise<string>((resolve, reject) => {
+      worker.onmessage = (ev: MessageEvent<WorkerReply>) => {
+        const m = ev.data;
+        if (m.type === 'ready') {
+          this.version = m.version;
+          resolve(m.version);
+        } else if (m.type === 'fatal') {
+          reject(new CallError({ code: 'internal', path: '', message: m.message }));
+        } else if (m.type === 'reply') {
+          const p = this.pending.get(m.id);
+          if (!p) return;
+          this.pending.delete(m.id);
+          if (m.ok) p.resolve(m.value);
+          else p.reject(new CallError(m.error));
+        }
+      };
+      worker.onerror = (ev) => {
+        const err = new CallError({ code: 'internal', path: '', message: `the simulator crashed: ${ev.message || 'worker error'}` });
+        reject(err);
+        this.failAll(err);
+      };
+    });
+    this.ready.catch(() => {});
+    worker.postMessage({ type: 'init', loaderUrl: this.loaderUrl, module: this.module });
+  }
+
+  whenReady(): Promise<string> {
+    return this.ready;
+  }
+
+  /** True while a call is in flight. */
+  get busy(): boolean {
+    return this.pending.size > 0;
+  }
+
+  async call<K extends Op['op']>(op: Extract<Op, { op: K }>): Promise<Answers[K]> {
+    await this.ready;
+    const id = this.nextId++;
+    return new Promise<Answers[K]>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'call', id, ...op } as CallMessage);
+    });
+  }
+
+  /** Stops whatever runs now: pending calls fail with code "cancelled". */
+  cancel(): void {
+    if (this.pending.size === 0) return;
+    this.worker.terminate();
+    this.failAll(new CallError(CANCELLED));
+    this.start();
+  }
+
+  private failAll(err: CallError): void {
+    const p = [...this.pending.values()];
+    this.pending.clear();
+    for (const x of p) x.reject(err);
+  }
+
+  dispose(): void {
+    this.worker.terminate();
+    this.failAll(new CallError(CANCELLED));
+  }
+}
+
+/** Compiles the .wasm once (streaming where the server sends application/wasm). */
+export async function compileModule(wasmUrl: string): Promise<WebAssembly.Module> {
+  const res = await fetch(wasmUrl);
+  if (!res.ok) throw new Error(`could not load ${wasmUrl}: HTTP ${res.status}`);
+  if ((res.headers.get('content-type') ?? '').includes('application/wasm')) {
+    try {
+      return await WebAssembly.compileStreaming(res.clone());
+    } catch {
+      /* fall back below */
+    }
+  }
+  return WebAssembly.compile(await res.arrayBuffer());
+}

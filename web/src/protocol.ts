@@ -1,0 +1,49 @@
+// Messages between the page and the simulation worker.
+import type { ErrorInfo, SimResult } from './result';
+
+export interface InitMessage {
+  type: 'init';
+  /** URL of the Emscripten ES module loader (wasm/proteus.js). */
+  loaderUrl: string;
+  /** The compiled module (compiled once by the page, shared by every worker). */
+  module: WebAssembly.Module;
+}
+
+export type Op =
+  | { op: 'presets' }
+  | { op: 'preset'; kind: 'model' | 'cluster' | 'scenario'; name: string }
+  | { op: 'check'; config: string }
+  | { op: 'tree'; config: string }
+  | { op: 'simulate'; config: string; timeline: boolean }
+  | { op: 'trace'; config: string };
+
+export type CallMessage = { type: 'call'; id: number } & Op;
+
+/** What each op answers with when it succeeds. */
+export interface Answers {
+  presets: PresetList;
+  preset: string;
+  check: { resolved: Record<string, any> };
+  tree: string;
+  simulate: { text: string; result: SimResult };
+  trace: string;
+}
+
+export interface PresetInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  [k: string]: unknown;
+}
+
+export interface PresetList {
+  models: PresetInfo[];
+  clusters: PresetInfo[];
+  scenarios: PresetInfo[];
+}
+
+export type WorkerReply =
+  | { type: 'ready'; version: string }
+  | { type: 'fatal'; message: string }
+  | { type: 'reply'; id: number; ok: true; value: unknown }
+  | { type: 'reply'; id: number; ok: false; error: ErrorInfo };

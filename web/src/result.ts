@@ -1,0 +1,177 @@
+// The result object (DESIGN.md §5) as the page sees it, and the conversion of the timeline
+// into columnar typed arrays (done in the worker; the page never walks span objects).
+
+export interface Summary {
+  iteration_time_s: number;
+  samples_per_s: number;
+  tokens_per_s: number;
+  model_tflops_per_gpu: number;
+  mfu: number;
+  hfu: number;
+  peak_memory_GiB: number;
+  memory_capacity_GiB: number;
+  oom: boolean;
+  compute_fraction: number;
+  exposed_comm_fraction: number;
+  bubble_fraction: number;
+}
+
+export interface MemoryBreakdown {
+  weights: number;
+  gradients: number;
+  optimizer_states: number;
+  activations: number;
+  communication_buffers: number;
+  [k: string]: number;
+}
+
+export interface Device {
+  rank: number;
+  stage: number;
+  multiplicity?: number;
+  peak_memory_GiB: number;
+  memory_breakdown_GiB: MemoryBreakdown;
+  busy_s: Record<string, number>;
+  exposed_comm_s?: number;
+  end_s?: number;
+}
+
+export interface ErrorInfo {
+  code: string;
+  path: string;
+  message: string;
+}
+
+/** Spans as columns: span i is (rank[i], stream[i], kind[i], ...). Strings are interned. */
+export interface Spans {
+  n: number;
+  start: Float64Array;
+  end: Float64Array;
+  rank: Int32Array;
+  mb: Int32Array;
+  stream: Uint8Array;
+  kind: Uint8Array;
+  name: Uint32Array;
+  streams: string[];
+  kinds: string[];
+  names: string[];
+}
+
+export interface MemoryCurve {
+  rank: number;
+  t: Float64Array;
+  gib: Float64Array;
+}
+
+/** What the page holds for one simulation: parsed parts plus the exact result text. */
+export interface SimResult {
+  summary: Summary;
+  devices: Device[];
+  warnings: string[];
+  stats: Record<string, number>;
+  breakdown: Record<string, unknown>;
+  spans: Spans;
+  curves: MemoryCurve[];
+}
+
+class Interner {
+  readonly list: string[] = [];
+  private readonly map = new Map<string, number>();
+  id(s: string): number {
+    let i = this.map.get(s);
+    if (i === undefined) {
+      i = this.list.length;
+      this.list.push(s);
+      this.map.set(s, i);
+    }
+    return i;
+  }
+}
+
+interface SpanObject {
+  rank: number;
+  stream: string;
+  name: string;
+  kind: string;
+  mb: number;
+  start_s: number;
+  end_s: number;
+}
+
+/** Converts the result's "timeline" array of objects into columns. */
+export function spansFromObjects(timeline: readonly SpanObject[] | undefined): Spans {
+  const list = timeline ?? [];
+  const n = list.length;
+  const streams = new Interner();
+  const kinds = new Interner();
+  const names = new Interner();
+  const s: Spans = {
+    n,
+    start: new Float64Array(n),
+    end: new Float64Array(n),
+    rank: new Int32Array(n),
+    mb: new Int32Array(n),
+    stream: new Uint8Array(n),
+    kind: new Uint8Array(n),
+    name: new Uint32Array(n),
+    streams: streams.list,
+    kinds: kinds.list,
+    names: names.list,
+  };
+  for (let i = 0; i < n; ++i) {
+    const o = list[i];
+    s.start[i] = Number(o.start_s);
+    s.end[i] = Number(o.end_s);
+    s.rank[i] = Number(o.rank) | 0;
+    s.mb[i] = typeof o.mb === 'number' ? o.mb : -1;
+    s.stream[i] = Math.min(255, streams.id(String(o.stream)));
+    s.kind[i] = Math.min(255, kinds.id(String(o.kind)));
+    s.name[i] = names.id(String(o.name));
+  }
+  return s;
+}
+
+export function curvesFromObjects(curves: readonly { rank: number; t_s: number[]; GiB: number[] }[] | undefined): MemoryCurve[] {
+  return (curves ?? []).map((c) => ({ rank: c.rank, t: Float64Array.from(c.t_s ?? []), gib: Float64Array.from(c.GiB ?? []) }));
+}
+
+/** The buffers of a SimResult, to transfer (not copy) from the worker. */
+export function transferables(r: SimResult): ArrayBuffer[] {
+  const s = r.spans;
+  const out: ArrayBuffer[] = [s.start, s.end, s.rank, s.mb, s.stream, s.kind, s.name].map((a) => a.buffer as ArrayBuffer);
+  for (const c of r.curves) out.push(c.t.buffer as ArrayBuffer, c.gib.buffer as ArrayBuffer);
+  return out;
+}
+
+/** Parses a result text into a SimResult, or returns the error it carries. */
+export function parseResult(text: string): { ok: true; result: SimResult } | { ok: false; error: ErrorInfo } {
+  let j: any;
+  try {
+    j = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, error: { code: 'internal', path: '', message: `unreadable result: ${String(e)}` } };
+  }
+  if (!j || j.ok === false) return { ok: false, error: errorOf(j) };
+  return {
+    ok: true,
+    result: {
+      summary: j.summary,
+      devices: j.devices ?? [],
+      warnings: j.warnings ?? [],
+      stats: j.stats ?? {},
+      breakdown: j.breakdown ?? {},
+      spans: spansFromObjects(j.timeline),
+      curves: curvesFromObjects(j.memory_curves),
+    },
+  };
+}
+
+/** The error object of an {ok:false} answer, whatever shape it has. */
+export function errorOf(j: any): ErrorInfo {
+  const e = j && typeof j === 'object' ? j.error : undefined;
+  return {
+    code: String(e?.code ?? 'internal'),
+    path: String(e?.path ?? ''),
+    message: String(e?.message ?? 'unknown error'),
+  };
+}

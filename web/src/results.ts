@@ -1,0 +1,159 @@
+// Headline cards, the split of the iteration, memory per device and the warnings.
+import { MEMORY } from './timeline/colors';
+import { h, setChildren } from './dom';
+import { formatDuration, formatGiB, formatPercent, formatSI } from './format';
+import type { Device, SimResult, Summary } from './result';
+
+interface Card {
+  key: string;
+  title: string;
+  value: (s: Summary) => string;
+  raw: (s: Summary) => number;
+  sub: (s: Summary, r: SimResult) => string;
+  help: string;
+}
+
+const CARDS: Card[] = [
+  {
+    key: 'iteration_time_s',
+    title: 'Iteration time',
+    value: (s) => formatDuration(s.iteration_time_s),
+    raw: (s) => s.iteration_time_s,
+    sub: (s) => `${formatSI(s.samples_per_s)} samples/s`,
+    help: 'Time of one optimizer step: every micro-batch of the global batch forward and backward, plus gradient sync and the update.',
+  },
+  {
+    key: 'tokens_per_s',
+    title: 'Throughput',
+    value: (s) => `${formatSI(s.tokens_per_s)}`,
+    raw: (s) => s.tokens_per_s,
+    sub: () => 'tokens per second, whole cluster',
+    help: 'Training tokens processed per second by the whole cluster.',
+  },
+  {
+    key: 'model_tflops_per_gpu',
+    title: 'TFLOP/s per GPU',
+    value: (s) => s.model_tflops_per_gpu.toFixed(s.model_tflops_per_gpu >= 100 ? 0 : 1),
+    raw: (s) => s.model_tflops_per_gpu,
+    sub: () => 'useful model FLOPs, recompute excluded',
+    help: "The model's FLOPs per iteration divided by GPUs and time: the work that advances training.",
+  },
+  {
+    key: 'mfu',
+    title: 'MFU',
+    value: (s) => formatPercent(s.mfu),
+    raw: (s) => s.mfu,
+    sub: (s) => `HFU ${formatPercent(s.hfu)} (counts recompute)`,
+    help: "Model FLOPs utilization: the share of the GPUs' peak FLOP/s at this precision spent on the model's own math.",
+  },
+  {
+    key: 'peak_memory_GiB',
+    title: 'Peak memory per GPU',
+    value: (s) => formatGiB(s.peak_memory_GiB),
+    raw: (s) => s.peak_memory_GiB,
+    sub: (s) => (s.oom ? `exceeds the ${formatGiB(s.memory_capacity_GiB)} of the GPU` : `of ${formatGiB(s.memory_capacity_GiB)} (${formatPercent(s.peak_memory_GiB / s.memory_capacity_GiB)})`),
+    help: 'The most memory any GPU holds at once: weights, gradients, optimizer states, saved activations and buffers.',
+  },
+];
+
+export function renderCards(el: HTMLElement, r: SimResult): void {
+  const s = r.summary;
+  setChildren(
+    el,
+    ...CARDS.map((c) => {
+      const card = h(
+        'div',
+        { class: `card${c.key === 'peak_memory_GiB' && s.oom ? ' oom' : ''}`, 'data-card': c.key, 'data-value': String(c.raw(s)), title: c.help },
+        h('div', { class: 'card-title' }, c.title),
+        h('div', { class: 'card-value' }, c.value(s)),
+        h('div', { class: 'card-sub' }, c.sub(s, r)),
+      );
+      if (c.key === 'peak_memory_GiB') {
+        const frac = s.memory_capacity_GiB > 0 ? s.peak_memory_GiB / s.memory_capacity_GiB : 0;
+        const bar = h('div', { class: 'card-meter' }, h('div', { class: 'card-meter-fill' }));
+        (bar.firstChild as HTMLElement).style.width = `${Math.min(100, frac * 100).toFixed(1)}%`;
+        card.append(bar);
+      }
+      return card;
+    }),
+  );
+}
+
+const SPLIT = [
+  { key: 'compute_fraction', label: 'Compute', color: '#4e79a7', help: 'GPUs doing math (forward, backward, recompute, optimizer).' },
+  { key: 'exposed_comm_fraction', label: 'Exposed communication', color: '#e15759', help: 'GPUs waiting on communication that no computation hides.' },
+  { key: 'bubble_fraction', label: 'Idle / bubble', color: '#c9ced6', help: 'GPUs idle: the pipeline filling and draining, or waiting for other GPUs.' },
+] as const;
+
+export function renderSplit(el: HTMLElement, r: SimResult): void {
+  const s = r.summary;
+  const bar = h('div', { class: 'split-bar', role: 'img', 'aria-label': SPLIT.map((p) => `${p.label} ${formatPercent(s[p.key])}`).join(', ') });
+  for (const p of SPLIT) {
+    const seg = h('div', { class: 'split-seg', title: `${p.label}: ${formatPercent(s[p.key])} — ${p.help}`, 'data-split': p.key });
+    seg.style.width = `${Math.max(0, s[p.key] * 100)}%`;
+    seg.style.background = p.color;
+    if (s[p.key] > 0.07) seg.textContent = formatPercent(s[p.key]);
+    bar.append(seg);
+  }
+  const legend = h(
+    'ul',
+    { class: 'legend split-legend' },
+    ...SPLIT.map((p) => {
+      const sw = h('span', { class: 'swatch' });
+      sw.style.background = p.color;
+      return h('li', { title: p.help }, sw, h('b', null, p.label), ` ${formatPercent(s[p.key])} · ${formatDuration(s[p.key] * s.iteration_time_s)}`, h('span', { class: 'legend-help' }, p.help));
+    }),
+  );
+  setChildren(el, bar, legend);
+}
+
+export function renderMemory(el: HTMLElement, r: SimResult): void {
+  const cap = r.summary.memory_capacity_GiB;
+  const devices = [...r.devices].sort((a, b) => a.stage - b.stage || a.rank - b.rank);
+  const max = Math.max(cap, ...devices.map((d) => d.peak_memory_GiB)) * 1.02 || 1;
+  const rows = devices.map((d) => memoryRow(d, max, cap));
+  const legend = h(
+    'ul',
+    { class: 'legend' },
+    ...MEMORY.map((m) => {
+      const sw = h('span', { class: 'swatch' });
+      sw.style.background = m.color;
+      return h('li', { title: m.help }, sw, m.label);
+    }),
+    h('li', { title: 'Memory of one GPU.' }, h('span', { class: 'swatch cap' }), `capacity ${formatGiB(cap)}`),
+  );
+  setChildren(el, h('div', { class: 'mem-rows' }, ...rows), legend);
+}
+
+function memoryRow(d: Device, max: number, cap: number): HTMLElement {
+  const bar = h('div', { class: 'mem-bar' });
+  const parts: string[] = [];
+  for (const m of MEMORY) {
+    const v = d.memory_breakdown_GiB?.[m.key] ?? 0;
+    parts.push(`${m.label}: ${formatGiB(v)}`);
+    if (!(v > 0)) continue;
+    const seg = h('div', { class: 'mem-seg', title: `${m.label}: ${formatGiB(v)} — ${m.help}` });
+    seg.style.width = `${(v / max) * 100}%`;
+    seg.style.background = m.color;
+    bar.append(seg);
+  }
+  const capLine = h('div', { class: 'mem-cap', title: `GPU capacity ${formatGiB(cap)}` });
+  capLine.style.left = `${(cap / max) * 100}%`;
+  bar.append(capLine);
+  const mult = d.multiplicity && d.multiplicity > 1 ? ` · like ${d.multiplicity} GPUs` : '';
+  return h(
+    'div',
+    { class: `mem-row${d.peak_memory_GiB > cap ? ' oom' : ''}`, title: `GPU ${d.rank}, pipeline stage ${d.stage}${mult}\nat its peak: ${parts.join(', ')}` },
+    h('div', { class: 'mem-label' }, h('b', null, `GPU ${d.rank}`), h('span', null, ` stage ${d.stage}${mult}`)),
+    bar,
+    h('div', { class: 'mem-value' }, formatGiB(d.peak_memory_GiB)),
+  );
+}
+
+export function renderWarnings(el: HTMLElement, r: SimResult): void {
+  if (!r.warnings.length) {
+    setChildren(el, h('p', { class: 'no-warnings' }, '✓ No warnings: memory fits, the bubble and exposed communication are small.'));
+    return;
+  }
+  setChildren(el, h('ul', { class: 'warnings' }, ...r.warnings.map((w) => h('li', { class: w.startsWith('Out of memory') ? 'severe' : '' }, w))));
+}

@@ -1,0 +1,105 @@
+// The simulation worker: owns one instance of the WebAssembly module and answers calls.
+// The page terminates and recreates it to cancel a running simulation.
+import { errorOf, parseResult, transferables } from './result';
+import type { CallMessage, InitMessage, WorkerReply } from './protocol';
+
+interface ProteusModule {
+  version(): string;
+  presets_json(): string;
+  preset_text(kind: string, name: string): string;
+  show_json(config: string): string;
+  tree_text(config: string): string;
+  compile_json(config: string): string;
+  simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
+  chrome_trace_json(config: string): string;
+}
+
+const ctx = self as unknown as DedicatedWorkerGlobalScope;
+let mod: ProteusModule | null = null;
+
+function post(m: WorkerReply, transfer: Transferable[] = []): void {
+  ctx.postMessage(m, transfer);
+}
+
+/** Texts that are JSON error objects ({"ok":false,...}) become errors; others pass through. */
+function isErrorText(text: string): any | null {
+  if (!text.startsWith('{')) return null;
+  const head = text.slice(0, 64).replace(/\s+/g, '');
+  if (!head.startsWith('{"ok":false')) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+async function init(m: InitMessage): Promise<void> {
+  try {
+    const loader = await import(/* @vite-ignore */ m.loaderUrl);
+    mod = (await loader.default({
+      instantiateWasm(imports: WebAssembly.Imports, done: (i: WebAssembly.Instance, m: WebAssembly.Module) => void) {
+        WebAssembly.instantiate(m.module, imports).then((inst) => done(inst, m.module));
+        return {};
+      },
+      print: () => {},
+      printErr: () => {},
+    })) as ProteusModule;
+    post({ type: 'ready', version: mod.version() });
+  } catch (e) {
+    post({ type: 'fatal', message: `The simulator could not start: ${String(e)}` });
+  }
+}
+
+function call(m: CallMessage): void {
+  const fail = (j: any) => post({ type: 'reply', id: m.id, ok: false, error: errorOf(j) });
+  const ok = (value: unknown, transfer: Transferable[] = []) => post({ type: 'reply', id: m.id, ok: true, value }, transfer);
+  if (!mod) return fail({ error: { code: 'internal', message: 'the simulator is not loaded' } });
+  try {
+    switch (m.op) {
+      case 'presets': {
+        const t = mod.presets_json();
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(JSON.parse(t));
+      }
+      case 'preset': {
+        const t = mod.preset_text(m.kind, m.name);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(t);
+      }
+      case 'check': {
+        const shown = mod.show_json(m.config);
+        const e = isErrorText(shown);
+        if (e) return fail(e);
+        // Compiling finds what parsing cannot (divisibility against the model, stage counts).
+        const compiled = mod.compile_json(m.config);
+        const e2 = isErrorText(compiled);
+        if (e2) return fail(e2);
+        return ok({ resolved: JSON.parse(shown) });
+      }
+      case 'tree': {
+        const t = mod.tree_text(m.config);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(t);
+      }
+      case 'simulate': {
+        const text = mod.simulate_json(m.config, m.timeline, m.timeline, false);
+        const parsed = parseResult(text);
+        if (!parsed.ok) return fail({ error: parsed.error });
+        return ok({ text, result: parsed.result }, transferables(parsed.result));
+      }
+      case 'trace': {
+        const t = mod.chrome_trace_json(m.config);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(t);
+      }
+    }
+  } catch (e) {
+    fail({ error: { code: 'internal', path: '', message: String(e) } });
+  }
+}
+
+ctx.onmessage = (ev: MessageEvent<InitMessage | CallMessage>) => {
+  const m = ev.data;
+  if (m.type === 'init') void init(m);
+  else if (m.type === 'call') call(m);
+};
