@@ -13,13 +13,14 @@ namespace {
 
 // The DLRM the Proteus paper evaluates (REFERENCE.md §1): bottom MLP 128-512-512-512-64,
 // top MLP 100-1024-1024-1024-1024-1, 8 tables of 1M x 64, 100 lookups per table, dot
-// interaction.
+// interaction. model.top_mlp lists the layers after the interaction's 100 = 64 + 9*8/2.
 ModelSpec dlrm() {
   ModelSpec m;
   m.kind = ModelKind::Dlrm;
   m.name = "dlrm";
   m.bottom_mlp = {128, 512, 512, 512, 64};
-  m.top_mlp = {100, 1024, 1024, 1024, 1024, 1};
+  m.dense_features = 128;
+  m.top_mlp = {1024, 1024, 1024, 1024, 1};
   m.tables = 8;
   m.table_rows = 1'000'000;
   m.embedding_dim = 64;
@@ -59,6 +60,9 @@ TEST_CASE("model: DLRM parameters, modules and embedding dims") {
   CHECK(use_names(*dot, dot->inputs[1]) == "batch,table,dim");
   CHECK(g.tensors[dot->output.tensor].shape == std::vector<int64_t>{128, 100});
   CHECK(dot->fwd_flops == 2.0 * 128 * 9 * 9 * 64);  // one batched GEMM of the 9 vectors
+  const Op* top1 = find_op(g, "top_mlp", "fc1");
+  REQUIRE(top1 != nullptr);
+  CHECK(top1->dims[top1->find_dim("in")].size == 100);
   const Op* loss = find_op(g, "top_mlp", "loss");
   REQUIRE(loss != nullptr);
   CHECK(find_op(g, "top_mlp", "sigmoid") != nullptr);
@@ -66,12 +70,12 @@ TEST_CASE("model: DLRM parameters, modules and embedding dims") {
 
 TEST_CASE("model: DLRM widths must fit the dot interaction") {
   ModelSpec m = dlrm();
-  m.top_mlp.front() = 99;
+  m.dense_features = 13;
   try {
     build_op_graph(m, training(0), 4);
     FAIL("expected an error");
   } catch (const Error& e) {
-    CHECK(e.path == "model.top_mlp");
+    CHECK(e.path == "model.dense_features");
   }
   m = dlrm();
   m.embedding_dim = 32;

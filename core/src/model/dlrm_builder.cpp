@@ -1,10 +1,11 @@
 // DLRM (Naumov et al. 2019, facebookresearch/dlrm dlrm_s_pytorch.py) with dot interaction.
 //   bottom_mlp    kind "mlp", layer 0: Linear + ReLU per layer; widths model.bottom_mlp with
-//                 the first entry the dense input width
+//                 the first entry the dense input width (= model.dense_features)
 //   embeddings    kind "embedding", layer 1: one Embedding op over all tables (sum pooling)
 //   interaction   kind "interaction", layer 2: pairwise dots of the tables+1 vectors
 //   top_mlp       kind "mlp", layer 3: Linear + ReLU, the last Linear + sigmoid, BCE loss;
-//                 widths model.top_mlp with the first entry the interaction width
+//                 model.top_mlp lists the layers' output widths; the input is the
+//                 interaction's width, embedding_dim + (tables+1)*tables/2 (100 for 8 x 64)
 // The embedding op has dims (table, batch, lookups, rows, dim): indices [B, T, L] bound
 // (batch, table, lookups), weight [T, R, D] bound (table, rows, dim), output [B, T, D] bound
 // (batch, table, dim). Mapping dp to "table" in "embeddings" gives table-wise model
@@ -34,15 +35,25 @@ int mlp(OpGraphBuilder& g, int mod, int x, const std::vector<int64_t>& widths, b
   return x;
 }
 
+// The interaction's output per sample: the bottom MLP's vector and the pairwise dots of the
+// tables + 1 vectors (the reference's dot interaction without self-interaction).
+int64_t interaction_width(const ModelSpec& m) {
+  const int64_t vectors = m.tables + 1;
+  return m.embedding_dim + vectors * (vectors - 1) / 2;
+}
+
 void validate(const ModelSpec& m) {
   if (m.bottom_mlp.size() < 2)
     throw invalid_config("model.bottom_mlp", "needs the input width and at least one layer, e.g. 13-512-256-64");
-  if (m.top_mlp.size() < 2)
-    throw invalid_config("model.top_mlp", "needs the interaction width and at least one layer, e.g. 100-1024-1");
+  if (m.top_mlp.empty()) throw invalid_config("model.top_mlp", "needs at least one layer, e.g. 1024-1024-1");
   for (int64_t w : m.bottom_mlp)
     if (w < 1) throw invalid_config("model.bottom_mlp", "widths must be positive");
   for (int64_t w : m.top_mlp)
     if (w < 1) throw invalid_config("model.top_mlp", "widths must be positive");
+  if (m.dense_features != m.bottom_mlp.front())
+    throw invalid_config("model.dense_features", "dense_features (" + std::to_string(m.dense_features) +
+                                                     ") must equal the bottom MLP's input width bottom_mlp[0] (" +
+                                                     std::to_string(m.bottom_mlp.front()) + ")");
   if (m.tables < 1) throw invalid_config("model.tables", "DLRM needs at least one embedding table");
   if (m.table_rows < 1) throw invalid_config("model.table_rows", "table_rows must be positive");
   if (m.lookups_per_table < 1) throw invalid_config("model.lookups_per_table", "lookups_per_table must be positive");
@@ -51,13 +62,6 @@ void validate(const ModelSpec& m) {
                                                     std::to_string(m.embedding_dim) +
                                                     ") equal to the bottom MLP's output width (" +
                                                     std::to_string(m.bottom_mlp.back()) + ")");
-  const int64_t vectors = m.tables + 1;
-  const int64_t features = m.embedding_dim + vectors * (vectors - 1) / 2;
-  if (m.top_mlp.front() != features)
-    throw invalid_config("model.top_mlp", "the first width must be the interaction's output, " +
-                                              std::to_string(m.embedding_dim) + " + " + std::to_string(vectors) +
-                                              "*" + std::to_string(vectors - 1) + "/2 = " + std::to_string(features) +
-                                              ", got " + std::to_string(m.top_mlp.front()));
 }
 
 }  // namespace
@@ -92,7 +96,7 @@ OpGraph build_dlrm(const ModelSpec& m, const TrainingSpec& training, int64_t bat
   }
 
   const int inter = g.module(OpGraphBuilder::kRoot, "interaction", "interaction", 2);
-  const int64_t features = m.top_mlp.front();
+  const int64_t features = interaction_width(m);
   const int dot = g.op(inter, "interaction", OpKind::Interaction,
                        {{"batch", b}, {"features", features}, {"table", t}, {"dim", d}});
   g.read(dot, z, {"batch", "dim"});
@@ -104,7 +108,9 @@ OpGraph build_dlrm(const ModelSpec& m, const TrainingSpec& training, int64_t bat
   g.set_costs(dot, dot_flops, 2 * dot_flops, 0);
 
   const int top = g.module(OpGraphBuilder::kRoot, "top_mlp", "mlp", 3);
-  int y = mlp(g, top, zi, m.top_mlp, true);
+  std::vector<int64_t> top_widths = {features};
+  top_widths.insert(top_widths.end(), m.top_mlp.begin(), m.top_mlp.end());
+  const int y = mlp(g, top, zi, top_widths, true);
   classification_loss(g, top, "loss", y);
   g.set_num_layers(4);
   return g.finish();

@@ -181,11 +181,15 @@ class TransformerBuilder {
     embedding_costs(word, static_cast<double>(b * s), static_cast<double>(h));
 
     if (m_.learned_positions) {
+      // Position ids [b, s] as Megatron feeds them: the lookup is per sample, so a split batch
+      // leaves partial weight gradients that the data-parallel reduction sums.
+      const int ids = g_.input("position_ids", {b, s}, kIndexBytes);
       const int pos = g_.op(mod, "position_embedding", OpKind::Embedding,
-                            {{"seq", s}, {"positions", m_.seq_len}, {"hidden", h}});
+                            {{"batch", b}, {"seq", s}, {"positions", m_.seq_len}, {"hidden", h}});
+      g_.read(pos, ids, {"batch", "seq"});
       g_.read_weight(pos, g_.weight(mod, "position_embeddings", {m_.seq_len, h}), {"positions", "hidden"});
-      parts.push_back(g_.write(pos, {s, h}, {"seq", "hidden"}));
-      embedding_costs(pos, static_cast<double>(s), static_cast<double>(h));
+      parts.push_back(g_.write(pos, {b, s, h}, {"batch", "seq", "hidden"}));
+      embedding_costs(pos, static_cast<double>(b * s), static_cast<double>(h));
     }
     if (m_.type_vocab > 0) {
       const int types = g_.input("token_types", {b, s}, kIndexBytes);
@@ -196,18 +200,7 @@ class TransformerBuilder {
       parts.push_back(g_.write(type, {b, s, h}, {"batch", "seq", "hidden"}));
       embedding_costs(type, static_cast<double>(b * s), static_cast<double>(h));
     }
-    int x = parts.front();
-    if (parts.size() > 1) {
-      // The position embedding [s, h] is broadcast over the batch.
-      const int op = g_.op(mod, "embedding_add", OpKind::Elementwise, {{"batch", b}, {"seq", s}, {"hidden", h}});
-      for (int p : parts) {
-        if (g_.tensor(p).shape.size() == 2) g_.read(op, p, {"seq", "hidden"});
-        else g_.read(op, p, {"batch", "seq", "hidden"});
-      }
-      x = g_.write(op, {b, s, h}, {"batch", "seq", "hidden"});
-      g_.at(op).saves_inputs = false;
-      g_.set_costs(op, kAddFlops * static_cast<double>(b * s * h) * static_cast<double>(parts.size() - 1), 0, 0);
-    }
+    int x = parts.size() > 1 ? add(g_, mod, "embedding_add", parts, {"batch", "seq", "hidden"}) : parts.front();
     if (m_.dropout) x = dropout(g_, mod, "embedding_dropout", x, {"batch", "seq", "hidden"});
     return x;
   }
