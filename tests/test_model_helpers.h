@@ -132,6 +132,14 @@ inline std::string check_graph(const OpGraph& g) {
       if (g.tensors[u.tensor].producer == static_cast<int>(i)) produced[u.tensor] = 1;
     if (op.module < 0 || op.module >= static_cast<int>(g.modules.size())) return op.name + ": module";
   }
+  // saved_extra never repeats a tensor that an op saves as an input (no double counting).
+  std::vector<char> saved_as_input(g.tensors.size(), 0);
+  for (const Op& op : g.ops)
+    if (op.saves_inputs)
+      for (const TensorUse& u : op.inputs) saved_as_input[u.tensor] = 1;
+  for (const Op& op : g.ops)
+    for (const TensorUse& u : op.saved_extra)
+      if (saved_as_input[u.tensor]) return op.name + " lists " + g.tensors[u.tensor].name + " in saved_extra again";
   for (size_t m = 1; m < g.modules.size(); ++m)
     if (g.modules[m].parent < 0 || g.modules[m].parent >= static_cast<int>(m)) return g.modules[m].path + ": parent";
   return "";

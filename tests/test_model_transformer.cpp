@@ -131,6 +131,11 @@ TEST_CASE("model: flash attention saves O and an fp32 logsumexp instead of the s
   m.flash_attention = true;
   const OpGraph g = build_op_graph(m, training(1024), 2);
   CHECK(saved_bytes_of_layer(g, 0) == 34 * s * b * h + 4 * a * s * b);
+  const Op* attn = find_op(g, "layers.0.attention", "attn");
+  REQUIRE(attn != nullptr);
+  REQUIRE(attn->saved_extra.size() == 1);  // O is saved once, as o_proj's input
+  CHECK(g.tensors[attn->saved_extra[0].tensor].bytes() == 4 * a * s * b);
+  CHECK(check_graph(g) == "");
 }
 
 TEST_CASE("model: saved activations of a Llama 3 8B layer (GQA, SwiGLU, no dropout)") {

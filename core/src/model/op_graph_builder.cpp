@@ -1,5 +1,6 @@
 #include "op_graph_builder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "proteus/error.h"
@@ -170,6 +171,19 @@ void OpGraphBuilder::set_costs(int op, double fwd_flops, double bwd_input_flops,
     o.bwd_weight_flops = bwd_weight_flops;
     o.bwd_weight_bytes = out + in + w;
   }
+}
+
+OpGraph OpGraphBuilder::finish() {
+  std::vector<char> saved_as_input(g_.tensors.size(), 0);
+  for (const Op& op : g_.ops)
+    if (op.saves_inputs)
+      for (const TensorUse& u : op.inputs) saved_as_input[u.tensor] = 1;
+  for (Op& op : g_.ops) {
+    auto& extra = op.saved_extra;
+    extra.erase(std::remove_if(extra.begin(), extra.end(), [&](const TensorUse& u) { return saved_as_input[u.tensor]; }),
+                extra.end());
+  }
+  return std::move(g_);
 }
 
 }  // namespace proteus::model

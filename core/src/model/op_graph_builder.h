@@ -64,7 +64,11 @@ class OpGraphBuilder {
   bool inputs_are_model_inputs(int op) const;
 
   void set_num_layers(int n) { g_.num_layers = n; }
-  OpGraph finish() { return std::move(g_); }
+  // Hands the graph over. A backward that needs a tensor which some op already saves as an
+  // input (flash attention's output O, which o_proj saves; a ReLU's output, which the next
+  // conv saves) does not list it again in saved_extra, so that the activation memory is the
+  // inputs saved (each tensor once) plus saved_extra, with nothing counted twice.
+  OpGraph finish();
 
  private:
   TensorUse bind(const Op& op, int tensor, DimNames dims) const;

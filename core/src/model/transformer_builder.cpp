@@ -34,9 +34,10 @@
 //  * attn saves its inputs (Q, K, V) and, without flash attention, saved_extra = softmax
 //    probabilities (2 bytes), dropout mask (1 byte), dropped probabilities (2 bytes), each
 //    [b, a, s, s_kv]: what Megatron's selective recompute drops (attn.selective_recompute).
-//    With flash attention saved_extra = its own output O (the same tensor o_proj saves) and
-//    the fp32 logsumexp [b, a, s]. Summing saved inputs and saved_extra per layer,
-//    deduplicated by tensor id, gives Korthikanti's s*b*h*(34 + 5*a*s/h) bytes at 16 bits.
+//    With flash attention the backward needs its output O, which o_proj saves as its input,
+//    and saved_extra is the fp32 logsumexp [b, a, s]. saved_extra never repeats a tensor an op
+//    saves as an input (OpGraphBuilder::finish), so summing saved inputs (each tensor once)
+//    and saved_extra per layer gives Korthikanti's s*b*h*(34 + 5*a*s/h) bytes at 16 bits.
 //
 // MoE (tokens per expert = capacity_factor * tokens * top_k / experts, kept per sample as
 // c = ceil(capacity_factor * s * top_k / experts) slots):
