@@ -286,7 +286,7 @@ class Executor {
                     "the simulation needed more than " + std::to_string(options_.max_events) +
                         " events; raise simulation.max_events or simulate a smaller configuration");
       now_s_ = e.time_s;
-      switch (e.kind) {
+      switch (e.kind()) {
         case EventKind::ComputeEnd: {
           const size_t t = static_cast<size_t>(e.id);
           if (hot_[t].state != TaskState::Running || hot_[t].version != e.version) continue;

@@ -25,6 +25,8 @@ using nlohmann::ordered_json;
 constexpr double kBubbleWarnFraction = 0.20;
 constexpr double kExposedCommWarnFraction = 0.30;
 constexpr double kMemoryWarnFraction = 0.90;
+// Fractions below this are rounding residue of interval sums, not idle time.
+constexpr double kFractionResolution = 1e-12;
 // Modules listed in breakdown.compute_by_module_s (the rest are summed as "other").
 constexpr size_t kMaxModules = 20;
 
@@ -88,8 +90,9 @@ Fractions fractions(const ExecGraph& graph, const Trace& trace) {
     f.compute /= weight;
     f.exposed_comm /= weight;
   }
-  f.bubble = std::max(0.0, 1.0 - f.compute - f.exposed_comm);
-  if (T <= 0) f.bubble = 0;
+  f.bubble = 1.0 - f.compute - f.exposed_comm;
+  // Sums of busy intervals leave rounding residue (5.6e-17 for a fully busy rank): show 0.
+  if (T <= 0 || f.bubble < kFractionResolution) f.bubble = 0;
   return f;
 }
 
