@@ -77,7 +77,9 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
   const Mesh& mesh = ctx.tree.mesh;
   const int zero = ctx.config.strategy.zero;
   std::vector<OpPlan> plans(g.ops.size());
-  std::vector<char> saved_once(g.tensors.size(), 0);
+  // (tensor, chunk) pairs already saved: a tensor that crosses a pipeline boundary is kept by
+  // both stages that read it.
+  std::vector<std::vector<int>> saved_in_chunks(g.tensors.size());
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
     const ParallelConfig& cfg = ctx.tree.nodes[op.module].config;
@@ -133,12 +135,13 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh);
     p.bwd_weight = make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
 
-    // Saved activations: each input tensor is stored once, by the first op that saves it.
+    // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
     if (op.saves_inputs) {
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         const int t = op.inputs[k].tensor;
-        if (saved_once[t]) continue;
-        saved_once[t] = 1;
+        auto& chunks = saved_in_chunks[t];
+        if (std::find(chunks.begin(), chunks.end(), p.chunk) != chunks.end()) continue;
+        chunks.push_back(p.chunk);
         p.saved_input_bytes += tensor_bytes_per_rank(g.tensors[t], p.input_required[k], mesh);
       }
     }

@@ -339,21 +339,29 @@ class Builder {
     if (d != INT32_MIN) deps->push_back(d);
   }
 
-  // ZeRO-3: gather a weight before each use; the gathered copy is freed when its user ends.
+  // ZeRO-3: gather an op's weights before each use (one all-gather per op, as FSDP gathers a
+  // module's flat parameter); the gathered copy is freed when its user ends.
   void zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees) {
+    std::vector<CollectiveStep> merged;
+    double gathered_bytes = 0;
     for (const WeightPlan& w : plans_[op].weights) {
       if (w.storage == w.use) continue;
-      const double bytes = w.local_params * weight_bytes_;
-      std::vector<int> gdeps;
-      if (last_weight_compute_ >= 0) gdeps.push_back(last_weight_compute_);  // prefetch one op ahead
-      for (const CollectiveStep& step : redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * weight_bytes_, mesh_)) {
-        const int id = emit_collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, labels_[op], gdeps, "weight");
-        gdeps = {id};
+      gathered_bytes += w.local_params * weight_bytes_;
+      for (const CollectiveStep& s : redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * weight_bytes_, mesh_)) {
+        auto it = std::find_if(merged.begin(), merged.end(),
+                               [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
+        if (it == merged.end()) merged.push_back(s);
+        else it->bytes += s.bytes;
       }
-      deps->push_back(gdeps.back());
-      frees->push_back({MemCategory::Weights, true, -bytes});
-      pending_weight_alloc_.push_back({MemCategory::Weights, false, bytes});
     }
+    if (merged.empty()) return;
+    std::vector<int> gdeps;
+    if (last_weight_compute_ >= 0) gdeps.push_back(last_weight_compute_);  // prefetch one op ahead
+    for (const CollectiveStep& step : merged)
+      gdeps = {emit_collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, labels_[op], gdeps, "weight")};
+    deps->push_back(gdeps.back());
+    frees->push_back({MemCategory::Weights, true, -gathered_bytes});
+    pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
   }
 
   Task compute_task(int op, Phase phase, int mb, const ComputeWork& work) const {

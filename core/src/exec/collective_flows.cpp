@@ -5,17 +5,20 @@
 //   Members are grouped by node (nodes in order of first appearance, members in group order;
 //   on an NVLink mesh the node's members follow an NVLink Hamiltonian cycle when one exists).
 //   Across nodes, channel k's ring is rotated inside every node so that it leaves the node
-//   from the GPU served by NIC k % nics (and enters the next node at that node's following
-//   GPU); the inter-node hop takes NIC k % nics on both sides. Inside one NVLink-mesh node,
+//   from the node's member k*m/c mod m (and enters the next node at that node's following member);
+//   the inter-node hop takes the NIC serving the leaving GPU, on both sides (NCCL prefers
+//   the NIC local to a GPU). A group with m members per node thus spreads its channels over
+//   its members' NICs, and the groups of other tensor-parallel ranks use the other NICs.
+//   Inside one NVLink-mesh node,
 //   channels 2j and 2j+1 run NVLink cycle j forwards and backwards. Every hop of every
 //   channel is one flow of (steps / n) * S / c bytes: 2(n-1)/n * S / c for all-reduce,
 //   (n-1)/n * S / c for all-gather and reduce-scatter.
 //   latency_s = steps * (largest per-hop alpha among the ring's hops).
 // Tree (all-reduce only, when the group spans nodes): NCCL's double binary tree over the
 //   nodes, one per channel k (c = nics): each channel carries S / c, half of it on each of the
-//   two trees. In each node the members form a chain whose head is the GPU served by NIC k;
-//   every inter-node tree edge carries S / 2c up (reduce) and S / 2c down (broadcast) between
-//   the heads through NIC k; every chain edge carries S / c in each direction (both trees).
+//   two trees. In each node the members form a chain whose head is member k*m/c mod m; every
+//   inter-node tree edge carries S / 2c up (reduce) and S / 2c down (broadcast) between the
+//   heads through the heads' own NICs; every chain edge carries S / c in each direction (both trees).
 //   latency_s = 2 * (tree depth * inter-node alpha + (chain length - 1) * intra-node alpha).
 //   Ring or tree: the one with the smaller estimate latency_s + max over links of (bytes
 //   through the link / its capacity), the time of the plan alone on the network (NCCL also
@@ -94,12 +97,12 @@ std::vector<Segment> segments_of(const Topology& t, const Geometry& geo, const s
   return segments;
 }
 
-// Position of the member served by NIC `nic` (the first such), else channel % size.
-size_t nic_position(const Geometry& geo, const std::vector<int>& gpus, int nic, int channel) {
-  for (size_t i = 0; i < gpus.size(); ++i)
-    if (geo.nic_of_local(geo.local_of(gpus[i])) == nic) return i;
-  return static_cast<size_t>(channel) % gpus.size();
-}
+// The NIC a flow leaving `gpu` takes: the one serving that GPU (NCCL prefers the NIC local to
+// the GPU). Channels of a ring therefore leave each node from different members, each through
+// its own NIC. This rule commutes with every permutation of GPUs that preserves the NIC
+// attachment, so the data-parallel groups of different tensor-parallel ranks put isomorphic
+// flows on the network, which the executor's symmetry reduction relies on.
+int own_nic(const Geometry& geo, int gpu) { return geo.nic_of_local(geo.local_of(gpu)); }
 
 void add_flow(const Topology& t, CollectivePlan& plan, int src, int dst, double bytes, int channel) {
   FlowSpec f;
@@ -120,12 +123,13 @@ CollectivePlan ring_plan(const Topology& t, const std::vector<int>& group, doubl
   if (segments.size() > 1) {
     const int channels = t.ring_channels(group);
     for (int k = 0; k < channels; ++k) {
-      const int nic = k % geo.nics;
       std::vector<int> ring;
       ring.reserve(n);
       for (const Segment& s : segments) {
-        // Rotate so the segment ends with (leaves from) the GPU of NIC k.
-        const size_t last = nic_position(geo, s.gpus, nic, k);
+        // Rotate so that channel k leaves every node from its member k*m/c (mod m): the
+        // channels spread evenly over the node's members and hence over their NICs.
+        const size_t m = s.gpus.size();
+        const size_t last = (static_cast<size_t>(k) * m / static_cast<size_t>(channels)) % m;
         for (size_t i = 1; i <= s.gpus.size(); ++i) ring.push_back(s.gpus[(last + i) % s.gpus.size()]);
       }
       rings.push_back(std::move(ring));
@@ -154,7 +158,7 @@ CollectivePlan ring_plan(const Topology& t, const std::vector<int>& group, doubl
     for (int i = 0; i < n; ++i) {
       const int src = ring[i], dst = ring[(i + 1) % n];
       alpha_s = std::max(alpha_s, t.hop_latency_s(src, dst));
-      if (bytes > 0) add_flow(t, plan, src, dst, hop_bytes, k);
+      if (bytes > 0) add_flow(t, plan, src, dst, hop_bytes, own_nic(geo, src));
     }
   }
   plan.latency_s = steps * alpha_s;
@@ -206,7 +210,8 @@ CollectivePlan tree_plan(const Topology& t, const std::vector<int>& group, doubl
   for (int k = 0; k < channels; ++k) {
     for (int r = 0; r < nodes; ++r) {
       const auto& gpus = segments[r].gpus;
-      const size_t first = nic_position(geo, gpus, k, k);
+      // Channel k's head: member k*m/c (mod m), spreading the channels over the members' NICs.
+      const size_t first = (static_cast<size_t>(k) * gpus.size() / static_cast<size_t>(channels)) % gpus.size();
       heads[r] = gpus[first];
       longest_chain = std::max(longest_chain, gpus.size());
       // Chain from the head through the node's other members: S / c each way per edge.
@@ -214,8 +219,8 @@ CollectivePlan tree_plan(const Topology& t, const std::vector<int>& group, doubl
         const int a = gpus[(first + i) % gpus.size()], b = gpus[(first + i + 1) % gpus.size()];
         intra_alpha_s = std::max(intra_alpha_s, t.hop_latency_s(a, b));
         if (bytes > 0) {
-          add_flow(t, plan, b, a, bytes / channels, k);
-          add_flow(t, plan, a, b, bytes / channels, k);
+          add_flow(t, plan, b, a, bytes / channels, own_nic(geo, b));
+          add_flow(t, plan, a, b, bytes / channels, own_nic(geo, a));
         }
       }
     }
@@ -225,8 +230,8 @@ CollectivePlan tree_plan(const Topology& t, const std::vector<int>& group, doubl
         if (p < 0) continue;
         inter_alpha_s = std::max(inter_alpha_s, t.hop_latency_s(heads[r], heads[p]));
         if (bytes > 0) {
-          add_flow(t, plan, heads[r], heads[p], bytes / (2.0 * channels), k);
-          add_flow(t, plan, heads[p], heads[r], bytes / (2.0 * channels), k);
+          add_flow(t, plan, heads[r], heads[p], bytes / (2.0 * channels), own_nic(geo, heads[r]));
+          add_flow(t, plan, heads[p], heads[r], bytes / (2.0 * channels), own_nic(geo, heads[p]));
         }
       }
   }

@@ -1,0 +1,228 @@
+// The compiler: layouts, derived communication, pipeline schedules (expected values by hand).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "compile_fixtures.h"
+#include "proteus/error.h"
+#include "proteus/layout.h"
+#include "proteus/schedule.h"
+#include "proteus/strategy_tree.h"
+
+using namespace proteus;
+using namespace proteus::test;
+
+namespace {
+
+Mesh mesh_of(int pp, int dp, int ep, int cp, int tp) {
+  Mesh m;
+  m.size = {pp, dp, ep, cp, tp};
+  return m;
+}
+
+struct CollCount {
+  int count = 0;
+  double bytes = 0;
+};
+
+// Collectives of one kind on the given axes whose label starts with `prefix`, in `phase`,
+// for micro-batch 0 on simulated rank 0.
+CollCount count(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase, const std::string& prefix,
+                int rank = 0) {
+  CollCount out;
+  for (const Task& t : c.exec.tasks) {
+    if (t.kind != TaskKind::Collective || t.rank != rank || t.phase != phase) continue;
+    if (t.micro_batch != 0 && t.micro_batch != -1) continue;
+    const Collective& col = c.exec.collectives[t.collective];
+    if (col.kind != kind || col.axes != axes) continue;
+    if (c.exec.labels[t.label].rfind(prefix, 0) != 0) continue;
+    ++out.count;
+    out.bytes = col.bytes;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("layout: each placement change needs the collective DTensor/SBP would use") {
+  const Mesh m = mesh_of(1, 4, 1, 1, 8);
+  Layout partial_tp;  // Partial over tp, Shard(0) over dp
+  partial_tp.placement[kAxisTp] = kPartial;
+  partial_tp.placement[kAxisDp] = 0;
+  Layout repl = partial_tp;
+  repl.placement[kAxisTp] = kReplicate;
+  const double S = 8e6;  // global bytes
+  // Partial -> Replicate on tp: all-reduce of the rank's buffer, S / dp shards = 2e6 bytes.
+  auto steps = redistribute(partial_tp, repl, S, m);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].kind == CollectiveKind::AllReduce);
+  CHECK(steps[0].axes == axis_bit(kAxisTp));
+  CHECK(steps[0].bytes == doctest::Approx(2e6));
+  // Partial -> Shard(1) on tp: reduce-scatter of the same (unreduced) buffer.
+  Layout shard = repl;
+  shard.placement[kAxisTp] = 1;
+  steps = redistribute(partial_tp, shard, S, m);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].kind == CollectiveKind::ReduceScatter);
+  CHECK(steps[0].bytes == doctest::Approx(2e6));
+  // Shard(1) -> Replicate: all-gather; S is the gathered output, 2e6 bytes.
+  steps = redistribute(shard, repl, S, m);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].kind == CollectiveKind::AllGather);
+  CHECK(steps[0].bytes == doctest::Approx(2e6));
+  // Shard(1) -> Shard(2): all-to-all of the local buffer, 2e6 / 8.
+  Layout shard2 = repl;
+  shard2.placement[kAxisTp] = 2;
+  steps = redistribute(shard, shard2, S, m);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].kind == CollectiveKind::AllToAll);
+  CHECK(steps[0].bytes == doctest::Approx(2e6 / 8));
+  // Replicate -> Shard: a local slice, no communication.
+  CHECK(redistribute(repl, shard, S, m).empty());
+  // Partial over dp and cp together: one all-reduce over the product group.
+  const Mesh m2 = mesh_of(1, 4, 1, 2, 1);
+  Layout p2;
+  p2.placement[kAxisDp] = kPartial;
+  p2.placement[kAxisCp] = kPartial;
+  steps = redistribute(p2, Layout{}, S, m2);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].axes == (axis_bit(kAxisDp) | axis_bit(kAxisCp)));
+  CHECK(steps[0].bytes == doctest::Approx(S));
+}
+
+TEST_CASE("schedule: 1F1B, GPipe, interleaved and ZB-H1 orders") {
+  // 1F1B, p=4, m=6, stage 0: p-s-1 = 3 warm-up forwards, then F/B pairs, then the rest.
+  CHECK(to_string(stage_schedule(Schedule::OneFOneB, 4, 6, 1, 0)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
+  // Last stage: no warm-up.
+  CHECK(to_string(stage_schedule(Schedule::OneFOneB, 4, 6, 1, 3)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5");
+  CHECK(to_string(stage_schedule(Schedule::GPipe, 4, 3, 1, 1)) == "F0 F1 F2 B0 B1 B2");
+  // Interleaved, p=2, v=2, m=4, stage 0 (Megatron): warm-up (p-s-1)*2 + (v-1)*p = 4 passes;
+  // virtual micro-batch k: mb (k/(p v))*p + k%p, chunk (k/p)%v forward, v-1-(k/p)%v backward.
+  CHECK(to_string(stage_schedule(Schedule::Interleaved1F1B, 2, 4, 2, 0)) ==
+        "F0 F1 F0.1 F1.1 F2 B0.1 F3 B1.1 F2.1 B0 F3.1 B1 B2.1 B3.1 B2 B3");
+  // ZB-H1, p=4, m=6: stage 0 defers p-s-1 = 3 weight-gradient passes into the cool-down.
+  CHECK(to_string(stage_schedule(Schedule::ZbH1, 4, 6, 1, 0)) ==
+        "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 W0 B4 W1 B5 W2 W3 W4 W5");
+  // The last stage runs each W right after its B.
+  CHECK(to_string(stage_schedule(Schedule::ZbH1, 4, 3, 1, 3)) == "F0 B0 W0 F1 B1 W1 F2 B2 W2");
+}
+
+TEST_CASE("layers split evenly, first and last chunks lighter") {
+  const auto split = split_layers(126, 16);  // Llama 3 405B on 16 stages
+  CHECK(split.front() == 7);
+  CHECK(split.back() == 7);
+  for (size_t i = 1; i + 1 < split.size(); ++i) CHECK(split[i] == 8);
+  CHECK(split_layers(96, 16) == std::vector<int>(16, 6));
+  const auto s = split_layers(10, 4);  // ceil = 3, deficit 2 -> 2, 3, 3, 2
+  CHECK(s == std::vector<int>{2, 3, 3, 2});
+}
+
+TEST_CASE("Megatron tensor parallelism: 2 all-reduces per layer forward and backward, s*b*h*2 bytes") {
+  const int h = 1024, heads = 16, s = 512, t = 4;
+  const int b = 2;
+  const std::string cfg = config_json(gpt_model(2, h, heads, s, 32000), R"({"preset":"dgx-a100-80g","nodes":1})", 2 * b * 2,
+                                      R"({"dp":2,"tp":4,"pp":1,"micro_batch":2})");
+  const CompiledModel c = compile_text(cfg);
+  const double bytes = double(s) * b * h * 2;  // activation [b, s, h] in bf16, per data-parallel rank
+  const AxisMask tp = axis_bit(kAxisTp);
+  CollCount f = count(c, CollectiveKind::AllReduce, tp, Phase::Forward, "layers.0.");
+  CHECK(f.count == 2);
+  CHECK(f.bytes == doctest::Approx(bytes));
+  CollCount bw = count(c, CollectiveKind::AllReduce, tp, Phase::BackwardInput, "layers.0.");
+  CHECK(bw.count == 2);
+  CHECK(bw.bytes == doctest::Approx(bytes));
+  CHECK(count(c, CollectiveKind::AllGather, tp, Phase::Forward, "layers.0.").count == 0);
+  (void)t;
+}
+
+TEST_CASE("sequence parallelism: 2 all-gathers + 2 reduce-scatters per layer, same bytes, backward mirrored") {
+  const int h = 1024, heads = 16, s = 512, b = 1;
+  const std::string cfg = config_json(gpt_model(2, h, heads, s, 32000), R"({"preset":"dgx-a100-80g","nodes":1})", 8,
+                                      R"({"dp":2,"tp":4,"pp":1,"micro_batch":1,"sequence_parallel":true})");
+  const CompiledModel c = compile_text(cfg);
+  const double bytes = double(s) * b * h * 2;
+  const AxisMask tp = axis_bit(kAxisTp);
+  CollCount ag = count(c, CollectiveKind::AllGather, tp, Phase::Forward, "layers.0.");
+  CollCount rs = count(c, CollectiveKind::ReduceScatter, tp, Phase::Forward, "layers.0.");
+  CHECK(ag.count == 2);
+  CHECK(rs.count == 2);
+  CHECK(ag.bytes == doctest::Approx(bytes));
+  CHECK(rs.bytes == doctest::Approx(bytes));
+  CHECK(count(c, CollectiveKind::AllReduce, tp, Phase::Forward, "layers.0.").count == 0);
+  // Backward: the gradient of each all-gather is a reduce-scatter and vice versa.
+  CHECK(count(c, CollectiveKind::AllGather, tp, Phase::BackwardInput, "layers.0.").count == 2);
+  CHECK(count(c, CollectiveKind::ReduceScatter, tp, Phase::BackwardInput, "layers.0.").count == 2);
+}
+
+TEST_CASE("data-parallel gradients: all-reduce of parameters x 4 bytes; ZeRO-2 reduce-scatter; ZeRO-3 weight gathers") {
+  const std::string model = gpt_model(2, 512, 8, 256, 8000);
+  auto grad_bytes = [&](const CompiledModel& c, CollectiveKind kind) {
+    double sum = 0;
+    for (const CollectiveStat& s : c.stats.collectives)
+      if (s.purpose == "gradient" && s.kind == to_string(kind) && s.axes == "dp") sum += s.bytes_per_rank;
+    return sum;
+  };
+  const CompiledModel z0 = compile_text(
+      config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16, R"({"dp":8,"micro_batch":1})"));
+  // Every weight is replicated over dp: the rank reduces all parameters, fp32 main grads (4 bytes).
+  const double params = static_cast<double>(z0.stats.parameters);
+  CHECK(grad_bytes(z0, CollectiveKind::AllReduce) == doctest::Approx(params * 4));
+  CHECK(grad_bytes(z0, CollectiveKind::ReduceScatter) == 0);
+  const CompiledModel z2 = compile_text(
+      config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16, R"({"dp":8,"micro_batch":1,"zero":2})"));
+  CHECK(grad_bytes(z2, CollectiveKind::AllReduce) == 0);
+  CHECK(grad_bytes(z2, CollectiveKind::ReduceScatter) == doctest::Approx(params * 4));
+  const CompiledModel z3 = compile_text(
+      config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16, R"({"dp":8,"micro_batch":1,"zero":3})"));
+  int64_t weight_gathers = 0;
+  for (const CollectiveStat& s : z3.stats.collectives)
+    if (s.purpose == "weight" && s.kind == "all_gather") weight_gathers += s.count;
+  // Each weighted op gathers its weights before its forward and its backward, per micro-batch
+  // (2 micro-batches here).
+  int weighted_ops = 0;
+  for (const Op& op : z3.graph.ops) weighted_ops += op.weights.empty() ? 0 : 1;
+  CHECK(weight_gathers == 2 * 2 * weighted_ops);
+  CHECK(grad_bytes(z3, CollectiveKind::ReduceScatter) == doctest::Approx(params * 4));
+}
+
+TEST_CASE("pipeline: p2p of s*b*h*2 bytes per micro-batch per boundary, both directions; tied embedding all-reduce") {
+  const int h = 512, s = 256, b = 2;
+  const CompiledModel c = compile_text(config_json(gpt_model(8, h, 8, s, 8000),
+                                                   R"({"preset":"dgx-a100-80g","nodes":1})", 16,
+                                                   R"({"dp":2,"pp":4,"micro_batch":2})"));
+  REQUIRE(c.stats.p2p_bytes_per_boundary.size() == 3);
+  for (double bytes : c.stats.p2p_bytes_per_boundary) CHECK(bytes == doctest::Approx(double(s) * b * h * 2));
+  // Stage 1 sends activations forward and gradients backward for each of its 4 micro-batches.
+  int64_t sends = 0;
+  for (const CollectiveStat& st : c.stats.collectives)
+    if (st.stage == 1 && st.kind == "send_recv") sends += st.count;
+  CHECK(sends == 2 * 4);
+  CHECK(c.stats.stage_orders[0] == "F0 F1 F2 F3 B0 B1 B2 B3");  // p=4, m=4: 3 warm-up, then F3 B0, ...
+  // Tied input/output embeddings live on stages 0 and 3: one all-reduce between them.
+  int tied = 0;
+  for (const CollectiveStat& st : c.stats.collectives)
+    if (st.purpose == "tied_embedding") { tied += static_cast<int>(st.count); CHECK(st.group_size == 2); }
+  CHECK(tied == 2);  // one on stage 0 and one on stage 3
+}
+
+TEST_CASE("invalid strategies name their JSON path") {
+  auto path_of = [](const std::string& json) {
+    try {
+      compile_text(json);
+    } catch (const Error& e) {
+      return e.path;
+    }
+    return std::string("no error");
+  };
+  const std::string model = gpt_model(4, 512, 8, 256, 8000);
+  const std::string node = R"({"preset":"dgx-a100-80g","nodes":1})";
+  CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"tp":3})")) != "no error");
+  CHECK(path_of(config_json(gpt_model(4, 512, 32, 256, 8000), node, 16, R"({"dp":8,"micro_batch":1,"tp":1,"pp":1})")) ==
+        "no error");
+  CHECK(path_of(config_json(model, node, 16, R"({"dp":1,"tp":1,"pp":8})")) == "strategy.pp");
+  CHECK(path_of(config_json(model, node, 16, R"({"dp":4,"tp":1,"pp":1})")).rfind("strategy", 0) == 0);
+  CHECK(path_of(config_json(model, node, 12, R"({"dp":8})")) == "training.global_batch");
+  CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"overrides":[{"path":"nothing.here","map":{"dp":null}}]})")) ==
+        "strategy.overrides[0].path");
+}

@@ -1,0 +1,67 @@
+// The symmetry reduction (DESIGN.md §3): simulating one rank per pipeline stage, with sibling
+// flows as weights on the links, must give the same result as simulating every GPU.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "proteus/api.h"
+
+namespace {
+
+nlohmann::json run(const std::string& scenario, bool symmetry, const std::string& extra = "") {
+  const std::string cfg = "{\"preset\":\"" + scenario + "\",\"simulation\":{\"symmetry\":" +
+                          (symmetry ? "true" : "false") + "}" + extra + "}";
+  return nlohmann::json::parse(proteus::simulate_json(cfg, {}));
+}
+
+void check_equal(const std::string& scenario, const std::string& extra = "", double rel = 1e-9) {
+  CAPTURE(scenario);
+  CAPTURE(extra);
+  const auto reduced = run(scenario, true, extra);
+  const auto full = run(scenario, false, extra);
+  REQUIRE(reduced["ok"] == true);
+  REQUIRE(full["ok"] == true);
+  const double t_reduced = reduced["summary"]["iteration_time_s"];
+  const double t_full = full["summary"]["iteration_time_s"];
+  CHECK(t_reduced == doctest::Approx(t_full).epsilon(rel).scale(0));
+  const double m_reduced = reduced["summary"]["peak_memory_GiB"];
+  const double m_full = full["summary"]["peak_memory_GiB"];
+  CHECK(m_reduced == doctest::Approx(m_full).epsilon(1e-9).scale(0));
+  // The reduced run simulates fewer ranks.
+  CHECK(reduced["stats"]["simulated_ranks"] < full["stats"]["simulated_ranks"]);
+}
+
+}  // namespace
+
+TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
+  // 32 GPUs on 4 DGX H100: TP4 x PP2 x DP4; each data-parallel group has 2 members per node.
+  check_equal("default", R"(,"training":{"global_batch":16,"seq_len":2048})");
+  // ZeRO-3 on the same machine: weight all-gathers per use.
+  check_equal("default", R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3})");
+  // 64 V100 on 8 DGX-1 (2 NICs): PP4 x TP4 x DP4, the original Proteus evaluation.
+  check_equal("gpt2-1.5b-proteus");
+  // Tensor parallelism across two DGX-1 nodes (TP16 x PP2 x DP2).
+  check_equal("gpt2-1.5b-proteus", R"(,"strategy":{"tp":16,"pp":2,"dp":2,"micro_batch":1})");
+  // 32 V100 on 4 DGX-1 with ONE NIC each: 8 data-parallel groups share every NIC.
+  check_equal("gpt-12l-dp32");
+  // Expert parallelism (all-to-all) on 16 H100.
+  check_equal("mixtral-8x7b-ep", R"(,"training":{"global_batch":16,"seq_len":1024})");
+  // The CNN hybrid: data-parallel convolutions, tensor-parallel classifier.
+  check_equal("alexnet-hybrid");
+}
+
+TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to rounding") {
+  // Same physics; the weighted flows sum rates in another order than the individual flows,
+  // and the difference (~3e-8 here) is floating-point rounding carried through the pipeline.
+  check_equal("default",
+              R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"schedule":"interleaved-1f1b","virtual_stages":2})",
+              1e-6);
+}
+
+TEST_CASE("symmetry: where the hardware itself is asymmetric the reduction is an approximation") {
+  // DGX-1 attaches each NIC under one PCIe switch, so GPUs of one stage reach their NIC over
+  // different paths and their pipeline sends are not identical; simulating one of them for all
+  // stays within 0.1% here (docs/design.md, "Symmetry").
+  check_equal("gpt2-1.5b-proteus", R"(,"strategy":{"tp":8,"pp":2,"dp":4,"micro_batch":1,"zero":3})", 1e-3);
+}
