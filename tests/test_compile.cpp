@@ -226,3 +226,54 @@ TEST_CASE("invalid strategies name their JSON path") {
   CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"overrides":[{"path":"nothing.here","map":{"dp":null}}]})")) ==
         "strategy.overrides[0].path");
 }
+
+TEST_CASE("MoE with expert parallelism: two all-to-alls per MoE layer per direction, of the routed tokens") {
+  // 4 experts, top-2, ep=4 inside dp=4; seq 128, micro-batch 1, hidden 256, bf16.
+  const std::string model = R"({"kind":"transformer","name":"tiny-moe","layers":2,"hidden":256,"heads":4,"kv_heads":4,
+      "ffn_hidden":512,"seq_len":128,"vocab":1000,"mlp":"swiglu","norm":"rmsnorm","tied_embeddings":false,"bias":false,
+      "dropout":false,"learned_positions":false,"moe":{"experts":4,"top_k":2}})";
+  const CompiledModel c = compile_text(config_json(model, R"({"preset":"dgx-h100","nodes":1,"gpus_per_node":4})", 8,
+                                                   R"({"dp":4,"ep":4,"micro_batch":1})"));
+  // Routed tensor per rank: E x c x h x 2 bytes for the rank's own sample, c = ceil(1.0*128*2/4) = 64
+  // slots per expert: 4 * 64 * 256 * 2 = 131072 bytes, sent as one all-to-all over ep.
+  const AxisMask ep = axis_bit(kAxisEp);
+  CollCount f = count(c, CollectiveKind::AllToAll, ep, Phase::Forward, "layers.0.");
+  CHECK(f.count == 2);
+  CHECK(f.bytes == doctest::Approx(4.0 * 64 * 256 * 2));
+  CHECK(count(c, CollectiveKind::AllToAll, ep, Phase::BackwardInput, "layers.0.").count == 2);
+  // Expert weights are sharded by ep, so their gradients need no reduction over ep; dense
+  // weights are reduced over the whole data-parallel group (dp/ep x ep).
+  for (const CollectiveStat& s : c.stats.collectives)
+    if (s.purpose == "gradient") CHECK(s.axes == "ep");  // dp/ep = 1 here: the dense group is the ep axis
+}
+
+TEST_CASE("CNN hybrid (one weird trick): all-gather before the classifier, reduce-scatter after") {
+  const CompiledModel c = compile_text(R"({"preset":"alexnet-hybrid"})");
+  const AxisMask dp = axis_bit(kAxisDp);
+  // Forward: the features (Shard(batch)) are gathered before each model-parallel FC layer:
+  // 1024 samples x 9216 floats x 4 bytes = 37.7 MB before fc1.
+  CollCount ag = count(c, CollectiveKind::AllGather, dp, Phase::Forward, "classifier.");
+  CHECK(ag.count == 3);
+  CollCount first = count(c, CollectiveKind::AllGather, dp, Phase::Forward, "classifier.dropout1");
+  CHECK(first.count == 1);
+  CHECK(first.bytes == doctest::Approx(1024.0 * 9216 * 4));
+  // Backward: the input gradients are partial sums over the model-parallel dim, reduce-scattered
+  // back to the batch-sharded layout.
+  CHECK(count(c, CollectiveKind::ReduceScatter, dp, Phase::BackwardInput, "classifier.").count == 3);
+  // Only the convolutions' weights are data-parallel: their gradients, 2,469,696 params x 4 bytes.
+  double grad = 0;
+  for (const CollectiveStat& s : c.stats.collectives)
+    if (s.purpose == "gradient") grad += s.bytes_per_rank;
+  CHECK(grad == doctest::Approx(2469696.0 * 4));
+}
+
+TEST_CASE("DLRM table-wise model parallelism: all-to-all before the interaction and back") {
+  const CompiledModel c = compile_text(R"({"preset":"dlrm-table-parallel"})");
+  const AxisMask dp = axis_bit(kAxisDp);
+  CHECK(count(c, CollectiveKind::AllToAll, dp, Phase::Forward, "embeddings").count == 1);
+  CHECK(count(c, CollectiveKind::AllToAll, dp, Phase::BackwardInput, "").count == 1);
+  // Tables are sharded (one per GPU): no gradient reduction for them; the MLPs are data-parallel.
+  for (const CollectiveStat& s : c.stats.collectives)
+    // MLPs: ~3.9M params x 4 bytes = 15.5 MB; one table alone would be 1e6 x 64 x 4 = 256 MB.
+    if (s.purpose == "gradient") CHECK(s.bytes_per_rank < 20e6);
+}

@@ -69,7 +69,15 @@ void apply_override(const OverrideSpec& o, StrategyNode* node) {
   for (const auto& [axis, dim] : o.map) {
     const int a = axis_from_name(axis);
     if (a < 0) continue;  // the parser already rejected unknown axes
-    node->config.axis_dims[a] = dim.empty() ? AxisDims{} : AxisDims{dim};
+    // "dp": "out" means: in this module dp splits "out" wherever an op has that dim; ops
+    // without it keep what they inherited. null (empty) replicates the whole module.
+    AxisDims& dims = node->config.axis_dims[a];
+    if (dim.empty()) {
+      dims.clear();
+    } else {
+      dims.erase(std::remove(dims.begin(), dims.end(), dim), dims.end());
+      dims.insert(dims.begin(), dim);
+    }
     node->set.push_back("map." + axis);
   }
   if (o.recompute) {
