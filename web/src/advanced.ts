@@ -2,6 +2,7 @@
 // parse error when it is not valid JSON, and the resolved strategy tree.
 import type { Config } from './config_model';
 import { h } from './dom';
+import { findJsonError } from './json_error';
 
 const OVERRIDE_EXAMPLE = {
   path: 'layers.*.mlp',
@@ -13,16 +14,9 @@ export function parseJsonWithPosition(text: string): { ok: true; value: unknown 
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    const m = /position (\d+)/.exec(msg);
-    if (m) {
-      const pos = Number(m[1]);
-      const before = text.slice(0, pos);
-      const line = before.split('\n').length;
-      const col = pos - before.lastIndexOf('\n');
-      if (!/line \d+/.test(msg)) return { ok: false, message: `${msg} (line ${line}, column ${col})` };
-    }
-    return { ok: false, message: msg };
+    const at = findJsonError(text);
+    if (at) return { ok: false, message: `line ${at.line}, column ${at.column}: ${at.message}` };
+    return { ok: false, message: e instanceof Error ? e.message : String(e) };
   }
 }
 

@@ -45,10 +45,16 @@ export class App {
   private scenarioName = '';
   private modified = false;
   private checkSeq = 0;
+  private lastChanged: string | null = null;
   private simSeq = 0;
   private debounce = 0;
   private running = false;
   private simStart = 0;
+  /** The timeline tab (for tests and the console). */
+  timelineView(): TimelineView {
+    return this.timeline;
+  }
+
   /** Milliseconds since navigation at which each startup step finished (for tests). */
   readonly timing: Record<string, number> = {};
 
@@ -176,10 +182,12 @@ export class App {
 
   private change(path: string, value: unknown): void {
     this.setConfig(this.applyChange(this.config, path, value), { modified: true });
+    this.lastChanged = path;
   }
 
   private setConfig(config: Config, how: { modified: boolean; fromLink?: boolean }): void {
     this.config = config;
+    this.lastChanged = null;
     this.modified = how.modified;
     const hash = '#' + encodeConfig(config);
     if (location.hash !== hash) history.replaceState(null, '', hash);
@@ -227,7 +235,7 @@ export class App {
   }
 
   private showConfigError(err: ErrorInfo): void {
-    this.controls.showError(err);
+    this.controls.showError(err, this.lastChanged);
     this.setStatus(`Invalid configuration: ${err.message}`, 'error');
     setChildren($('#stale-note'), 'The numbers below belong to the last valid configuration. ', h('b', null, err.message));
   }
@@ -268,8 +276,9 @@ export class App {
         this.running = false;
         this.setRunning(false);
         const st = result.stats;
+        $('#status').title = 'GPUs that run identical programs on symmetric parts of the network are simulated once, with a multiplicity.';
         this.setStatus(
-          `Simulated in ${formatDuration(ms / 1000)} · ${formatInt(st.tasks ?? 0)} tasks · ${st.simulated_ranks ?? '?'} of ${st.gpus ?? '?'} GPUs simulated (the others are identical)`,
+          `Simulated in ${formatDuration(ms / 1000)} · ${formatInt(st.tasks ?? 0)} tasks · ${st.simulated_ranks ?? '?'} of ${st.gpus ?? '?'} GPUs simulated`,
           'ok',
         );
       })

@@ -61,7 +61,7 @@ export class CompareView {
     const table = h(
       'table',
       { class: 'compare-table' },
-      h('thead', null, h('tr', null, h('th', null, 'Run'), ...METRICS.map((m) => h('th', null, m.title)), h('th', null, ''))),
+      h('thead', null, h('tr', null, h('th', null, 'Run'), ...METRICS.map((m) => h('th', { class: 'num' }, m.title)), h('th', null, ''))),
       h(
         'tbody',
         null,

@@ -196,7 +196,7 @@ export class Controls {
     const box =
       spec.kind === 'bool'
         ? h('div', { class: 'ctl ctl-bool', 'data-path': spec.path }, h('div', { class: 'ctl-row' }, input, labelEl), h('p', { class: 'ctl-help' }, spec.help), error)
-        : h('div', { class: 'ctl', 'data-path': spec.path }, h('div', { class: 'ctl-row' }, labelEl, input), h('p', { class: 'ctl-help' }, spec.help), error);
+        : h('div', { class: `ctl${spec.kind === 'model' || spec.kind === 'cluster' ? ' ctl-wide' : ''}`, 'data-path': spec.path }, h('div', { class: 'ctl-row' }, labelEl, input), h('p', { class: 'ctl-help' }, spec.help), error);
     input.addEventListener('change', () => this.onChange(spec.path, this.read(spec, input)));
     this.bound.set(spec.path, { spec, input, error, box });
     return box;
@@ -246,7 +246,7 @@ export class Controls {
   }
 
   /** Shows `err` next to the control its path names (or above the sections); null clears. */
-  showError(err: ErrorInfo | null): string | null {
+  showError(err: ErrorInfo | null, changed: string | null = null): string | null {
     for (const b of this.bound.values()) {
       b.error.hidden = true;
       b.error.textContent = '';
@@ -258,6 +258,14 @@ export class Controls {
     }
     if (!err) return null;
     const target = controlForPath(err.path);
+    // The control the user just changed also says that its change caused the problem.
+    const cause = changed ? this.bound.get(changed) : undefined;
+    if (cause && changed !== target) {
+      const where = target ? this.bound.get(target)!.spec.label : 'the configuration';
+      cause.error.textContent = `This value conflicts with ${where}: ${err.message}`;
+      cause.error.hidden = false;
+      cause.box.classList.add('invalid');
+    }
     if (target) {
       const b = this.bound.get(target)!;
       b.error.textContent = err.message;

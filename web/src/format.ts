@@ -4,9 +4,9 @@
 export function sig3(x: number): string {
   if (!Number.isFinite(x)) return '–';
   if (x === 0) return '0';
-  const a = Math.abs(x);
+  const a = Math.abs(Number(x.toPrecision(3)));
   const digits = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : Math.min(6, 2 - Math.floor(Math.log10(a)));
-  return x.toFixed(digits);
+  return Number(x.toPrecision(3)).toFixed(digits);
 }
 
 /** A duration in seconds with the unit that keeps 1–999: "1.23 s", "45.6 ms", "12.0 µs", "800 ns". */

@@ -171,7 +171,7 @@ export class SweepView {
       h(
         'table',
         { class: 'compare-table' },
-        h('thead', null, h('tr', null, ...[label, 'Iteration', 'Tokens/s', 'MFU', 'Peak memory', 'Bubble', ''].map((t) => h('th', null, t)))),
+        h('thead', null, h('tr', null, ...[label, 'Iteration', 'Tokens/s', 'MFU', 'Peak memory', 'Bubble', ''].map((t, i) => h('th', { class: i > 0 && i < 6 ? 'num' : i === 0 ? 'num' : '' }, t)))),
         h('tbody', null, ...rows),
       ),
     );

@@ -106,7 +106,7 @@ export function formatTick(t: number, step: number): string {
   ];
   let [scale, unit] = units[units.length - 1];
   for (const [s, u] of units)
-    if (step >= s * 0.999) {
+    if (step >= s * 0.0999) {
       scale = s;
       unit = u;
       break;

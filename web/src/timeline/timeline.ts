@@ -59,6 +59,7 @@ export class Timeline {
   private readonly kindText: string[];
   private readonly textWidth = new Map<string, number>();
   private readonly memMax: number;
+  private readonly capOnScale: boolean;
   private scaleValue: TimeScale;
   private frame = 0;
   private dpr = 1;
@@ -82,9 +83,13 @@ export class Timeline {
     const memEnd = Math.max(0, ...(opts.memory?.curves ?? []).map((c) => (c.t.length ? c.t[c.t.length - 1] : 0)));
     const tMax = Math.max(this.idx.maxEnd, memEnd) || 1;
     this.bounds = { min: 0, max: tMax, minSpan: Math.max(tMax * 1e-7, 1e-9) };
-    let memMax = opts.memory?.capacityGiB ?? 0;
-    for (const c of opts.memory?.curves ?? []) for (let i = 0; i < c.gib.length; ++i) memMax = Math.max(memMax, c.gib[i]);
-    this.memMax = memMax > 0 ? memMax * 1.08 : 1;
+    // Memory tracks: scaled to the highest peak so the shape shows; the capacity line is
+    // drawn when it is near enough to be on the same scale.
+    let peakAll = 0;
+    for (const c of opts.memory?.curves ?? []) for (let i = 0; i < c.gib.length; ++i) peakAll = Math.max(peakAll, c.gib[i]);
+    const cap = opts.memory?.capacityGiB ?? 0;
+    this.capOnScale = cap > 0 && cap <= peakAll * 1.6;
+    this.memMax = Math.max(peakAll * 1.12, this.capOnScale ? cap * 1.04 : 0) || 1;
     this.contentH = this.layout();
 
     this.root = div('tl');
@@ -194,7 +199,8 @@ export class Timeline {
     const curves = this.opts.memory?.curves ?? [];
     if (curves.length) {
       y += 6;
-      this.rows.push({ type: 'group', y, h: 18, text: `Memory in use per GPU (GiB; dashed: capacity ${fmtNum(this.opts.memory!.capacityGiB)} GiB)` });
+      const cap = fmtNum(this.opts.memory!.capacityGiB);
+      this.rows.push({ type: 'group', y, h: 18, text: `Memory in use per GPU, 0 – ${fmtNum(this.memMax)} GiB (${this.capOnScale ? `dashed: capacity ${cap} GiB` : `capacity ${cap} GiB is above the scale`})` });
       y += 18;
       const mh = this.opts.memoryHeight ?? 44;
       const sorted = [...curves].sort((a, b) => stageOf(a.rank) - stageOf(b.rank) || a.rank - b.rank);
@@ -303,7 +309,32 @@ export class Timeline {
     const pps = s.pxPerSecond;
     let k = firstVisible(idx, lane, s.t0);
     let lastFill = '';
+    // Labels go on runs of touching spans of one kind and micro-batch ("F3" over all the
+    // ops of micro-batch 3's forward pass), only where the run is wide enough.
     const labels: { x: number; w: number; i: number }[] = [];
+    const mbs = this.spans.mb;
+    let runKey = -1;
+    let runX0 = 0;
+    let runX1 = 0;
+    let runI = 0;
+    const flush = () => {
+      if (runKey < 0) return;
+      const a = Math.max(runX0, s.x0);
+      const b = Math.min(runX1, s.x1);
+      if (b - a >= MIN_LABEL_PX + 6) labels.push({ x: a, w: b - a, i: runI });
+    };
+    const extend = (i: number, x0: number, x1: number) => {
+      const key = kind[i] * 1_000_003 + (mbs[i] + 1);
+      if (key === runKey && x0 - runX1 < 2) {
+        if (x1 > runX1) runX1 = x1;
+        return;
+      }
+      flush();
+      runKey = key;
+      runX0 = x0;
+      runX1 = x1;
+      runI = i;
+    };
     while (k < lane.to && idx.start[k] < s.t1) {
       const i = order[k];
       const x0 = s.x0 + (idx.start[k] - s.t0) * pps;
@@ -314,19 +345,21 @@ export class Timeline {
         lastFill = color;
       }
       if (x1 - x0 >= 1) {
-        const gap = x1 - x0 > 4 ? 1 : 0;
+        const gap = x1 - x0 > 8 ? 1 : 0;
         ctx.fillRect(x0, y + 1, x1 - x0 - gap, row.h - 2);
-        if (x1 - x0 >= MIN_LABEL_PX + 6) labels.push({ x: Math.max(x0, s.x0), w: Math.min(x1, s.x1) - Math.max(x0, s.x0), i });
+        extend(i, x0, x1);
         ++k;
       } else {
         // Sub-pixel: fill this pixel column once and skip every span that starts inside it.
         const col = Math.floor(x0);
         ctx.fillRect(col, y + 1, 1, row.h - 2);
+        extend(i, col, col + 1);
         const next = lowerBound(idx.start, s.t0 + (col + 1 - s.x0) / pps, k + 1, lane.to);
         // Spans in a stream do not overlap: only the last skipped one can reach past the column.
         k = next > k + 1 && s.x0 + (idx.end[next - 1] - s.t0) * pps > col + 1 ? next - 1 : next;
       }
     }
+    flush();
     if (this.opts.label && labels.length) {
       ctx.font = FONT;
       ctx.textBaseline = 'middle';
@@ -407,7 +440,7 @@ export class Timeline {
     ctx.lineWidth = 1.25;
     ctx.stroke(path);
     const cap = this.opts.memory!.capacityGiB;
-    if (cap > 0) {
+    if (cap > 0 && this.capOnScale) {
       const cy = Math.round(Y(cap)) + 0.5;
       ctx.strokeStyle = peak > cap ? '#d1242f' : '#c0392b';
       ctx.setLineDash([4, 3]);

@@ -1,0 +1,81 @@
+// Every scenario preset gives byte-identical results in WebAssembly and in the native CLI
+// (DESIGN.md §1: "The same config gives byte-identical results natively and in WebAssembly").
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadModule, type ProteusModule } from '../support/module';
+
+const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
+
+function cli(args: string[]): { stdout: string; status: number } {
+  try {
+    return { stdout: execFileSync(CLI, args, { encoding: 'utf8', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'pipe'] }), status: 0 };
+  } catch (e: any) {
+    return { stdout: String(e.stdout ?? ''), status: e.status ?? -1 };
+  }
+}
+
+describe('WebAssembly module against the native CLI', () => {
+  let mod: ProteusModule;
+  let dir: string;
+  beforeAll(async () => {
+    if (!existsSync(CLI)) throw new Error(`native CLI ${CLI} not found: build it first (cmake -S .. -B ../build && cmake --build ../build -j2) or set PROTEUS_CLI`);
+    mod = await loadModule();
+    dir = mkdtempSync(join(tmpdir(), 'proteus-parity-'));
+  });
+  afterAll(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('has the same version and presets', () => {
+    expect(mod.version() + '\n').toBe(cli(['version']).stdout);
+    expect(mod.presets_json() + '\n').toBe(cli(['presets']).stdout);
+  });
+
+  const names: string[] = [];
+  it('lists scenario presets', async () => {
+    const m = await loadModule();
+    const list = JSON.parse(m.presets_json()).scenarios.map((s: { name: string }) => s.name);
+    expect(list).toContain('default');
+    names.push(...list);
+  });
+
+  it('gives byte-identical results for every scenario preset', { timeout: 600_000 }, () => {
+    expect(names.length).toBeGreaterThan(0);
+    for (const name of names) {
+      const text = mod.preset_text('scenario', name);
+      const file = join(dir, `${name}.json`);
+      writeFileSync(file, text);
+      const native = cli(['simulate', file]);
+      const wasm = mod.simulate_json(text, false, false, false);
+      expect(wasm + '\n', `scenario ${name}`).toBe(native.stdout);
+      // The CLI exits 0 exactly when the result is ok (2 for invalid input).
+      expect(native.status === 0, `scenario ${name} exit status ${native.status}`).toBe(JSON.parse(wasm).ok === true);
+    }
+  });
+
+  it('gives the same timeline and memory curves for the default scenario', { timeout: 300_000 }, () => {
+    const text = mod.preset_text('scenario', 'default');
+    const file = join(dir, 'default-timeline.json');
+    writeFileSync(file, text);
+    const native = cli(['simulate', file, '--timeline', '--memory-curve']);
+    const wasm = mod.simulate_json(text, true, true, false);
+    expect(wasm.length + 1).toBe(native.stdout.length);
+    expect(wasm + '\n' === native.stdout).toBe(true);
+  });
+
+  it('returns errors as JSON instead of aborting', () => {
+    const bad = JSON.parse(mod.show_json('{"model": '));
+    expect(bad.ok).toBe(false);
+    expect(bad.error.code).toBe('invalid_json');
+    const invalid = JSON.parse(mod.simulate_json(JSON.stringify({ ...JSON.parse(mod.preset_text('scenario', 'default')), strategy: { tp: 3 } }), false, false, false));
+    expect(invalid.ok).toBe(false);
+    expect(invalid.error.path).toMatch(/^strategy/);
+    const unknown = JSON.parse(mod.preset_text('scenario', 'no-such-scenario'));
+    expect(unknown).toMatchObject({ ok: false, error: { code: 'unknown_preset' } });
+    // the module still works after errors
+    expect(JSON.parse(mod.presets_json()).scenarios.length).toBeGreaterThan(0);
+  });
+});

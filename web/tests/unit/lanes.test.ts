@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { parseJsonWithPosition } from '../../src/advanced';
+import { fittingDp, getPath, setPath, strategyLabel } from '../../src/config_model';
+import { controlForPath } from '../../src/controls';
+import { spansFromObjects } from '../../src/result';
+import { parseValues } from '../../src/sweep';
+import { buildLanes, firstVisible, spanAt } from '../../src/timeline/lanes';
+
+const objects = [
+  { rank: 1, stream: 'compute', name: 'b', kind: 'forward', mb: 0, start_s: 0.0, end_s: 1.0 },
+  { rank: 0, stream: 'tp_comm', name: 'ar', kind: 'all_reduce', mb: 0, start_s: 0.5, end_s: 0.6 },
+  { rank: 0, stream: 'compute', name: 'f1', kind: 'forward', mb: 1, start_s: 2.0, end_s: 3.0 },
+  { rank: 0, stream: 'compute', name: 'f0', kind: 'forward', mb: 0, start_s: 0.0, end_s: 1.0 },
+  { rank: 0, stream: 'compute', name: 'opt', kind: 'optimizer', mb: -1, start_s: 3.0, end_s: 3.5 },
+];
+
+describe('columnar spans and lanes', () => {
+  const spans = spansFromObjects(objects);
+
+  it('interns strings into columns', () => {
+    expect(spans.n).toBe(5);
+    expect(spans.kinds).toEqual(['forward', 'all_reduce', 'optimizer']);
+    expect(spans.streams).toEqual(['compute', 'tp_comm']);
+    expect(Array.from(spans.mb)).toEqual([0, 0, 1, 0, -1]);
+    expect(spans.start).toBeInstanceOf(Float64Array);
+  });
+
+  it('groups spans into lanes by rank then stream order, sorted by start', () => {
+    const idx = buildLanes(spans, ['compute', 'tp_comm', 'dp_comm', 'pp_comm']);
+    expect(idx.lanes.map((l) => [l.rank, spans.streams[l.stream], l.to - l.from])).toEqual([
+      [0, 'compute', 3],
+      [0, 'tp_comm', 1],
+      [1, 'compute', 1],
+    ]);
+    expect(Array.from(idx.order.slice(0, 3)).map((i) => objects[i].name)).toEqual(['f0', 'f1', 'opt']);
+    expect(idx.maxEnd).toBe(3.5);
+  });
+
+  it('finds the first visible span and the span under a time', () => {
+    const idx = buildLanes(spans, ['compute']);
+    const lane = idx.lanes[0];
+    expect(objects[idx.order[firstVisible(idx, lane, 0.5)]].name).toBe('f0'); // f0 covers 0.5
+    expect(objects[idx.order[firstVisible(idx, lane, 1.5)]].name).toBe('f1'); // gap: next one
+    expect(objects[idx.order[spanAt(idx, lane, 2.5, 0)]].name).toBe('f1');
+    expect(spanAt(idx, lane, 1.5, 0.1)).toBe(-1);
+    expect(objects[idx.order[spanAt(idx, lane, 1.95, 0.1)]].name).toBe('f1');
+  });
+});
+
+describe('config helpers', () => {
+  it('reads and writes dotted paths without touching the original', () => {
+    const c = { strategy: { tp: 4 } };
+    const d = setPath(c, 'strategy.pp', 2);
+    expect(c).toEqual({ strategy: { tp: 4 } });
+    expect(getPath(d, 'strategy.pp')).toBe(2);
+    expect(getPath(setPath(d, 'strategy.tp', undefined), 'strategy')).toEqual({ pp: 2 });
+    expect(getPath(setPath({ cluster: 'dgx-h100' }, 'cluster.nodes', 2), 'cluster')).toEqual({ nodes: 2 });
+  });
+
+  it('fits dp to the GPU count', () => {
+    expect(fittingDp(32, { tp: 4, pp: 2 })).toBe(4);
+    expect(fittingDp(32, { tp: 3, pp: 2 })).toBeNull();
+    expect(fittingDp(8, { tp: 8 })).toBe(1);
+  });
+
+  it('names a strategy briefly', () => {
+    expect(strategyLabel({ strategy: { tp: 4, pp: 2, dp: 4, micro_batch: 1, schedule: '1f1b', zero: 1 } })).toBe('TP4 · PP2 · DP4 · mb1 · 1f1b · ZeRO-1');
+  });
+
+  it('puts an error next to the control its path names', () => {
+    expect(controlForPath('strategy.tp')).toBe('strategy.tp');
+    expect(controlForPath('cluster.nodes')).toBe('cluster.nodes');
+    expect(controlForPath('cluster.gpu.memory_GiB')).toBe('cluster');
+    expect(controlForPath('model.layers')).toBe('model');
+    expect(controlForPath('strategy')).toBeNull();
+    expect(controlForPath('strategy.overrides[0].stage')).toBeNull();
+  });
+
+  it('parses sweep values', () => {
+    expect(parseValues('1, 2 4;8')).toEqual([1, 2, 4, 8]);
+    expect(parseValues('1, two')).toBeNull();
+    expect(parseValues('')).toBeNull();
+  });
+
+  it('names the line and column of a JSON syntax error', () => {
+    const r = parseJsonWithPosition('{\n  "a": 1,\n  "b": }');
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.message).toMatch(/line 3/);
+  });
+});
+
+describe('JSON errors', () => {
+  it('finds the first error with line and column', async () => {
+    const { findJsonError } = await import('../../src/json_error');
+    expect(findJsonError('{"a": [1, 2, {"b": null}], "c": "x\\n", "d": -1.5e3}')).toBeNull();
+    expect(findJsonError('{\n  "a": 1,\n  "b": }')).toMatchObject({ line: 3, column: 8 });
+    expect(findJsonError('{"a": 1,}')?.message).toMatch(/trailing comma/);
+    expect(findJsonError('{a: 1}')?.message).toMatch(/key/);
+    expect(findJsonError('{"a": tru}')).toMatchObject({ line: 1, column: 7 });
+    expect(findJsonError('{"a": 1} x')?.message).toMatch(/after the end/);
+    expect(findJsonError('"abc')?.message).toMatch(/unterminated/);
+  });
+});
