@@ -229,6 +229,30 @@ TEST_CASE("compute beside communication is slowed by the interference factor") {
   CHECK(tr.ranks[1].exposed_comm_s == doctest::Approx(c).epsilon(1e-9));
 }
 
+TEST_CASE("an interference that starts midway moves the end time by the slowed part only") {
+  // compute_slowdown_with_comm = 1.5. Rank 0 computes d from 0; rank 1 computes e < d, then the
+  // 2-GPU all-reduce (c = S/240e9 + latency) starts at e on both ranks and ends at e + c < d.
+  // Rank 0's kernel runs at full speed on [0, e], at 1/1.5 on [e, e + c], then full speed:
+  // end = d + c - c/1.5 = d + c/3, whatever e is.
+  ClusterSpec cl = test_cluster(1, 2, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.5;
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const double S = 240e6;
+  const int x = g.add_task(compute_task(0, 8e12), {});
+  const int y = g.add_task(compute_task(1, 1e12), {});
+  const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm, {{}, {y}});
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 8e12), e = duration(cost, 1e12);
+  const double c = S / kNvlink_Bps + plan_collective(topo, CollectiveKind::AllReduce, {0, 1}, S).latency_s;
+  REQUIRE(e + c < d);
+  CHECK(tr.task_start_s[static_cast<size_t>(ar[0])] == doctest::Approx(e).epsilon(1e-12));
+  CHECK(tr.task_end_s[static_cast<size_t>(x)] == doctest::Approx(d + c / 3).epsilon(1e-9));
+  // Rank 1's kernel ended before the all-reduce began: not slowed.
+  CHECK(tr.task_end_s[static_cast<size_t>(y)] == doctest::Approx(e).epsilon(1e-12));
+}
+
 TEST_CASE("communication beside compute is slowed by its factor") {
   // comm_slowdown_with_compute = 2. A 2-GPU all-reduce of S = 2.4e9 B alone moves each flow
   // in f = S/240e9 = 10 ms. Rank 0 computes for d < 2f at the same time: the flows progress
