@@ -482,24 +482,18 @@ class Builder {
     last_compute_ = b;
     if (p.has_weights()) last_weight_compute_ = b;
     for (size_t k = 0; k < o.inputs.size(); ++k) grad_providers_[grad_key(mb, o.inputs[k].tensor, op)] = b;
-    // Gradients of inputs produced on another rank go back to it, once per tensor, after the
-    // last (in backward order) of this chunk's consumers.
+    // Gradients of inputs produced on another rank go back to it once per tensor. As in
+    // Megatron's schedules, the send is issued when the backward step of the chunk returns
+    // (after its weight gradients too, unless the schedule splits them off): see end_backward_pass.
     for (size_t k = 0; k < o.inputs.size(); ++k) {
       const int t = o.inputs[k].tensor;
       const int prod = g_.tensors[t].producer;
       if (prod < 0 || chunk_is_local(plans_[prod].chunk)) continue;
-      const int my_chunk = p.chunk;
       int first_consumer = -1;
       for (const auto& [c_op, kk] : consumers_[t])
-        if (plans_[c_op].chunk == my_chunk) { first_consumer = c_op; break; }
+        if (plans_[c_op].chunk == p.chunk) { first_consumer = c_op; break; }
       if (first_consumer != op) continue;
-      int dep = b;
-      std::vector<int> all;
-      for (const auto& [c_op, kk] : consumers_[t])
-        if (plans_[c_op].chunk == my_chunk) all.push_back(grad_providers_.at(grad_key(mb, t, c_op)));
-      if (all.size() > 1) dep = *std::max_element(all.begin(), all.end());
-      emit_send(gpu_of_chunk(plans_[prod].chunk), t, mb, true,
-                tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), labels_[op], dep, plans_[prod].chunk);
+      pending_grad_sends_.push_back({t, prod, tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), labels_[op]});
     }
     if (w_here) {
       if (split_w) w_grad_deps_[wkey(mb, op)] = grad_deps;
@@ -507,6 +501,19 @@ class Builder {
     } else if (p.has_weights() && ++w_done_[op] == tree_.micro_batches) {
       weights_final(op, b);
     }
+  }
+
+  struct GradSend {
+    int tensor, producer;
+    double bytes;
+    int label;
+  };
+
+  void end_backward_pass(int mb) {
+    for (const GradSend& gs : pending_grad_sends_)
+      emit_send(gpu_of_chunk(plans_[gs.producer].chunk), gs.tensor, mb, true, gs.bytes, gs.label, last_compute_,
+                plans_[gs.producer].chunk);
+    pending_grad_sends_.clear();
   }
 
   static uint64_t wkey(int mb, int op) { return (static_cast<uint64_t>(mb) << 32) | static_cast<uint64_t>(op); }
@@ -707,6 +714,7 @@ class Builder {
         for (int op : ops) forward_op(op, pass.micro_batch, kFwd);
       } else if (pass.kind == PassKind::B) {
         for (auto it = ops.rbegin(); it != ops.rend(); ++it) backward_op(*it, pass.micro_batch, split);
+        end_backward_pass(pass.micro_batch);
       } else {
         for (auto it = ops.rbegin(); it != ops.rend(); ++it)
           if (has_w(*it)) weight_grad(*it, pass.micro_batch, w_grad_deps_.at(wkey(pass.micro_batch, *it)));
@@ -749,6 +757,7 @@ class Builder {
   std::vector<const WeightPlan*> weight_plan_of_tensor_;
   std::vector<int> grad_sync_tasks_;
   std::vector<MemEvent> pending_weight_alloc_;
+  std::vector<GradSend> pending_grad_sends_;
   int last_compute_ = -1, last_weight_compute_ = -1;
 
   // across ranks
