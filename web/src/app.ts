@@ -50,6 +50,12 @@ export class App {
   private debounce = 0;
   private running = false;
   private simStart = 0;
+  /** Draw times of the timeline widget with n synthetic spans (for tests and the console). */
+  async benchmarkTimeline(n = 100_000): Promise<{ full: number; zoomed: number; deep: number; spans: number }> {
+    const { benchmarkTimeline } = await import('./timeline/bench');
+    return benchmarkTimeline(n);
+  }
+
   /** The timeline tab (for tests and the console). */
   timelineView(): TimelineView {
     return this.timeline;
@@ -338,6 +344,7 @@ export class App {
   private setStatus(text: string, kind: 'ok' | 'busy' | 'warn' | 'error'): void {
     const el = $('#status');
     el.textContent = text;
+    el.title = text;
     el.dataset.kind = kind;
   }
 

@@ -69,7 +69,8 @@ export class TimelineView {
           const mb = s.mb[i];
           const letter = PHASE_LETTER[kind];
           if (letter) return mb >= 0 ? `${letter}${mb}` : letter;
-          return mb >= 0 ? String(mb) : null;
+          // Pipeline transfers carry a micro-batch; TP/DP collectives are too many to label.
+          return kind === 'send_recv' && mb >= 0 ? String(mb) : null;
         },
         tooltip: (s, i) => {
           const rows: [string, string][] = [

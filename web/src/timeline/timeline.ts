@@ -37,6 +37,8 @@ type Row =
   | { type: 'lane'; y: number; h: number; lane: Lane; first: boolean; last: boolean; index: number }
   | { type: 'memory'; y: number; h: number; curve: MemoryCurve };
 
+type Label = { x: number; y: number; w: number; h: number; i: number };
+
 const AXIS_H = 26;
 const FONT = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 const FONT_BOLD = '600 11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
@@ -148,6 +150,13 @@ export class Timeline {
     this.root.remove();
   }
 
+  /** Draws synchronously now (for measurements; interactions use requestDraw). */
+  drawNow(): void {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.draw();
+  }
+
   /** Schedules one redraw on the next animation frame (many calls, one draw). */
   requestDraw(): void {
     if (this.frame) return;
@@ -253,6 +262,9 @@ export class Timeline {
     // vertical grid lines
     ctx.fillStyle = '#eef0f3';
     for (const t of ticks.values) ctx.fillRect(Math.round(s.toPx(t)), AXIS_H, 1, h - AXIS_H);
+    // Spans go into one path per kind (filled once per frame), labels are drawn last.
+    const paths: (Path2D | undefined)[] = new Array(this.kindColor.length);
+    const labels: Label[] = [];
     const firstRow = this.rowAtY(top + AXIS_H);
     for (let r = Math.max(0, firstRow); r < this.rows.length; ++r) {
       const row = this.rows[r];
@@ -260,9 +272,19 @@ export class Timeline {
       if (y > h) break;
       if (y + row.h < AXIS_H) continue;
       if (row.type === 'group') this.drawGroup(row, y);
-      else if (row.type === 'lane') this.drawLane(row, y);
+      else if (row.type === 'lane') this.drawLane(row, y, paths, labels);
       else this.drawMemory(row, y);
     }
+    ctx.beginPath();
+    ctx.rect(s.x0, AXIS_H, s.width, h - AXIS_H);
+    ctx.clip();
+    for (let k = 0; k < paths.length; ++k) {
+      const p = paths[k];
+      if (!p) continue;
+      ctx.fillStyle = this.kindColor[k];
+      ctx.fill(p);
+    }
+    this.drawLabels(labels);
     ctx.restore();
     this.drawAxis(ticks);
   }
@@ -277,7 +299,7 @@ export class Timeline {
     ctx.fillText(row.text, 8, y + row.h / 2 + 0.5);
   }
 
-  private drawLane(row: Extract<Row, { type: 'lane' }>, y: number): void {
+  private drawLane(row: Extract<Row, { type: 'lane' }>, y: number, paths: (Path2D | undefined)[], labels: Label[]): void {
     const ctx = this.ctx;
     const s = this.scaleValue;
     const lane = row.lane;
@@ -291,28 +313,43 @@ export class Timeline {
     }
     ctx.font = FONT;
     ctx.fillStyle = '#6b7480';
-    const sl = this.opts.streamLabel?.(streamName) ?? streamName;
     ctx.textAlign = 'right';
-    ctx.fillText(sl, this.gutter - 8, y + row.h / 2 + 0.5);
+    ctx.fillText(this.opts.streamLabel?.(streamName) ?? streamName, this.gutter - 8, y + row.h / 2 + 0.5);
     ctx.textAlign = 'left';
     // lane background
     ctx.fillStyle = row.index % 2 ? '#fafbfc' : '#f4f6f8';
     ctx.fillRect(s.x0, y, s.width, row.h);
 
-    ctx.save();
-    ctx.beginPath();
-    ctx.rect(s.x0, y, s.width, row.h);
-    ctx.clip();
     const idx = this.idx;
     const order = idx.order;
     const kind = this.spans.kind;
+    const mbs = this.spans.mb;
     const pps = s.pxPerSecond;
-    let k = firstVisible(idx, lane, s.t0);
-    let lastFill = '';
+    const top = y + 1;
+    const hh = row.h - 2;
+    const xMin = s.x0 - 2;
+    const xMax = s.x1 + 2;
+    // Narrow rects of one kind that touch are merged before they go into the path.
+    let pk = -1;
+    let px0 = 0;
+    let px1 = 0;
+    const put = (k: number, x0: number, x1: number, merge: boolean) => {
+      if (merge && k === pk && x0 <= px1 + 0.01) {
+        if (x1 > px1) px1 = x1;
+        return;
+      }
+      if (pk >= 0) (paths[pk] ??= new Path2D()).rect(px0, top, px1 - px0, hh);
+      if (merge) {
+        pk = k;
+        px0 = x0;
+        px1 = x1;
+      } else {
+        pk = -1;
+        (paths[k] ??= new Path2D()).rect(x0, top, x1 - x0, hh);
+      }
+    };
     // Labels go on runs of touching spans of one kind and micro-batch ("F3" over all the
     // ops of micro-batch 3's forward pass), only where the run is wide enough.
-    const labels: { x: number; w: number; i: number }[] = [];
-    const mbs = this.spans.mb;
     let runKey = -1;
     let runX0 = 0;
     let runX1 = 0;
@@ -321,7 +358,7 @@ export class Timeline {
       if (runKey < 0) return;
       const a = Math.max(runX0, s.x0);
       const b = Math.min(runX1, s.x1);
-      if (b - a >= MIN_LABEL_PX + 6) labels.push({ x: a, w: b - a, i: runI });
+      if (b - a >= MIN_LABEL_PX + 6) labels.push({ x: a, y, h: row.h, w: b - a, i: runI });
     };
     const extend = (i: number, x0: number, x1: number) => {
       const key = kind[i] * 1_000_003 + (mbs[i] + 1);
@@ -335,44 +372,45 @@ export class Timeline {
       runX1 = x1;
       runI = i;
     };
+    let k = firstVisible(idx, lane, s.t0);
     while (k < lane.to && idx.start[k] < s.t1) {
       const i = order[k];
-      const x0 = s.x0 + (idx.start[k] - s.t0) * pps;
-      const x1 = s.x0 + (idx.end[k] - s.t0) * pps;
-      const color = this.kindColor[kind[i]];
-      if (color !== lastFill) {
-        ctx.fillStyle = color;
-        lastFill = color;
-      }
+      const x0 = Math.max(xMin, s.x0 + (idx.start[k] - s.t0) * pps);
+      const x1 = Math.min(xMax, s.x0 + (idx.end[k] - s.t0) * pps);
       if (x1 - x0 >= 1) {
-        const gap = x1 - x0 > 8 ? 1 : 0;
-        ctx.fillRect(x0, y + 1, x1 - x0 - gap, row.h - 2);
+        const wide = x1 - x0 > 8;
+        put(kind[i], x0, wide ? x1 - 1 : x1, !wide); // a 1 px gap separates wide spans
         extend(i, x0, x1);
         ++k;
       } else {
         // Sub-pixel: fill this pixel column once and skip every span that starts inside it.
         const col = Math.floor(x0);
-        ctx.fillRect(col, y + 1, 1, row.h - 2);
+        put(kind[i], col, col + 1, true);
         extend(i, col, col + 1);
         const next = lowerBound(idx.start, s.t0 + (col + 1 - s.x0) / pps, k + 1, lane.to);
         // Spans in a stream do not overlap: only the last skipped one can reach past the column.
         k = next > k + 1 && s.x0 + (idx.end[next - 1] - s.t0) * pps > col + 1 ? next - 1 : next;
       }
     }
+    put(-1, 0, 0, true);
     flush();
-    if (this.opts.label && labels.length) {
-      ctx.font = FONT;
-      ctx.textBaseline = 'middle';
-      for (const l of labels) {
-        const text = this.opts.label(this.spans, l.i);
-        if (!text) continue;
-        const tw = this.measure(text);
-        if (tw + 4 > l.w) continue;
-        ctx.fillStyle = this.kindText[kind[l.i]];
-        ctx.fillText(text, l.x + (l.w - tw) / 2, y + row.h / 2 + 0.5);
-      }
+  }
+
+  private drawLabels(labels: Label[]): void {
+    if (!this.opts.label || labels.length === 0) return;
+    const ctx = this.ctx;
+    ctx.font = FONT;
+    ctx.textBaseline = 'middle';
+    let lastFill = '';
+    for (const l of labels) {
+      const text = this.opts.label(this.spans, l.i);
+      if (!text) continue;
+      const tw = this.measure(text);
+      if (tw + 4 > l.w) continue;
+      const fill = this.kindText[this.spans.kind[l.i]];
+      if (fill !== lastFill) ctx.fillStyle = lastFill = fill;
+      ctx.fillText(text, l.x + (l.w - tw) / 2, l.y + l.h / 2 + 0.5);
     }
-    ctx.restore();
   }
 
   private drawMemory(row: Extract<Row, { type: 'memory' }>, y: number): void {
