@@ -68,7 +68,9 @@ TEST_CASE("a uniform pipeline with free communication has the textbook bubble") 
   CHECK(pipeline_bubble(2, 6, "1f1b", 1) == doctest::Approx(1.0 / 7).epsilon(0.01));
   // Interleaved with v chunks: (p-1)/(v m + p-1). p=4, m=8, v=2: 3/19.
   CHECK(pipeline_bubble(4, 8, "interleaved-1f1b", 2) == doctest::Approx(3.0 / 19).epsilon(0.01));
-  // ZB-H1 fills the cool-down with weight-gradient passes: strictly less bubble than 1F1B.
+  // ZB-H1 runs weight-gradient passes where 1F1B waits: at least 20% less bubble (26% here:
+  // 0.20 vs 0.27; the paper's ideal of a third of the bubble *time* needs deferring more W
+  // passes than the memory bound of schedule.h allows).
   CHECK(pipeline_bubble(4, 8, "zb-h1", 1) < 0.8 * (3.0 / 11));
 }
 

@@ -3,10 +3,11 @@
 //   gpipe:            all forwards, then all backwards.
 //   1f1b:             p-s-1 warm-up forwards, then one forward / one backward, then the rest.
 //   interleaved-1f1b: Megatron's schedule over v model chunks per stage (needs m % p == 0).
-//   zb-h1:            1f1b with the backward split into B (input grad) and W (weight grad);
-//                     W passes are deferred by p-s-1 slots to fill the cool-down bubble, as
-//                     in Qi et al. 2023 ("Zero Bubble Pipeline Parallelism", ZB-H1), keeping
-//                     1f1b's peak number of in-flight micro-batches.
+//   zb-h1:            the backward split into B (input grad) and W (weight grad), as in Qi et
+//                     al. 2023 ("Zero Bubble Pipeline Parallelism", ZB-H1): the order comes
+//                     from playing unit-time passes with B first (the critical path), then F
+//                     while fewer than p-s micro-batches await their B (1F1B's limit), then a
+//                     pending W, at most p-s-1 of which may wait (so memory stays near 1F1B's).
 #pragma once
 #include <string>
 #include <vector>
