@@ -43,6 +43,11 @@ struct StrategyTree {
   int stage_of_chunk(int chunk) const { return chunk % stages; }
 };
 
+// The op dim (index into op.dims) each mesh axis splits for `op` under `config`: the first
+// name of the axis's list that the op has (-1: the op is replicated along that axis). The
+// MoE dispatch routes each rank's own tokens, so it is never split by expert.
+std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& config, const Mesh& mesh);
+
 // Builds the tree; throws Error("invalid_config", "strategy.overrides[i].path", ...) when an
 // override matches no module or names a dim no op of its modules has.
 StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph);

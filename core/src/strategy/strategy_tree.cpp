@@ -25,6 +25,19 @@ std::vector<int> split_layers(int layers, int chunks) {
   return out;
 }
 
+std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& cfg, const Mesh& mesh) {
+  std::array<int, kNumMeshAxes> out{-1, -1, -1, -1, -1};
+  for (int a = 0; a < kNumMeshAxes; ++a) {
+    if (a == kAxisPp || mesh.size[a] <= 1) continue;
+    for (const std::string& name : cfg.axis_dims[a]) {
+      if (op.kind == OpKind::Dispatch && name == "expert") continue;
+      const int d = op.find_dim(name);
+      if (d >= 0) { out[a] = d; break; }
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
@@ -186,18 +199,60 @@ std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph) {
     d += std::string(" recompute=") + to_string(c.recompute);
     return d;
   };
-  // Print a node when it sets something, is a top-level module, or is a layer.
+  // Top-level modules, layers (runs of consecutive layers on one chunk collapsed), nodes that
+  // set something, and the ops of the first layer with the dims each mesh axis splits there.
+  auto depth_of = [&](int m) {
+    int depth = 0;
+    for (int p = graph.modules[m].parent; p >= 0; p = graph.modules[p].parent) ++depth;
+    return depth;
+  };
+  auto where = [&](const StrategyNode& node) {
+    std::string w = "[stage " + std::to_string(tree.stage_of_chunk(node.config.chunk));
+    if (tree.virtual_stages > 1) w += ", chunk " + std::to_string(node.config.chunk);
+    return w + "]";
+  };
+  const int first_layer = [&] {
+    for (size_t m = 0; m < graph.modules.size(); ++m)
+      if (graph.modules[m].kind == "layer") return static_cast<int>(m);
+    return -1;
+  }();
   for (size_t m = 0; m < graph.modules.size(); ++m) {
     const Module& mod = graph.modules[m];
     const StrategyNode& node = tree.nodes[m];
-    int depth = 0;
-    for (int p = mod.parent; p >= 0; p = graph.modules[p].parent) ++depth;
-    const bool show = m == 0 || depth <= 1 || mod.kind == "layer" || !node.set.empty();
-    if (!show) continue;
-    out << std::string(static_cast<size_t>(depth) * 2, ' ') << (m == 0 ? "(model)" : mod.path) << "  [stage "
-        << tree.stage_of_chunk(node.config.chunk);
-    if (tree.virtual_stages > 1) out << ", chunk " << node.config.chunk;
-    out << "]";
+    const int depth = depth_of(static_cast<int>(m));
+    const std::string indent(static_cast<size_t>(depth) * 2, ' ');
+    if (mod.kind == "layer") {
+      // Collapse a run of sibling layers with the same chunk and nothing set.
+      size_t last = m;
+      for (size_t n = m + 1; n < graph.modules.size(); ++n) {
+        const Module& other = graph.modules[n];
+        if (other.parent == mod.parent && other.kind == "layer") {
+          if (tree.nodes[n].config.chunk != node.config.chunk || !tree.nodes[n].set.empty()) break;
+          last = n;
+        }
+      }
+      out << indent << mod.path;
+      if (last != m) out << " .. " << graph.modules[last].path;
+      out << "  " << where(node) << "\n";
+      if (static_cast<int>(m) == first_layer) {
+        // What the macros resolve to inside one layer, op by op.
+        for (size_t i = 0; i < graph.ops.size(); ++i) {
+          const Op& op = graph.ops[i];
+          if (graph.modules[op.module].layer != mod.layer) continue;
+          const auto dims = resolve_op_axis_dims(op, tree.nodes[op.module].config, tree.mesh);
+          std::string split;
+          for (int a = 1; a < kNumMeshAxes; ++a)
+            if (dims[a] >= 0) split += std::string(" ") + axis_name(MeshAxis(a)) + "->" + op.dims[dims[a]].name;
+          out << indent << "    " << graph.modules[op.module].path << "." << op.name << ":"
+              << (split.empty() ? " replicated" : split) << "\n";
+        }
+      }
+      m = last;
+      continue;
+    }
+    const bool show = m == 0 || depth <= 1 || !node.set.empty() || graph.modules[mod.parent].kind != "layer";
+    if (!show || (depth > 1 && graph.modules[mod.parent].kind == "layer")) continue;
+    out << indent << (m == 0 ? "(model)" : mod.path) << "  " << where(node);
     if (m == 0 || !node.set.empty()) out << describe(node.config);
     for (const auto& what : node.set) out << "  (sets " << what << ")";
     out << "\n";
