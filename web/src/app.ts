@@ -29,7 +29,8 @@ interface Current {
 
 export class App {
   private sim!: Engine; // runs the simulation shown on the page (cancellable)
-  private aux!: Engine; // validation, presets, trees, traces
+  private aux!: Engine; // presets, trees, traces
+  private checker!: Engine; // validation (cancelled when a newer config arrives)
   private sweepEngine: Engine | null = null;
   private module!: WebAssembly.Module;
   private loaderUrl = '';
@@ -72,6 +73,7 @@ export class App {
       this.timing.compiled = performance.now();
       this.sim = new Engine(this.module, this.loaderUrl);
       this.aux = new Engine(this.module, this.loaderUrl);
+      this.checker = new Engine(this.module, this.loaderUrl);
       this.presets = await this.aux.call({ op: 'presets' });
       this.timing.presets = performance.now();
     } catch (e) {
@@ -226,8 +228,9 @@ export class App {
   /** Validates the config in the aux worker and shows the error by its control. */
   private async check(): Promise<void> {
     const seq = ++this.checkSeq;
+    if (this.checker.busy) this.checker.cancel(); // an older config: its answer no longer matters
     try {
-      const r = await this.aux.call({ op: 'check', config: JSON.stringify(this.config) });
+      const r = await this.checker.call({ op: 'check', config: JSON.stringify(this.config) });
       if (seq !== this.checkSeq) return;
       this.resolved = r.resolved;
       this.controls.showError(null);

@@ -2,12 +2,13 @@
 // shows errors where they belong, draws the timeline, shares links, and stays usable.
 // Screenshots of the main views go to web/test-results/ (look at them).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeConfig } from '../../src/share';
-import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, DIST, startSession, startStaticServer, waitForResult, type Session } from '../support/browser';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
 const CARD_KEYS = ['iteration_time_s', 'tokens_per_s', 'model_tflops_per_gpu', 'mfu', 'peak_memory_GiB'];
@@ -283,6 +284,27 @@ describe('the page in Chromium', () => {
     await waitForNewResult(page, status);
     const c = await cards(page);
     for (const k of CARD_KEYS) expect(c[k], k).toBe(native[k]);
+  });
+
+  it('works from a sub-path of another static host, fetching only its own files', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'proteus-host-'));
+    cpSync(DIST, join(root, 'deep', 'sub', 'path'), { recursive: true });
+    writeFileSync(join(root, 'index.html'), 'another site');
+    const server = await startStaticServer(root, 0);
+    const other = await s.context.newPage();
+    const requests: string[] = [];
+    other.on('request', (r) => requests.push(r.url()));
+    try {
+      await other.goto(server.url + 'deep/sub/path/');
+      await waitForResult(other);
+      const c = await cards(other);
+      for (const k of CARD_KEYS) expect(c[k], k).toBe(native[k]);
+      expect(requests.filter((u) => !u.startsWith(server.url + 'deep/sub/path/') && !u.startsWith('blob:') && !u.startsWith('data:'))).toEqual([]);
+    } finally {
+      await other.close();
+      await server.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('logs no errors and no Content-Security-Policy violations', () => {

@@ -7,6 +7,8 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 // @ts-expect-error plain ESM helper without types
 import { startStaticServer } from '../../scripts/static-server.mjs';
 
+export { startStaticServer };
+
 export const WEB = resolve(__dirname, '..', '..');
 export const DIST = join(WEB, 'dist');
 export const ARTIFACTS = join(WEB, 'test-results');
