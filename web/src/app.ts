@@ -29,8 +29,8 @@ interface Current {
 
 export class App {
   private sim!: Engine; // runs the simulation shown on the page (cancellable)
-  private aux!: Engine; // presets, trees, traces
-  private checker!: Engine; // validation (cancelled when a newer config arrives)
+  private auxEngine: Engine | null = null; // trees, traces, scenario texts
+  private checkEngine: Engine | null = null; // validation (cancelled when a newer config arrives)
   private sweepEngine: Engine | null = null;
   private module!: WebAssembly.Module;
   private loaderUrl = '';
@@ -51,6 +51,14 @@ export class App {
   private debounce = 0;
   private running = false;
   private simStart = 0;
+  private get aux(): Engine {
+    return (this.auxEngine ??= new Engine(this.module, this.loaderUrl));
+  }
+
+  private get checker(): Engine {
+    return (this.checkEngine ??= new Engine(this.module, this.loaderUrl));
+  }
+
   /** Draw times of the timeline widget with n synthetic spans (for tests and the console). */
   async benchmarkTimeline(n = 100_000): Promise<{ full: number; zoomed: number; deep: number; spans: number }> {
     const { benchmarkTimeline } = await import('./timeline/bench');
@@ -71,10 +79,10 @@ export class App {
     try {
       this.module = await compileModule(new URL('wasm/proteus.wasm', base).href);
       this.timing.compiled = performance.now();
+      // One worker first: the others start after the first result, so that they do not
+      // compete with it for the CPU.
       this.sim = new Engine(this.module, this.loaderUrl);
-      this.aux = new Engine(this.module, this.loaderUrl);
-      this.checker = new Engine(this.module, this.loaderUrl);
-      this.presets = await this.aux.call({ op: 'presets' });
+      this.presets = await this.sim.call({ op: 'presets' });
       this.timing.presets = performance.now();
     } catch (e) {
       this.fatal(`The simulator could not be loaded: ${e instanceof Error ? e.message : String(e)}`);
@@ -83,7 +91,7 @@ export class App {
     this.build();
     window.addEventListener('hashchange', () => void this.loadFromLocation());
     await this.loadFromLocation();
-    $('#version').textContent = `v${this.aux.version}`;
+    $('#version').textContent = `v${this.sim.version}`;
     document.body.classList.add('ready');
   }
 
@@ -152,7 +160,9 @@ export class App {
 
   private async loadScenario(name: string): Promise<void> {
     try {
-      const text = await this.aux.call({ op: 'preset', kind: 'scenario', name });
+      // Before the first result the simulation worker is idle and already loaded.
+      const engine = this.current || this.running ? this.aux : this.sim;
+      const text = await engine.call({ op: 'preset', kind: 'scenario', name });
       this.scenarioName = name;
       this.setConfig(JSON.parse(text), { modified: false });
     } catch (e) {
@@ -275,10 +285,15 @@ export class App {
     this.setStatus('Simulating…', 'busy');
     this.sim
       .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true })
-      .then(({ text, result }) => {
+      .then(({ text, result, ms: workerMs }) => {
         if (seq !== this.simSeq) return;
         then?.();
-        this.timing.firstResult ??= performance.now();
+        if (this.timing.firstResult === undefined) {
+          this.timing.firstResult = performance.now();
+          this.timing.firstSimulate = workerMs.simulate;
+          this.timing.firstParse = workerMs.parse;
+          this.timing.firstStart = this.simStart;
+        }
         const ms = performance.now() - this.simStart;
         this.current = { config, text, result, ms };
         this.render();

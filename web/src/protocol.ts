@@ -25,7 +25,7 @@ export interface Answers {
   preset: string;
   check: { resolved: Record<string, any> };
   tree: string;
-  simulate: { text: string; result: SimResult };
+  simulate: { text: string; result: SimResult; ms: { simulate: number; parse: number } };
   trace: string;
 }
 

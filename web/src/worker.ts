@@ -82,10 +82,13 @@ function call(m: CallMessage): void {
         return e ? fail(e) : ok(t);
       }
       case 'simulate': {
+        const t0 = performance.now();
         const text = mod.simulate_json(m.config, m.timeline, m.timeline, false);
+        const t1 = performance.now();
         const parsed = parseResult(text);
         if (!parsed.ok) return fail({ error: parsed.error });
-        return ok({ text, result: parsed.result }, transferables(parsed.result));
+        const ms = { simulate: t1 - t0, parse: performance.now() - t1 };
+        return ok({ text, result: parsed.result, ms }, transferables(parsed.result));
       }
       case 'trace': {
         const t = mod.chrome_trace_json(m.config);
