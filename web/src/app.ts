@@ -229,10 +229,22 @@ export class App {
   }
 
   private describe(): void {
-    const name = typeof this.config.name === 'string' ? this.config.name : 'Custom configuration';
+    const name = typeof this.config.name === 'string' ? this.config.name : '';
     const desc = typeof this.config.description === 'string' ? this.config.description : '';
-    $('#scenario-title').textContent = this.modified && this.scenarioName ? `${name} — modified` : name;
-    $('#scenario-desc').textContent = desc;
+    if (name && !this.modified) {
+      $('#scenario-title').textContent = name;
+      $('#scenario-desc').textContent = desc;
+      return;
+    }
+    // Edited (or from a link): describe what is simulated now, and where it came from.
+    const modelName = presetOf(this.config.model);
+    const model = this.presets.models.find((m) => m.name === modelName)?.title ?? this.config.model?.name ?? modelName ?? 'Custom model';
+    const clusterName = presetOf(this.config.cluster);
+    const cluster = this.presets.clusters.find((c) => c.name === clusterName);
+    const nodes = getPath(this.config, 'cluster.nodes') ?? this.resolved?.cluster?.nodes;
+    const where = cluster ? `${nodes ?? ''}${nodes ? ' × ' : ''}${cluster.title ?? cluster.name}` : 'a custom cluster';
+    $('#scenario-title').textContent = `${model} on ${where}`;
+    $('#scenario-desc').textContent = `${strategyLabel(this.config, this.resolved)}${name ? ` — changed from the scenario “${name}”.` : '.'}`;
   }
 
   /** Validates the config in the aux worker and shows the error by its control. */

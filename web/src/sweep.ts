@@ -18,7 +18,6 @@ export const KNOBS: Knob[] = [
   { path: 'strategy.micro_batch', label: 'Micro-batch size', values: '1, 2, 4, 8' },
   { path: 'strategy.tp', label: 'Tensor parallel (tp)', values: '1, 2, 4, 8' },
   { path: 'strategy.pp', label: 'Pipeline parallel (pp)', values: '1, 2, 4, 8' },
-  { path: 'strategy.dp', label: 'Data parallel (dp)', values: '1, 2, 4, 8' },
   { path: 'strategy.cp', label: 'Context parallel (cp)', values: '1, 2, 4' },
   { path: 'cluster.nodes', label: 'Nodes', values: '1, 2, 4, 8, 16' },
   { path: 'training.global_batch', label: 'Global batch', values: '32, 64, 128, 256, 512' },

@@ -162,6 +162,8 @@ describe('the page in Chromium', () => {
     await setInput(page, '#ctl-strategy-tp', '2');
     await waitForNewResult(page, status);
     expect(await page.inputValue('#ctl-strategy-dp')).toBe('8');
+    expect(await page.textContent('#scenario-title')).toBe('Llama 3 8B on 4 × DGX H100 (8x H100 SXM5 80GB, NVSwitch), 8x NDR InfiniBand');
+    expect(await page.textContent('#scenario-desc')).toMatch(/^TP2 · PP2 · DP8 .* changed from the scenario “Llama 3 8B on 4 DGX H100 nodes/);
     const after = await cards(page);
     expect(after.iteration_time_s).not.toBe(before.iteration_time_s);
     expect(after.peak_memory_GiB).toBeGreaterThan(before.peak_memory_GiB); // half the TP split: more weights per GPU
@@ -228,7 +230,7 @@ describe('the page in Chromium', () => {
     const other = await s.context.newPage();
     await other.goto(s.url + '#' + encodeConfig(config));
     await waitForResult(other);
-    expect(await other.textContent('#scenario-title')).toContain('<img src=x');
+    expect(await other.textContent('#scenario-desc')).toContain('<img src=x');
     expect(await other.$$eval('main img, main script', (e) => e.length)).toBe(0);
     expect(await other.evaluate(() => (window as any).__pwned)).toBeUndefined();
     await other.close();
