@@ -31,11 +31,13 @@ export class Engine {
   private start(): void {
     const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
     this.worker = worker;
+    let started = false;
     this.ready = new Promise<string>((resolve, reject) => {
       worker.onmessage = (ev: MessageEvent<WorkerReply>) => {
         const m = ev.data;
         if (m.type === 'ready') {
           this.version = m.version;
+          started = true;
           resolve(m.version);
         } else if (m.type === 'fatal') {
           reject(new CallError({ code: 'internal', path: '', message: m.message }));
@@ -45,12 +47,17 @@ export class Engine {
           this.pending.delete(m.id);
           if (m.ok) p.resolve(m.value);
           else p.reject(new CallError(m.error));
+          if (!m.ok && m.error.code === 'crashed') this.restart();
         }
       };
       worker.onerror = (ev) => {
-        const err = new CallError({ code: 'internal', path: '', message: `the simulator crashed: ${ev.message || 'worker error'}` });
+        const err = new CallError({ code: 'crashed', path: '', message: `the simulator crashed (${ev.message || 'worker error'}); it was restarted` });
         reject(err);
         this.failAll(err);
+        if (started) {
+          worker.terminate();
+          this.start(); // a worker that never started is not retried in a loop
+        }
       };
     });
     this.ready.catch(() => {});
@@ -78,6 +85,10 @@ export class Engine {
   /** Stops whatever runs now: pending calls fail with code "cancelled". */
   cancel(): void {
     if (this.pending.size === 0) return;
+    this.restart();
+  }
+
+  private restart(): void {
     this.worker.terminate();
     this.failAll(new CallError(CANCELLED));
     this.start();

@@ -97,7 +97,10 @@ function call(m: CallMessage): void {
       }
     }
   } catch (e) {
-    fail({ error: { code: 'internal', path: '', message: String(e) } });
+    // Not a proteus::Error (those come back as JSON): the module trapped or aborted, e.g.
+    // out of memory. Its state cannot be trusted any more; the page restarts this worker.
+    const why = e instanceof Error ? e.message : String(e);
+    fail({ error: { code: 'crashed', path: '', message: `the simulator stopped (${why}); it was restarted — a smaller configuration, or a lower simulation.max_timeline_spans, may fit` } });
   }
 }
 
