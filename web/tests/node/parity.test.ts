@@ -35,9 +35,8 @@ describe('WebAssembly module against the native CLI', () => {
   });
 
   const names: string[] = [];
-  it('lists scenario presets', async () => {
-    const m = await loadModule();
-    const list = JSON.parse(m.presets_json()).scenarios.map((s: { name: string }) => s.name);
+  it('lists scenario presets', () => {
+    const list = JSON.parse(mod.presets_json()).scenarios.map((s: { name: string }) => s.name);
     expect(list).toContain('default');
     names.push(...list);
   });
