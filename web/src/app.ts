@@ -31,6 +31,7 @@ export class App {
   private sim!: Engine; // runs the simulation shown on the page (cancellable)
   private auxEngine: Engine | null = null; // trees, traces, scenario texts
   private checkEngine: Engine | null = null; // validation (cancelled when a newer config arrives)
+  private quickEngine: Engine | null = null; // the summary without the timeline, shown first
   private sweepEngine: Engine | null = null;
   private module!: WebAssembly.Module;
   private loaderUrl = '';
@@ -43,6 +44,7 @@ export class App {
   config: Config = {};
   private resolved: Config | null = null;
   private current: Current | null = null;
+  private shownConfig: Config | null = null; // the config whose numbers the cards show
   private scenarioName = '';
   private modified = false;
   private checkSeq = 0;
@@ -53,6 +55,10 @@ export class App {
   private simStart = 0;
   private get aux(): Engine {
     return (this.auxEngine ??= new Engine(this.module, this.loaderUrl));
+  }
+
+  private get quick(): Engine {
+    return (this.quickEngine ??= new Engine(this.module, this.loaderUrl));
   }
 
   private get checker(): Engine {
@@ -288,17 +294,31 @@ export class App {
   }
 
   simulate(then?: () => void): void {
-    if (this.running) this.sim.cancel();
+    if (this.running) this.stopWorkers();
     const seq = ++this.simSeq;
     const config = this.config;
     this.running = true;
     this.simStart = performance.now();
     this.setRunning(true);
     this.setStatus('Simulating…', 'busy');
+    let fullDone = false;
+    // The summary alone (no timeline) comes back sooner, much sooner for big configs: it
+    // fills the cards while the full run, in another worker, prepares the timeline.
+    this.quick
+      .call({ op: 'simulate', config: JSON.stringify(config), timeline: false })
+      .then(({ result }) => {
+        if (seq !== this.simSeq || fullDone) return;
+        this.timing.firstSummary ??= performance.now();
+        this.showNumbers(config, result);
+        this.setStatus(`Summary in ${formatDuration((performance.now() - this.simStart) / 1000)} · drawing the timeline…`, 'busy');
+      })
+      .catch(() => {}); // the full run reports errors
     this.sim
       .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true })
       .then(({ text, result, ms: workerMs }) => {
         if (seq !== this.simSeq) return;
+        fullDone = true;
+        if (this.quickEngine?.busy) this.quickEngine.cancel();
         then?.();
         if (this.timing.firstResult === undefined) {
           this.timing.firstResult = performance.now();
@@ -332,24 +352,36 @@ export class App {
       });
   }
 
+  private stopWorkers(): void {
+    this.sim.cancel();
+    this.quickEngine?.cancel();
+  }
+
   private cancel(): void {
     ++this.simSeq;
-    this.sim.cancel();
+    this.stopWorkers();
     this.running = false;
     this.setRunning(false);
     this.setStatus('Cancelled. Press Run to simulate again.', 'warn');
   }
 
-  private render(): void {
-    const c = this.current!;
-    const r = c.result;
+  /** Cards, split, memory and warnings of `r` (a summary-only or a full result). */
+  private showNumbers(config: Config, r: SimResult): void {
+    this.shownConfig = config;
     renderCards($('#cards'), r);
     renderSplit($('#split'), r);
     renderMemory($('#memory'), r);
     renderWarnings($('#warnings'), r);
+    this.markStale(true);
+    document.body.classList.add('has-numbers');
+  }
+
+  private render(): void {
+    const c = this.current!;
+    const r = c.result;
+    this.showNumbers(c.config, r);
     this.timeline.show(r);
     this.compare.setCurrent(this.runLabel(c.config), r.summary);
-    this.markStale(JSON.stringify(c.config) !== JSON.stringify(this.config));
     document.body.classList.add('has-result');
     ($('#pin') as HTMLButtonElement).disabled = false;
     ($('#dl-result') as HTMLButtonElement).disabled = false;
@@ -357,7 +389,7 @@ export class App {
   }
 
   private markStale(stale: boolean): void {
-    const s = stale && this.current !== null && JSON.stringify(this.current.config) !== JSON.stringify(this.config);
+    const s = stale && this.shownConfig !== null && JSON.stringify(this.shownConfig) !== JSON.stringify(this.config);
     $('#results').classList.toggle('stale', s);
     $('#stale-note').hidden = !s;
     if (s) setChildren($('#stale-note'), 'The numbers below belong to the previous configuration.');
