@@ -58,6 +58,12 @@ export class CompareView {
       setChildren(this.body, h('p', { class: 'empty' }, 'No pinned runs yet.'));
       if (!this.current) return;
     }
+    // The best value of each metric is shown in bold.
+    const best = new Map<keyof Summary, number>();
+    for (const m of METRICS) {
+      const vals = rows.map((r) => r.summary[m.key] as number);
+      best.set(m.key, m.better === 'low' ? Math.min(...vals) : Math.max(...vals));
+    }
     const table = h(
       'table',
       { class: 'compare-table' },
@@ -72,7 +78,7 @@ export class CompareView {
             'tr',
             { class: r.pin ? '' : 'current' },
             h('td', { class: 'run-label' }, sw, r.label, r.summary.oom ? h('span', { class: 'badge oom' }, 'OOM') : null),
-            ...METRICS.map((m) => h('td', { class: 'num' }, m.fmt(r.summary[m.key] as number))),
+            ...METRICS.map((m) => h('td', { class: `num${best.get(m.key) === (r.summary[m.key] as number) && rows.length > 1 ? ' best' : ''}` }, m.fmt(r.summary[m.key] as number))),
             h(
               'td',
               { class: 'actions' },

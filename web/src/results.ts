@@ -140,10 +140,10 @@ function memoryRow(d: Device, max: number, cap: number): HTMLElement {
   const capLine = h('div', { class: 'mem-cap', title: `GPU capacity ${formatGiB(cap)}` });
   capLine.style.left = `${(cap / max) * 100}%`;
   bar.append(capLine);
-  const mult = d.multiplicity && d.multiplicity > 1 ? ` · like ${d.multiplicity} GPUs` : '';
+  const mult = d.multiplicity && d.multiplicity > 1 ? ` · ×${d.multiplicity}` : '';
   return h(
     'div',
-    { class: `mem-row${d.peak_memory_GiB > cap ? ' oom' : ''}`, title: `GPU ${d.rank}, pipeline stage ${d.stage}${mult}\nat its peak: ${parts.join(', ')}` },
+    { class: `mem-row${d.peak_memory_GiB > cap ? ' oom' : ''}`, title: `GPU ${d.rank}, pipeline stage ${d.stage}${d.multiplicity && d.multiplicity > 1 ? `, standing for ${d.multiplicity} identical GPUs` : ''}\nat its peak: ${parts.join(', ')}` },
     h('div', { class: 'mem-label' }, h('b', null, `GPU ${d.rank}`), h('span', null, ` stage ${d.stage}${mult}`)),
     bar,
     h('div', { class: 'mem-value' }, formatGiB(d.peak_memory_GiB)),

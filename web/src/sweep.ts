@@ -116,7 +116,15 @@ export class SweepView {
     const done = this.running;
     this.running = false;
     this.runBtn.textContent = 'Run sweep';
-    this.status.textContent = done ? `${this.points.length} points in ${formatDuration((performance.now() - t0) / 1000)}.` : 'Cancelled.';
+    this.status.textContent = done ? `${this.points.length} points in ${formatDuration((performance.now() - t0) / 1000)}. ${this.verdict(label)}` : 'Cancelled.';
+  }
+
+  /** One sentence on the best point that fits in memory. */
+  private verdict(label: string): string {
+    const fits = this.points.filter((p) => p.summary && !p.summary.oom);
+    if (fits.length === 0) return this.points.some((p) => p.summary) ? 'No point fits in GPU memory.' : 'No point is a valid configuration.';
+    const best = fits.reduce((a, b) => (b.summary!.tokens_per_s > a.summary!.tokens_per_s ? b : a));
+    return `Fastest that fits in memory: ${label.toLowerCase()} = ${best.x} (${formatSI(best.summary!.tokens_per_s)} tokens/s, ${formatGiB(best.summary!.peak_memory_GiB)}).`;
   }
 
   private draw(label: string, path: string): void {
@@ -132,7 +140,7 @@ export class SweepView {
         width: this.chartWidth(),
         height: 300,
         title: `Throughput and peak memory against ${label.toLowerCase()}`,
-        scales: { x: { time: false, distr: 2 }, tok: { auto: true, range: (_u, _min, max) => [0, (max || 1) * 1.1] }, mem: { auto: true, range: (_u, _min, max) => [0, (max || 1) * 1.1] } },
+        scales: { x: { time: false, distr: 2 }, tok: { auto: true, range: (_u, _min, max) => [0, (max || 1) * 1.1] }, mem: { auto: true, range: (_u, _min, max) => [0, (max || 1) * 1.3] } }, // apart from the throughput line
         axes: [
           { label, scale: 'x', values: (_u, ticks) => ticks.map((t) => String(t)) },
           { label: 'tokens / s', scale: 'tok', values: (_u, ticks) => ticks.map((t) => formatSI(t)), size: 60 },

@@ -32,7 +32,7 @@ export class TimelineView {
       h(
         'p',
         { class: 'panel-intro' },
-        'One row per simulated GPU (GPUs that behave identically are simulated once), grouped by pipeline stage, with a lane per stream: compute, tensor-parallel, data-parallel and pipeline communication. Labels give the pass and the micro-batch (F3: forward of micro-batch 3).',
+        'One row per simulated GPU (GPUs that behave identically are simulated once: “×16” stands for 16 of them), grouped by pipeline stage, with a lane per stream: compute, tensor-parallel, data-parallel and pipeline communication. Labels give the pass and the micro-batch (F3: forward of micro-batch 3).',
       ),
       toolbar,
       this.legend,
