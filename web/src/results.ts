@@ -1,5 +1,5 @@
 // Headline cards, the split of the iteration, memory per device and the warnings.
-import { MEMORY } from './timeline/colors';
+import { KINDS, kindColor, kindLabel, MEMORY } from './timeline/colors';
 import { h, setChildren } from './dom';
 import { formatDuration, formatGiB, formatPercent, formatSI } from './format';
 import type { Device, SimResult, Summary } from './result';
@@ -104,7 +104,47 @@ export function renderSplit(el: HTMLElement, r: SimResult): void {
       return h('li', { title: p.help }, sw, h('b', null, p.label), ` ${formatPercent(s[p.key])} · ${formatDuration(s[p.key] * s.iteration_time_s)}`, h('span', { class: 'legend-help' }, p.help));
     }),
   );
-  setChildren(el, bar, legend);
+  setChildren(el, bar, legend, phaseBars(r));
+}
+
+/** The busiest GPU's time by compute phase and by collective (breakdown in the result). */
+function phaseBars(r: SimResult): HTMLElement | null {
+  const b = r.breakdown as { rank?: number; compute_by_phase_s?: Record<string, number>; comm_by_collective_s?: Record<string, number>; iteration_s?: number };
+  const T = b.iteration_s ?? r.summary.iteration_time_s;
+  if (!b.compute_by_phase_s || !(T > 0)) return null;
+  const bar = (title: string, help: string, parts: Record<string, number>) => {
+    const entries = Object.entries(parts).filter(([, v]) => v > 0);
+    if (entries.length === 0) return null;
+    const total = entries.reduce((a, [, v]) => a + v, 0);
+    const el = h('div', { class: 'phase-bar', role: 'img', 'aria-label': `${title}: ${entries.map(([k, v]) => `${kindLabel(k)} ${formatDuration(v)}`).join(', ')}` });
+    for (const [k, v] of entries) {
+      const seg = h('div', { class: 'phase-seg', title: `${kindLabel(k)}: ${formatDuration(v)} (${formatPercent(v / T)} of the iteration)${KINDS[k] ? ' — ' + KINDS[k].help : ''}` });
+      seg.style.width = `${(v / T) * 100}%`;
+      seg.style.background = kindColor(k);
+      el.append(seg);
+    }
+    return h('div', { class: 'phase-row' }, h('div', { class: 'phase-title', title: help }, title, h('span', null, ` ${formatDuration(total)}`)), el);
+  };
+  const rows = [
+    bar('Compute by pass', 'Forward, backward (input and weight gradients), recomputation and the optimizer step.', b.compute_by_phase_s),
+    bar('Communication by collective', 'Time the communication streams are busy, overlapped with compute or not.', b.comm_by_collective_s ?? {}),
+  ].filter(Boolean) as HTMLElement[];
+  const legendKinds = [...Object.entries(b.compute_by_phase_s), ...Object.entries(b.comm_by_collective_s ?? {})].filter(([, v]) => v > 0).map(([k]) => k);
+  return h(
+    'div',
+    { class: 'phases' },
+    h('h3', null, `Busiest GPU (GPU ${b.rank ?? '?'}), bars to the scale of the iteration`),
+    ...rows,
+    h(
+      'ul',
+      { class: 'legend' },
+      ...legendKinds.map((k) => {
+        const sw = h('span', { class: 'swatch' });
+        sw.style.background = kindColor(k);
+        return h('li', { title: KINDS[k]?.help ?? k }, sw, kindLabel(k));
+      }),
+    ),
+  );
 }
 
 export function renderMemory(el: HTMLElement, r: SimResult): void {
@@ -112,17 +152,21 @@ export function renderMemory(el: HTMLElement, r: SimResult): void {
   const devices = [...r.devices].sort((a, b) => a.stage - b.stage || a.rank - b.rank);
   const max = Math.max(cap, ...devices.map((d) => d.peak_memory_GiB)) * 1.02 || 1;
   const rows = devices.map((d) => memoryRow(d, max, cap));
+  // The legend gives the values of the GPU with the highest peak.
+  const worst = devices.reduce<Device | null>((a, d) => (!a || d.peak_memory_GiB > a.peak_memory_GiB ? d : a), null);
   const legend = h(
     'ul',
-    { class: 'legend' },
+    { class: 'legend mem-legend' },
     ...MEMORY.map((m) => {
       const sw = h('span', { class: 'swatch' });
       sw.style.background = m.color;
-      return h('li', { title: m.help }, sw, m.label);
+      const v = worst?.memory_breakdown_GiB?.[m.key];
+      return h('li', { title: m.help }, sw, m.label, v !== undefined ? h('span', { class: 'legend-value' }, formatGiB(v)) : null);
     }),
     h('li', { title: 'Memory of one GPU.' }, h('span', { class: 'swatch cap' }), `capacity ${formatGiB(cap)}`),
   );
-  setChildren(el, h('div', { class: 'mem-rows' }, ...rows), legend);
+  const note = worst && devices.length > 1 ? h('p', { class: 'mem-note' }, `Values: GPU ${worst.rank}, the fullest, at its peak.`) : null;
+  setChildren(el, h('div', { class: 'mem-rows' }, ...rows), legend, note);
 }
 
 function memoryRow(d: Device, max: number, cap: number): HTMLElement {
