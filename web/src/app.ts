@@ -240,6 +240,7 @@ export class App {
     if (name && !this.modified) {
       $('#scenario-title').textContent = name;
       $('#scenario-desc').textContent = desc;
+      document.title = `${name} — Proteus`;
       return;
     }
     // Edited (or from a link): describe what is simulated now, and where it came from.
@@ -250,6 +251,7 @@ export class App {
     const nodes = getPath(this.config, 'cluster.nodes') ?? this.resolved?.cluster?.nodes;
     const where = cluster ? `${nodes ?? ''}${nodes ? ' × ' : ''}${cluster.title ?? cluster.name}` : 'a custom cluster';
     $('#scenario-title').textContent = `${model} on ${where}`;
+    document.title = `${model} on ${where} — Proteus`;
     $('#scenario-desc').textContent = `${strategyLabel(this.config, this.resolved)}${name ? ` — changed from the scenario “${name}”.` : '.'}`;
   }
 
