@@ -107,7 +107,9 @@ export class App {
     this.controls = new Controls($('#controls'), this.presets, (path, value) => this.change(path, value));
     const scen = $('#scenario') as HTMLSelectElement;
     for (const s of this.presets.scenarios) scen.append(h('option', { value: s.name, title: s.description ?? '' }, s.title ?? s.name));
-    scen.addEventListener('change', () => void this.loadScenario(scen.value));
+    scen.addEventListener('change', () => {
+      if (scen.value) void this.loadScenario(scen.value);
+    });
     $('#run').addEventListener('click', () => (this.running ? this.cancel() : this.simulate()));
     const auto = $('#autorun') as HTMLInputElement;
     auto.addEventListener('change', () => {
@@ -276,7 +278,9 @@ export class App {
   private showConfigError(err: ErrorInfo): void {
     this.controls.showError(err, this.lastChanged);
     this.setStatus(`Invalid configuration: ${err.message}`, 'error');
-    setChildren($('#stale-note'), 'The numbers below belong to the last valid configuration. ', h('b', null, err.message));
+    const note = $('#stale-note');
+    setChildren(note, this.shownConfig ? 'The numbers below belong to the last valid configuration. ' : 'No result: the configuration is invalid. ', h('b', null, err.message));
+    note.hidden = false;
   }
 
   private async refreshTree(): Promise<void> {

@@ -224,6 +224,17 @@ describe('the page in Chromium', () => {
     await other.close();
   });
 
+  it('explains a link whose config is invalid, without a result', async () => {
+    const config = { ...JSON.parse(execFileSync(CLI, ['show', 'default'], { encoding: 'utf8' })) };
+    config.strategy = { ...config.strategy, tp: 3 };
+    const other = await s.context.newPage();
+    await other.goto(s.url + '#' + encodeConfig(config));
+    await other.locator('#stale-note').waitFor({ state: 'visible', timeout: 30_000 });
+    expect(await other.textContent('#stale-note')).toMatch(/^No result: the configuration is invalid\. /);
+    expect(await other.$$eval('[data-card]', (e) => e.length)).toBe(0);
+    await other.close();
+  });
+
   it('shows markup from a link as text and never runs it', async () => {
     const evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
     const config = { ...JSON.parse(execFileSync(CLI, ['show', 'default'], { encoding: 'utf8' })), name: evil, description: evil };
