@@ -60,21 +60,29 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
   }
   auto& fl = flow_links_[f];
   fl.clear();
+  bool canonical = true;  // already sorted by link id with no duplicates (the executor's case)
+  int prev = -1;
   for (const auto& [link, weight] : links) {
     if (link < 0 || link >= static_cast<int>(capacity_.size()))
       throw Error("internal", "", "bandwidth sharing: flow crosses unknown link " + std::to_string(link));
-    if (weight > 0) fl.push_back({link, weight, -1});
+    if (weight > 0) {
+      canonical = canonical && link > prev;
+      prev = link;
+      fl.push_back({link, weight, -1});
+    }
   }
-  // Canonical form: sorted by link id, duplicate links merged (weights add up).
-  std::sort(fl.begin(), fl.end(), [](const FlowLink& a, const FlowLink& b) { return a.link < b.link; });
-  size_t out = 0;
-  for (size_t i = 0; i < fl.size(); ++i) {
-    if (out > 0 && fl[out - 1].link == fl[i].link)
-      fl[out - 1].weight += fl[i].weight;
-    else
-      fl[out++] = fl[i];
+  if (!canonical) {
+    // Canonical form: sorted by link id, duplicate links merged (weights add up).
+    std::stable_sort(fl.begin(), fl.end(), [](const FlowLink& a, const FlowLink& b) { return a.link < b.link; });
+    size_t out = 0;
+    for (size_t i = 0; i < fl.size(); ++i) {
+      if (out > 0 && fl[out - 1].link == fl[i].link)
+        fl[out - 1].weight += fl[i].weight;
+      else
+        fl[out++] = fl[i];
+    }
+    fl.resize(out);
   }
-  fl.resize(out);
   for (size_t i = 0; i < fl.size(); ++i) {
     auto& lf = link_flows_[fl[i].link];
     fl[i].slot = static_cast<int>(lf.size());

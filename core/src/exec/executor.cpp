@@ -441,10 +441,10 @@ class Executor {
     cs.factor = collective_factor(c);
     const exec::WeightedPlan& plan = plans_.plan_of(c);
     cs.latency_s = plan.latency_s;
-    flows_started_ += static_cast<int64_t>(plan.flows.size());
+    flows_started_ += plan.source_flows;
     for (const exec::WeightedFlow& wf : plan.flows) {
       if (wf.bytes <= 0 || wf.links.empty()) continue;  // nothing to move on any link
-      const int f = network_.add_flow(wf.links);
+      const int f = network_.add_flow(wf.solver_links);
       if (static_cast<size_t>(f) >= flows_.size()) flows_.resize(static_cast<size_t>(f) + 1);
       FlowState& fs = flows_[static_cast<size_t>(f)];
       const uint32_t version = fs.version + 1;

@@ -1,5 +1,6 @@
 #include "executor_plans.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -47,23 +48,50 @@ std::vector<std::vector<int>> sibling_groups(const Mesh& mesh, const Collective&
   return groups;
 }
 
-WeightedPlan weighted_plan(const Topology& topology, const Mesh& mesh, bool symmetric,
-                           const Collective& collective) {
-  const CollectivePlan rep =
-      plan_collective(topology, collective.kind, collective.group, collective.bytes);
-  WeightedPlan out;
-  out.latency_s = rep.latency_s;
-  out.flows.reserve(rep.flows.size());
-  for (const FlowSpec& f : rep.flows) {
-    WeightedFlow wf;
-    wf.bytes = f.bytes;
-    wf.links.reserve(f.links.size());
-    for (int l : f.links) wf.links.emplace_back(l, 1.0);
-    out.flows.push_back(std::move(wf));
+namespace {
+
+// Merges identical flows (same bytes, same links; then also the same weights) into one with a
+// count, keeping the order of first appearance, and fills solver_links.
+void merge_identical_flows(WeightedPlan& plan) {
+  std::map<std::pair<double, std::vector<std::pair<int, double>>>, size_t> index;
+  std::vector<WeightedFlow> merged;
+  merged.reserve(plan.flows.size());
+  for (WeightedFlow& f : plan.flows) {
+    auto [it, inserted] = index.emplace(std::make_pair(f.bytes + 0.0, f.links), merged.size());
+    if (inserted) merged.push_back(std::move(f));
+    else ++merged[it->second].count;
   }
-  if (!symmetric || rep.flows.empty()) return out;
+  for (WeightedFlow& f : merged) {
+    std::vector<std::pair<int, double>>& s = f.solver_links;
+    s.clear();
+    for (const auto& [link, weight] : f.links)
+      if (weight > 0) s.emplace_back(link, weight);
+    std::stable_sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t out = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (out > 0 && s[out - 1].first == s[i].first) s[out - 1].second += s[i].second;
+      else s[out++] = s[i];
+    }
+    s.resize(out);
+    for (auto& lw : s) lw.second *= f.count;
+  }
+  plan.flows = std::move(merged);
+}
+
+// The representative's links, flow after flow (the order sibling_weights answers in).
+std::vector<int> concatenated_links(const CollectivePlan& rep) {
+  std::vector<int> links;
+  for (const FlowSpec& f : rep.flows) links.insert(links.end(), f.links.begin(), f.links.end());
+  return links;
+}
+
+// Symmetry weight of every link of every representative flow (concatenated_links order):
+// flows of all sibling groups on the link / the representative's flows on it. Empty when the
+// collective has no siblings.
+std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, const Collective& collective,
+                                    const CollectivePlan& rep) {
   const std::vector<std::vector<int>> siblings = sibling_groups(mesh, collective);
-  if (siblings.size() <= 1) return out;
+  if (siblings.size() <= 1) return {};
 
   // Links the representative uses, numbered densely, with its flow count on each.
   std::map<int, int> slot_of_link;
@@ -89,12 +117,41 @@ WeightedPlan weighted_plan(const Topology& topology, const Mesh& mesh, bool symm
   for (size_t s = 1; s < siblings.size(); ++s)
     count_plan(plan_collective(topology, collective.kind, siblings[s], collective.bytes));
 
-  for (WeightedFlow& wf : out.flows)
-    for (auto& [link, weight] : wf.links) {
-      const size_t slot = static_cast<size_t>(slot_of_link.at(link));
-      weight = static_cast<double>(all_count[slot]) / static_cast<double>(rep_count[slot]);
+  std::vector<double> weights;
+  for (const FlowSpec& f : rep.flows)
+    for (int l : f.links) {
+      const size_t slot = static_cast<size_t>(slot_of_link.at(l));
+      weights.push_back(static_cast<double>(all_count[slot]) / static_cast<double>(rep_count[slot]));
     }
+  return weights;
+}
+
+// The representative's flows with the given weights (concatenated_links order; empty: all 1),
+// identical flows merged.
+WeightedPlan assemble(const CollectivePlan& rep, const std::vector<double>& weights) {
+  WeightedPlan out;
+  out.latency_s = rep.latency_s;
+  out.source_flows = static_cast<int64_t>(rep.flows.size());
+  out.flows.reserve(rep.flows.size());
+  size_t i = 0;
+  for (const FlowSpec& f : rep.flows) {
+    WeightedFlow wf;
+    wf.bytes = f.bytes;
+    wf.links.reserve(f.links.size());
+    for (int l : f.links) wf.links.emplace_back(l, weights.empty() ? 1.0 : weights[i++]);
+    out.flows.push_back(std::move(wf));
+  }
+  merge_identical_flows(out);
   return out;
+}
+
+}  // namespace
+
+WeightedPlan weighted_plan(const Topology& topology, const Mesh& mesh, bool symmetric,
+                           const Collective& collective) {
+  const CollectivePlan rep = plan_collective(topology, collective.kind, collective.group, collective.bytes);
+  if (!symmetric || rep.flows.empty()) return assemble(rep, {});
+  return assemble(rep, sibling_weights(topology, mesh, collective, rep));
 }
 
 size_t PlanCache::SignatureHash::operator()(int collective) const {
@@ -128,13 +185,24 @@ const WeightedPlan& PlanCache::plan_of(int collective) {
     if (it != ids_.end()) {
       id = it->second;
     } else {
-      plans_.push_back(weighted_plan(topology_, graph_.mesh, graph_.symmetric,
-                                     graph_.collectives[static_cast<size_t>(collective)]));
+      plans_.push_back(plan(graph_.collectives[static_cast<size_t>(collective)]));
       id = static_cast<int>(plans_.size()) - 1;
       ids_.emplace(collective, id);
     }
   }
   return plans_[static_cast<size_t>(id)];
+}
+
+// weighted_plan with the sibling weights shared between collectives that differ only in bytes.
+WeightedPlan PlanCache::plan(const Collective& c) {
+  const CollectivePlan rep = plan_collective(topology_, c.kind, c.group, c.bytes);
+  if (!graph_.symmetric || rep.flows.empty()) return assemble(rep, {});
+  std::vector<int> links = concatenated_links(rep);
+  std::vector<WeightsEntry>& entries = weights_[{static_cast<int>(c.kind), c.axes, c.group}];
+  for (const WeightsEntry& e : entries)
+    if (e.links == links) return assemble(rep, e.weights);
+  entries.push_back({std::move(links), sibling_weights(topology_, graph_.mesh, c, rep)});
+  return assemble(rep, entries.back().weights);
 }
 
 }  // namespace proteus::exec

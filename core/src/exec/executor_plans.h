@@ -11,8 +11,19 @@
 //
 // Plans are cached per signature (kind, axes, group, bytes), so the sibling groups are
 // planned once per distinct collective, not once per micro-batch.
+//
+// Identical flows are merged: flows of one plan with the same links and the same bytes (e.g.
+// the c channels of a ring hop that all leave a node through the same NIC, as when a
+// data-parallel group has one member per node) start together, get the same max-min rate
+// at every instant (no rule of the solver tells them apart) and end together. One flow with
+// `count` = k and every link weight multiplied by k stands for them: a flow of weight w
+// stands for w identical flows (bandwidth_sharing.h), so the rates and end times are those of
+// the k flows. The solver and the event queue then see one flow instead of k.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,12 +35,16 @@ namespace proteus::exec {
 
 struct WeightedFlow {
   double bytes = 0;
-  std::vector<std::pair<int, double>> links;  // (topology link id, weight)
+  std::vector<std::pair<int, double>> links;  // (topology link id, symmetry weight), path order
+  int count = 1;                              // identical flows this one stands for
+  // What the solver gets: links sorted by id, duplicates merged, weight * count.
+  std::vector<std::pair<int, double>> solver_links;
 };
 
 struct WeightedPlan {
   std::vector<WeightedFlow> flows;
   double latency_s = 0;
+  int64_t source_flows = 0;  // flows before merging (what Trace::flows counts)
 };
 
 // The sibling groups of `collective` (the representative's own group first), each in the
@@ -62,6 +77,17 @@ class PlanCache {
     bool operator()(int a, int b) const;
   };
   AxisMask axes_of(const Collective& c) const { return graph_.symmetric ? c.axes : AxisMask{0}; }
+  WeightedPlan plan(const Collective& c);
+
+  // Sibling weights depend on the links of the representative's flows, not on their bytes:
+  // collectives of one (kind, axes, group) whose plans put flows on the same links (the
+  // same algorithm) share them, so the sibling groups are planned once per shape rather
+  // than once per size (gradient buckets of many sizes). Ordered map: lookups only.
+  struct WeightsEntry {
+    std::vector<int> links;      // the representative's links, flow after flow
+    std::vector<double> weights;  // aligned with links
+  };
+  std::map<std::tuple<int, AxisMask, std::vector<int>>, std::vector<WeightsEntry>> weights_;
 
   const ExecGraph& graph_;
   const Topology& topology_;
