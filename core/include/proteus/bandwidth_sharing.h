@@ -46,6 +46,7 @@ class BandwidthSharing {
   };
   void collect_component(int seed_link, uint64_t stamp);
   void solve_component();
+  bool solve_single_flow(int seed_link, uint64_t stamp);
 
   std::vector<double> capacity_;
   bool incremental_;

@@ -140,6 +140,26 @@ void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
   std::sort(comp_flows_.begin(), comp_flows_.end());
 }
 
+// A component of one flow (the common case: a ring hop or a send whose links nothing else
+// crosses): progressive filling freezes it at the smallest capacity / weight over its links,
+// which is what solve_component computes for it, without the heap.
+bool BandwidthSharing::solve_single_flow(int seed_link, uint64_t stamp) {
+  if (link_flows_[seed_link].size() != 1) return false;
+  const int f = link_flows_[seed_link][0].flow;
+  for (const FlowLink& x : flow_links_[f])
+    if (link_flows_[x.link].size() != 1) return false;
+  double level = std::numeric_limits<double>::infinity();
+  for (const FlowLink& x : flow_links_[f]) {
+    link_seen_[x.link] = stamp;
+    level = std::min(level, capacity_[x.link] / x.weight);
+  }
+  if (rate_[f] != level) {
+    rate_[f] = level;
+    changed_.push_back(f);
+  }
+  return true;
+}
+
 void BandwidthSharing::solve_component() {
   const uint64_t frozen = ++stamp_;
   for (int l : comp_links_) {
@@ -205,6 +225,7 @@ const std::vector<int>& BandwidthSharing::solve() {
   const uint64_t seen = ++stamp_;
   auto visit = [&](int l) {
     if (link_seen_[l] == seen || link_flows_[l].empty()) return;
+    if (solve_single_flow(l, seen)) return;
     collect_component(l, seen);
     solve_component();
   };

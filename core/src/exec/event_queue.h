@@ -13,7 +13,7 @@ namespace proteus::exec {
 
 enum class EventKind : uint8_t {
   ComputeEnd,     // id = task
-  FlowEnd,        // id = flow (bandwidth-sharing id)
+  FlowEnd,        // id = collective: its earliest flow ends
   CollectiveEnd,  // id = collective
 };
 

@@ -12,9 +12,11 @@
 //   end time by exactly the slowed part.
 // - A collective becomes flows (executor_plans.h: plan_collective plus symmetry weights) that
 //   share link bandwidth max-min fairly (BandwidthSharing). Each flow keeps its remaining
-//   bytes, its rate and the time they were last brought up to date; when rates change only
-//   the changed flows get a new completion event, and the old one is recognised as stale by
-//   its version number. The collective ends plan.latency_s after its last flow.
+//   bytes, its rate and the time they were last brought up to date, and the time it ends at
+//   that rate. A collective has one FlowEnd event, at the earliest end among its open flows,
+//   that ends every flow due then (a plan's flows mostly end at the same instant); when the
+//   rates of some of its flows change it gets a new one, and the old one is recognised as
+//   stale by its version number. The collective ends plan.latency_s after its last flow.
 // - Communication beside computation: while any member rank of a collective computes, its
 //   flows progress at (max-min share) / gpu.comm_slowdown_with_compute. The slowed flow does
 //   not hand its unused share to others (NCCL kernels slowed by SM contention still hold
@@ -28,6 +30,7 @@
 // amortized growth.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -63,9 +66,9 @@ struct FlowState {
   double share_Bps = 0;   // max-min share from BandwidthSharing
   double rate_Bps = 0;    // effective: share / interference factor of its collective
   double last_s = 0;      // remaining_bytes is exact at this time
+  double end_s = 0;       // when it ends at rate_Bps (+inf at rate 0)
   int collective = -1;
   int prev = -1, next = -1;  // list of the flows of one collective
-  uint32_t version = 0;
   bool alive = false;
   bool marked = false;    // dedupe within one settle
 };
@@ -76,6 +79,8 @@ struct CollectiveState {
   int first_flow = -1;
   double factor = 1;      // comm slowdown currently applied to its flows
   double latency_s = 0;
+  uint32_t flow_version = 0;  // of its latest FlowEnd event
+  bool ends_dirty = false;    // a flow's end_s changed since its FlowEnd event was pushed
 };
 
 struct RankState {
@@ -294,9 +299,15 @@ class Executor {
           break;
         }
         case EventKind::FlowEnd: {
-          const size_t f = static_cast<size_t>(e.id);
-          if (f >= flows_.size() || !flows_[f].alive || flows_[f].version != e.version) continue;
-          end_flow(e.id);
+          CollectiveState& cs = coll_[static_cast<size_t>(e.id)];
+          if (cs.flow_version != e.version) continue;
+          // Every flow of the collective that ends now (flows of one plan often end together).
+          for (int f = cs.first_flow; f >= 0;) {
+            const int next = flows_[static_cast<size_t>(f)].next;
+            if (flows_[static_cast<size_t>(f)].end_s <= now_s_) end_flow(f);
+            f = next;
+          }
+          if (cs.open_flows > 0) touch_flow_ends(e.id);
           break;
         }
         case EventKind::CollectiveEnd:
@@ -321,6 +332,30 @@ class Executor {
       for (int f : new_flows_) flows_[static_cast<size_t>(f)].marked = false;
       new_flows_.clear();
     }
+    for (int c : dirty_flow_ends_) schedule_flow_ends(c);
+    dirty_flow_ends_.clear();
+  }
+
+  // One FlowEnd event per collective, at the earliest end among its flows: a plan's flows
+  // (ring hops, channels) mostly end at the same instant, and are then ended by one event.
+  void touch_flow_ends(int c) {
+    CollectiveState& cs = coll_[static_cast<size_t>(c)];
+    if (!cs.ends_dirty) {
+      cs.ends_dirty = true;
+      dirty_flow_ends_.push_back(c);
+    }
+  }
+
+  void schedule_flow_ends(int c) {
+    CollectiveState& cs = coll_[static_cast<size_t>(c)];
+    cs.ends_dirty = false;
+    ++cs.flow_version;  // whatever was scheduled before is stale now
+    double first_s = std::numeric_limits<double>::infinity();
+    for (int f = cs.first_flow; f >= 0; f = flows_[static_cast<size_t>(f)].next)
+      first_s = std::min(first_s, flows_[static_cast<size_t>(f)].end_s);
+    if (first_s < std::numeric_limits<double>::infinity())
+      events_.push(first_s, EventKind::FlowEnd, c, cs.flow_version);
+    // All at rate 0 (links of capacity 0): they never end; the deadlock check reports it.
   }
 
   void mark_dirty(int rank) {
@@ -447,9 +482,7 @@ class Executor {
       const int f = network_.add_flow(wf.solver_links);
       if (static_cast<size_t>(f) >= flows_.size()) flows_.resize(static_cast<size_t>(f) + 1);
       FlowState& fs = flows_[static_cast<size_t>(f)];
-      const uint32_t version = fs.version + 1;
       fs = FlowState{};
-      fs.version = version;
       fs.alive = true;
       fs.remaining_bytes = wf.bytes;
       fs.last_s = now_s_;
@@ -474,10 +507,8 @@ class Executor {
 
   void schedule_flow_end(int f) {
     FlowState& fs = flows_[static_cast<size_t>(f)];
-    ++fs.version;  // whatever was scheduled before is stale now
-    if (fs.rate_Bps > 0)
-      events_.push(now_s_ + fs.remaining_bytes / fs.rate_Bps, EventKind::FlowEnd, f, fs.version);
-    // rate 0 (a link of capacity 0): the flow never ends; the deadlock check reports it.
+    fs.end_s = fs.rate_Bps > 0 ? now_s_ + fs.remaining_bytes / fs.rate_Bps : std::numeric_limits<double>::infinity();
+    touch_flow_ends(fs.collective);
   }
 
   void reschedule_flow_share(int f) {
@@ -496,7 +527,6 @@ class Executor {
   void end_flow(int f) {
     FlowState& fs = flows_[static_cast<size_t>(f)];
     fs.alive = false;
-    ++fs.version;
     network_.remove_flow(f);
     network_dirty_ = true;
     CollectiveState& cs = coll_[static_cast<size_t>(fs.collective)];
@@ -644,6 +674,7 @@ class Executor {
   // Work lists, reused
   std::vector<int> dirty_ranks_;
   std::vector<int> new_flows_;
+  std::vector<int> dirty_flow_ends_;  // collectives whose FlowEnd event must be rescheduled
   bool network_dirty_ = false;
 };
 
