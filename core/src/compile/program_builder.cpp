@@ -83,8 +83,29 @@ class Builder {
   void run() {
     index_graph();
     make_ranks();
-    for (size_t r = 0; r < exec_.ranks.size(); ++r) emit_rank(static_cast<int>(r));
+    for (size_t r = 0; r < exec_.ranks.size(); ++r) {
+      emit_rank(static_cast<int>(r));
+      if (r == 0) reserve_for_ranks();
+    }
     resolve_pending();
+  }
+
+  // Ranks run programs of similar size: after the first, reserve room for all of them (with a
+  // margin) so that the big arrays and maps grow once instead of by repeated doubling.
+  void reserve_for_ranks() {
+    const size_t ranks = exec_.ranks.size();
+    if (ranks <= 1) return;
+    auto room = [ranks](size_t first) { return first + first * (ranks - 1) * 5 / 4; };
+    exec_.tasks.reserve(room(exec_.tasks.size()));
+    exec_.dep_offsets.reserve(room(exec_.dep_offsets.size()));
+    exec_.deps.reserve(room(exec_.deps.size()));
+    exec_.mem_offsets.reserve(room(exec_.mem_offsets.size()));
+    exec_.mem_events.reserve(room(exec_.mem_events.size()));
+    exec_.collectives.reserve(room(exec_.collectives.size()));
+    instance_.reserve(room(instance_.size()));
+    sends_.reserve(room(sends_.size()));
+    providers_.reserve(providers_.size() * 5 / 4);
+    grad_providers_.reserve(grad_providers_.size() * 5 / 4);
   }
 
  private:
