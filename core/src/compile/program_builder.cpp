@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <unordered_map>
 
 #include "proteus/error.h"
@@ -215,15 +216,26 @@ class Builder {
 
   // ---------- task emission ----------
   // Deps >= 0 are task ids; < 0 are -(pending send index + 1), resolved once all ranks exist.
+  // The list forms take their arguments without building vectors (no allocation per task).
   int emit(const Task& t, const std::vector<int>& deps, const std::vector<MemEvent>& mem) {
+    return emit(t, deps.data(), deps.size(), mem.data(), mem.size());
+  }
+  int emit(const Task& t, const std::vector<int>& deps, std::initializer_list<MemEvent> mem) {
+    return emit(t, deps.data(), deps.size(), mem.begin(), mem.size());
+  }
+  int emit(const Task& t, std::initializer_list<int> deps, std::initializer_list<MemEvent> mem) {
+    return emit(t, deps.begin(), deps.size(), mem.begin(), mem.size());
+  }
+  int emit(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) {
     const int id = static_cast<int>(exec_.tasks.size());
     exec_.tasks.push_back(t);
-    for (int d : deps) {
+    for (size_t i = 0; i < n_deps; ++i) {
+      const int d = deps[i];
       if (d < 0) pending_slots_.push_back({exec_.deps.size(), pending_keys_[static_cast<size_t>(-d - 1)]});
       exec_.deps.push_back(d);
     }
     exec_.dep_offsets.push_back(static_cast<int>(exec_.deps.size()));
-    exec_.mem_events.insert(exec_.mem_events.end(), mem.begin(), mem.end());
+    exec_.mem_events.insert(exec_.mem_events.end(), mem, mem + n_mem);
     exec_.mem_offsets.push_back(static_cast<int>(exec_.mem_events.size()));
     exec_.queues[static_cast<size_t>(t.rank) * kNumStreams + static_cast<size_t>(t.stream)].push_back(id);
     return id;
