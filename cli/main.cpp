@@ -1,10 +1,13 @@
 // proteus: the command-line front end. Thin: reads files, calls core/api, prints JSON.
 // Exit codes: 0 success, 2 invalid input (the error JSON is printed on stdout), 1 other failures.
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "proteus/api.h"
 #include "proteus/presets.h"
@@ -18,6 +21,8 @@ const char* kUsage =
     "  compile CONFIG                  print execution-graph statistics (params, FLOPs, collectives)\n"
     "  simulate CONFIG [--timeline] [--memory-curve] [--wall-time] [--trace FILE] [-o FILE]\n"
     "                                  simulate one training iteration and print the result JSON\n"
+    "  validate FILE                   simulate every case of a validation file (tests/validation/published.json),\n"
+    "                                  print predicted vs published and the mean error; exit 1 if targets are missed\n"
     "  version\n"
     "CONFIG is a JSON file, '-' for standard input, or the name of a scenario preset.\n";
 
@@ -46,6 +51,52 @@ void write_output(const std::string& text, const std::string& path) {
   f << text << "\n";
 }
 
+// `validate FILE`: a table of predicted vs published per case, then the mean error; exit 1 if
+// the file's targets are missed.
+int validate(const std::vector<std::string>& args) {
+  if (args.size() != 2) {
+    std::cerr << "proteus validate: expects exactly one FILE\n" << kUsage;
+    return 2;
+  }
+  std::ifstream f(args[1], std::ios::binary);
+  if (!f) throw proteus::Error("invalid_request", "", "cannot read validation file '" + args[1] + "'");
+  const auto r = nlohmann::json::parse(proteus::validate_json(read_stream(f)));
+  char line[512];
+  std::printf("%-30s %12s %12s %9s\n", "case", "published_s", "predicted_s", "error");
+  for (const auto& c : r["cases"]) {
+    std::snprintf(line, sizeof line, "%-30s %12.3f %12.3f %+8.1f%%", c["id"].get<std::string>().c_str(),
+                  c["published_s"].get<double>(), c["predicted_s"].get<double>(), c["error_pct"].get<double>());
+    std::cout << line << "\n";
+  }
+  const auto& t = r["time"];
+  std::snprintf(line, sizeof line, "time: %d cases, mean absolute error %.2f%% (target %.0f%%), worst %.2f%% %s (target %.0f%%)",
+                t["cases"].get<int>(), t["mape_pct"].get<double>(), t["target_mape_pct"].get<double>(),
+                t["max_abs_error_pct"].get<double>(), t["worst_case"].get<std::string>().c_str(),
+                t["target_max_pct"].get<double>());
+  std::cout << line << "\n";
+  for (const auto& k : r["rankings"]) {
+    std::cout << "ranking: " << k["faster"].get<std::string>() << " < " << k["slower"].get<std::string>()
+              << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT") << "\n";
+  }
+  if (!r["memory_cases"].empty()) {
+    std::printf("%-24s %-34s %5s %10s %10s %9s\n", "memory case", "quantity", "stage", "published", "predicted",
+                "error");
+    for (const auto& m : r["memory_cases"]) {
+      std::snprintf(line, sizeof line, "%-24s %-34s %5d %8.2fGiB %8.2fGiB %+8.1f%%%s", m["id"].get<std::string>().c_str(),
+                    m["quantity"].get<std::string>().c_str(), m["stage"].get<int>(), m["published_GiB"].get<double>(),
+                    m["predicted_GiB"].get<double>(), m["error_pct"].get<double>(),
+                    m.contains("known_issue") ? "  (known issue)" : "");
+      std::cout << line << "\n";
+    }
+    std::snprintf(line, sizeof line, "memory: worst %.2f%% (target %.0f%%)", r["memory"]["max_abs_error_pct"].get<double>(),
+                  r["memory"]["target_pct"].get<double>());
+    std::cout << line << "\n";
+  }
+  const bool met = r["targets_met"].get<bool>();
+  std::cout << (met ? "targets met" : "targets MISSED") << "\n";
+  return met ? 0 : 1;
+}
+
 int run(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kUsage;
@@ -64,6 +115,7 @@ int run(const std::vector<std::string>& args) {
     std::cerr << "proteus " << cmd << ": missing CONFIG\n" << kUsage;
     return 2;
   }
+  if (cmd == "validate") return validate(args);
   bool tree = false;
   proteus::SimulateOptions options;
   std::string out_path, trace_path;

@@ -20,6 +20,10 @@ std::string tree_text(const std::string& config_text);    // resolved strategy t
 std::string compile_json(const std::string& config_text); // compile statistics
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options);
 std::string chrome_trace_json(const std::string& config_text);
+// Simulates every case of a validation file (tests/validation/published.json, docs/fidelity.md)
+// and returns per-case predicted vs published, the mean absolute percentage error, memory
+// cases, rankings and whether the targets are met.
+std::string validate_json(const std::string& validation_text);
 std::string error_json(const Error& error);               // {"ok":false,"error":{code,path,message}}
 
 }  // namespace proteus

@@ -1,6 +1,7 @@
 // The hardware: the typed form of the config's "cluster" object (DESIGN.md §4).
 // Every number here comes from a preset (core/presets/clusters/*.json) that cites its source.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 #include "proteus/training_spec.h"
@@ -23,6 +24,9 @@ struct GpuSpec {
   double kernel_launch_us = 4;           // per kernel
   double compute_slowdown_with_comm = 1.1;  // compute beside NCCL kernels (Proteus: 1.1 V100)
   double comm_slowdown_with_compute = 1.0;  // NCCL beside compute kernels
+  // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
+  // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
+  std::map<std::string, double> measured_us;
   double peak_TFLOPS(Precision p) const;    // with fallback to a wider precision
 };
 
@@ -50,6 +54,13 @@ struct InterNodeSpec {
   int nodes_per_leaf = 0;        // 0 = one non-blocking switch for all nodes
 };
 
+// The collective library's own cost (NCCL's tuning model, src/graph/tuning.cc): a fixed
+// latency per collective call on top of the per-hop latencies. The default is neutral (no
+// library overhead); the presets carry NCCL's value (8.4 us) with its source.
+struct CollectiveSpec {
+  double base_latency_us = 0;  // per collective call (NCCL ring/Simple: 8.4)
+};
+
 struct ClusterSpec {
   std::string name;
   int nodes = 1;
@@ -57,6 +68,7 @@ struct ClusterSpec {
   GpuSpec gpu;
   IntraNodeSpec intra_node;
   InterNodeSpec inter_node;
+  CollectiveSpec collectives;
   int gpus() const { return nodes * gpus_per_node; }
 };
 

@@ -21,7 +21,10 @@ struct CostModel {
   double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
 };
 
-// Signature used by measured tables: "matmul:M=..,N=..,K=..,B=..:bf16" / "attention:..." etc.
+// Signature used by measured tables (CostModel::measured_us, then GpuSpec::measured_us):
+// "matmul:M=..,N=..,K=..,B=..:bf16" (forward, input and weight gradient alike), "attention:..."
+// and "attention_backward:..." (M = s, N = s_kv, K = head_dim, B = batch * heads per GPU), or
+// "<kind>:flops=..,bytes=..:<precision>" for ops without a GEMM shape. docs/fidelity.md.
 std::string op_signature(const ComputeWork& work, Precision precision);
 
 }  // namespace proteus

@@ -108,6 +108,11 @@ Out cluster_json(const ClusterSpec& c) {
           {"kernel_launch_us", g.kernel_launch_us},
           {"compute_slowdown_with_comm", g.compute_slowdown_with_comm},
           {"comm_slowdown_with_compute", g.comm_slowdown_with_compute}};
+  if (!g.measured_us.empty()) {
+    Out table = Out::object();
+    for (const auto& [signature, us] : g.measured_us) table[signature] = us;
+    gpu["measured_us"] = std::move(table);
+  }
   const IntraNodeSpec& n = c.intra_node;
   Out intra{{"kind", to_string(n.kind)},
             {"link_GBps", n.link_GBps},
@@ -127,8 +132,14 @@ Out cluster_json(const ClusterSpec& c) {
             {"bus_efficiency", e.bus_efficiency},
             {"oversubscription", e.oversubscription},
             {"nodes_per_leaf", e.nodes_per_leaf}};
-  return Out{{"name", c.name},       {"nodes", c.nodes},        {"gpus_per_node", c.gpus_per_node},
-             {"gpu", std::move(gpu)}, {"intra_node", std::move(intra)}, {"inter_node", std::move(inter)}};
+  Out collectives{{"base_latency_us", c.collectives.base_latency_us}};
+  return Out{{"name", c.name},
+             {"nodes", c.nodes},
+             {"gpus_per_node", c.gpus_per_node},
+             {"gpu", std::move(gpu)},
+             {"intra_node", std::move(intra)},
+             {"inter_node", std::move(inter)},
+             {"collectives", std::move(collectives)}};
 }
 
 Out strategy_json(const StrategySpec& s) {

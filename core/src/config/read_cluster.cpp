@@ -8,11 +8,30 @@ namespace {
 
 namespace L = config_limits;
 
+// "measured_us": {"<op signature>": microseconds, ...} (docs/fidelity.md). The signatures are
+// op_signature()'s text; a key that matches no op is harmless, a bad time is an error.
+std::map<std::string, double> read_measured_us(const Json& value, const std::string& path) {
+  if (!value.is_object()) throw invalid_config(path, "measured_us must be an object {\"op signature\": microseconds}");
+  if (static_cast<int64_t>(value.size()) > L::kMaxGraphOps) {
+    throw invalid_config(path, "measured_us has " + std::to_string(value.size()) + " entries; at most " +
+                                   std::to_string(L::kMaxGraphOps) + " are supported");
+  }
+  std::map<std::string, double> table;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (it.key().empty() || static_cast<int64_t>(it.key().size()) > L::kMaxStringChars) {
+      throw invalid_config(path, "a measured_us key must be an op signature of 1 to " +
+                                     std::to_string(L::kMaxStringChars) + " characters");
+    }
+    table[it.key()] = as_number(it.value(), join_path(path, it.key()), 0, L::kMaxLatency_us, true);
+  }
+  return table;
+}
+
 GpuSpec read_gpu(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
                   {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
                    "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
-                   "compute_slowdown_with_comm", "comm_slowdown_with_compute"});
+                   "compute_slowdown_with_comm", "comm_slowdown_with_compute", "measured_us"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
@@ -41,6 +60,7 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
       in.number("compute_slowdown_with_comm", defaults.compute_slowdown_with_comm, 1, L::kMaxSlowdown);
   gpu.comm_slowdown_with_compute =
       in.number("comm_slowdown_with_compute", defaults.comm_slowdown_with_compute, 1, L::kMaxSlowdown);
+  if (in.has("measured_us")) gpu.measured_us = read_measured_us(in.at("measured_us"), in.path_of("measured_us"));
   return gpu;
 }
 
@@ -148,13 +168,22 @@ InterNodeSpec read_inter_node(const Json& value, const std::string& path, int no
   return net;
 }
 
+// "collectives": the collective library's own cost per call (NCCL's tuning model).
+CollectiveSpec read_collectives(const Json& value, const std::string& path) {
+  ObjectReader in(value, path, {"base_latency_us"});
+  const CollectiveSpec defaults;
+  CollectiveSpec c;
+  c.base_latency_us = in.number("base_latency_us", defaults.base_latency_us, 0, L::kMaxLatency_us);
+  return c;
+}
+
 }  // namespace
 
 ClusterSpec read_cluster(const Json& value, const std::string& path) {
   if (!value.is_object()) {
     throw invalid_config(path, "cluster must be a preset name or an object, got " + describe(value));
   }
-  ObjectReader in(value, path, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node"});
+  ObjectReader in(value, path, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "collectives"});
   ClusterSpec cluster;
   cluster.name = in.string("name", "");
   cluster.nodes = static_cast<int>(in.integer("nodes", 1, 1, L::kMaxGpus));
@@ -171,6 +200,8 @@ ClusterSpec read_cluster(const Json& value, const std::string& path) {
                                        in.path_of("intra_node"), cluster.gpus_per_node);
   cluster.inter_node = read_inter_node(in.has("inter_node") ? in.at("inter_node") : Json::object(),
                                        in.path_of("inter_node"), cluster.nodes);
+  cluster.collectives = read_collectives(in.has("collectives") ? in.at("collectives") : Json::object(),
+                                         in.path_of("collectives"));
   return cluster;
 }
 

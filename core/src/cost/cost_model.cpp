@@ -1,4 +1,4 @@
-// Compute cost (cost_model.h; DESIGN.md §3 "CostModel", "GEMM efficiency").
+// Compute cost (cost_model.h; DESIGN.md §3 "CostModel", "GEMM efficiency"; docs/fidelity.md).
 //
 // GEMM efficiency (M x N x K, batch B) on a GPU with `sm_count` SMs and tiles tile_m x tile_n:
 //   tiles        = ceil(M / tile_m) * ceil(N / tile_n) * B
@@ -25,7 +25,8 @@
 //   Embedding, Norm, Elementwise, Softmax, Pool, Dispatch, Loss, Interaction: memory-bound,
 //   bytes / (hbm * memory_bound_efficiency).
 // A measured table entry for op_signature(work, precision) replaces all of this (launches
-// included: a measured time is the op's whole time).
+// included: a measured time is the op's whole time). The table is CostModel::measured_us, then
+// the GPU's own (cluster.gpu.measured_us).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -109,9 +110,12 @@ double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
 }
 
 double CostModel::compute_time_s(const ComputeWork& work) const {
-  if (!measured_us.empty()) {
-    const auto it = measured_us.find(op_signature(work, precision));
-    if (it != measured_us.end()) return it->second * kSecondsPerUs;
+  if (!measured_us.empty() || !gpu.measured_us.empty()) {
+    const std::string signature = op_signature(work, precision);
+    for (const auto* table : {&measured_us, &gpu.measured_us}) {
+      const auto it = table->find(signature);
+      if (it != table->end()) return it->second * kSecondsPerUs;
+    }
   }
   const double launch_s = std::max(0, work.kernels) * gpu.kernel_launch_us * kSecondsPerUs;
   const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;
@@ -122,13 +126,13 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   }
   if (is_memory_bound(work.op_kind) || work.flops <= 0) return memory_s + launch_s;
 
+  const double peak_flops = gpu.peak_TFLOPS(precision) * kFlopsPerTFLOP;
   double efficiency = gpu.gemm_max_efficiency;
   if (work.op_kind == OpKind::Attention) {
     efficiency = gpu.attention_efficiency;
   } else if (has_gemm_shape(work)) {
     efficiency = gemm_efficiency_batched(gpu, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
   }
-  const double peak_flops = gpu.peak_TFLOPS(precision) * kFlopsPerTFLOP;
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
                                             std::string(signature_name(work.op_kind)) + " in " +
@@ -140,7 +144,14 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
 std::string op_signature(const ComputeWork& work, Precision precision) {
   char buffer[192];
   if (has_gemm_shape(work)) {
-    std::snprintf(buffer, sizeof buffer, "%s:M=%lld,N=%lld,K=%lld,B=%lld:%s", signature_name(work.op_kind),
+    // An attention backward does twice its forward's GEMMs (dQ, dK, dV, dP); same shape,
+    // another kernel: "attention_backward". Linear layers' three GEMMs (forward, input and
+    // weight gradient) share one signature, as they cost the same 2*M*N*K.
+    const bool backward = work.op_kind == OpKind::Attention &&
+                          work.flops > 6.0 * static_cast<double>(work.gemm_m) * static_cast<double>(work.gemm_n) *
+                                           static_cast<double>(work.gemm_k) * static_cast<double>(work.gemm_batch);
+    std::snprintf(buffer, sizeof buffer, "%s:M=%lld,N=%lld,K=%lld,B=%lld:%s",
+                  backward ? "attention_backward" : signature_name(work.op_kind),
                   static_cast<long long>(work.gemm_m), static_cast<long long>(work.gemm_n),
                   static_cast<long long>(work.gemm_k), static_cast<long long>(work.gemm_batch),
                   signature_precision(precision));

@@ -22,7 +22,7 @@
 //   latency_s = 2 * (tree depth * inter-node alpha + (chain length - 1) * intra-node alpha).
 //   Ring or tree: the one with the smaller estimate latency_s + max over links of (bytes
 //   through the link / its capacity), the time of the plan alone on the network (NCCL also
-//   chooses by an alpha-beta estimate); ties go to the ring.
+//   chooses by an alpha-beta estimate); ties (within a relative 1e-9) go to the ring.
 // All-to-all: a direct flow of S / n from every member to every other member; inter-node flows
 //   use the sender's own NIC. latency_s = largest per-hop alpha among the pairs.
 // Send-recv: one flow of S bytes from group[0] to group[1] through the sender's NIC;
@@ -30,13 +30,15 @@
 // A group of one member (or a send to oneself) has no flows and no latency; a collective of
 // zero bytes has no flows but keeps its latency.
 //
-// NCCL's base latency (~8.4 us per collective, REFERENCE.md) has no field in ClusterSpec; it is
-// not added here. Presets that want it fold it into the per-hop latencies.
+// Every collective of two or more members (send-recv and all-to-all included) also pays the
+// library's fixed cost per call, cluster.collectives.base_latency_us (NCCL's baseLat, 8.4 us for
+// the ring/Simple protocol in src/graph/tuning.cc; REFERENCE.md section 2), added to latency_s.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include "proteus/collective_flows.h"
 #include "proteus/error.h"
+#include "proteus/units.h"
 #include "../hardware/nvlink_rings.h"
 
 namespace proteus {
@@ -259,8 +261,10 @@ double estimate_s(const Topology& t, const CollectivePlan& plan, std::vector<dou
 
 }  // namespace
 
-CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
-                               double bytes) {
+namespace {
+
+CollectivePlan plan_without_base_latency(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
+                                         double bytes) {
   const int n = static_cast<int>(group.size());
   CollectivePlan plan;
   switch (kind) {
@@ -311,7 +315,19 @@ CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, co
   std::vector<int> touched;
   const double ring_s = estimate_s(topology, ring, load, touched);
   const double tree_s = estimate_s(topology, tree, load, touched);
-  return tree_s < ring_s ? tree : ring;
+  // Near-ties go to the ring: isomorphic sibling groups sum their link loads in different
+  // orders, and a rounding-level difference must not give them different algorithms.
+  return tree_s < ring_s * (1 - 1e-9) ? tree : ring;
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
+                               double bytes) {
+  CollectivePlan plan = plan_without_base_latency(topology, kind, group, bytes);
+  const bool moves = group.size() > 1 && !(kind == CollectiveKind::SendRecv && group[0] == group[1]);
+  if (moves) plan.latency_s += topology.cluster.collectives.base_latency_us * kSecondsPerUs;
+  return plan;
 }
 
 }  // namespace proteus

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Measure op times on a real GPU with PyTorch and write them as a Proteus measured-time table.
+
+The table replaces the cost model's roofline for matching ops (docs/fidelity.md, "Measured
+costs"), as the original Proteus's GPU profiles did. Put its "measured_us" object in a config's
+cluster.gpu, or in a cluster preset's "gpu":
+
+    {"cluster": {"preset": "dgx-h200", "gpu": {"measured_us": {"matmul:M=4096,...:bf16": 512.3}}}}
+
+Signatures are the simulator's (core/src/cost/cost_model.cpp, op_signature):
+    matmul:M=<m>,N=<n>,K=<k>,B=<batch>:<precision>             C[M,N] = A[M,K] B[K,N] (x batch)
+    attention:M=<s>,N=<s_kv>,K=<head_dim>,B=<batch*heads>:<p>   unfused: QK^T, softmax, PV
+    attention_backward:...                                      its backward (torch.autograd)
+For a transformer the script derives the signatures the compiler asks for (Megatron tensor
+parallelism: per-GPU shapes of q/kv/o projections, MLP, LM head and attention):
+
+    python3 scripts/measure_ops.py --transformer hidden=8192,heads=64,kv_heads=8,ffn=28672,seq=4096,\\
+        vocab=128256,mlp=swiglu --tp 8 --micro-batch 1 --precision bf16 -o h200-llama70b.json
+    python3 scripts/measure_ops.py --signature "matmul:M=8192,N=8192,K=8192,B=1:bf16"
+
+Times are the median of --repeat runs after --warmup runs, synchronised, in microseconds. On a
+machine without CUDA it runs on the CPU (useful only to test the script: CPU times describe no GPU).
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+_SIGNATURE = re.compile(r"^(matmul|attention|attention_backward):M=(\d+),N=(\d+),K=(\d+),B=(\d+):(\w+)$")
+
+
+def parse_signature(text):
+    """'matmul:M=..,N=..,K=..,B=..:bf16' -> (kind, m, n, k, batch, precision); ValueError if not one."""
+    match = _SIGNATURE.match(text.strip())
+    if not match or match.group(6) not in PRECISIONS:
+        raise ValueError("not a GEMM-shaped op signature: %r" % text)
+    kind, m, n, k, b, precision = match.groups()
+    return kind, int(m), int(n), int(k), int(b), precision
+
+
+def signature(kind, m, n, k, batch, precision):
+    return "%s:M=%d,N=%d,K=%d,B=%d:%s" % (kind, m, n, k, batch, precision)
+
+
+def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16"):
+    """The GEMM-shaped signatures of one Megatron transformer layer (+ LM head) per GPU.
+
+    model: dict with hidden, heads, ffn, seq, vocab and optionally kv_heads, mlp ('gelu' or
+    'swiglu'), head_dim. Shapes as core/src/model/transformer_builder.cpp builds them, divided by
+    tensor parallelism as Megatron's column/row-parallel linears are: tokens M = micro_batch*seq.
+    """
+    h, a, s = int(model["hidden"]), int(model["heads"]), int(model["seq"])
+    kvh = int(model.get("kv_heads", a))
+    d = int(model.get("head_dim", h // a))
+    f, v = int(model["ffn"]), int(model["vocab"])
+    fc1 = 2 * f if model.get("mlp", "gelu") == "swiglu" else f
+    for name, width in (("heads", a), ("kv_heads", kvh), ("ffn", f), ("vocab", v)):
+        if width % tp:
+            raise ValueError("tp=%d does not divide %s=%d" % (tp, name, width))
+    tokens = micro_batch * s
+    shapes = [
+        ("matmul", tokens, a * d // tp, h, 1),        # q_proj
+        ("matmul", tokens, 2 * kvh * d // tp, h, 1),  # kv_proj
+        ("matmul", tokens, h, a * d // tp, 1),        # o_proj
+        ("matmul", tokens, fc1 // tp, h, 1),          # fc1
+        ("matmul", tokens, h, f // tp, 1),            # fc2
+        ("matmul", tokens, v // tp, h, 1),            # lm_head
+        ("attention", s, s, d, micro_batch * a // tp),
+        ("attention_backward", s, s, d, micro_batch * a // tp),
+    ]
+    out = []
+    for shape in shapes:
+        sig = signature(*shape, precision)
+        if sig not in out:
+            out.append(sig)
+    return out
+
+
+def _dtype(torch, precision):
+    if precision in ("fp16",):
+        return torch.float16
+    if precision in ("bf16", "fp8"):  # fp8 GEMMs need Transformer Engine; measured in bf16
+        return torch.bfloat16
+    return torch.float32
+
+
+def measure(signatures, device=None, warmup=3, repeat=10):
+    """Time each signature with PyTorch; returns {signature: microseconds}."""
+    import torch  # imported here: the signature helpers work without PyTorch
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    table = {}
+    for text in signatures:
+        kind, m, n, k, b, precision = parse_signature(text)
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        dtype = _dtype(torch, precision)
+        if kind == "matmul":
+            x = torch.randn(b, m, k, device=device, dtype=dtype)
+            w = torch.randn(b, k, n, device=device, dtype=dtype)
+
+            def run():
+                torch.bmm(x, w) if b > 1 else torch.mm(x[0], w[0])
+        else:
+            # Unfused attention as Megatron runs it: scores, scaled softmax, probabilities x V.
+            backward = kind == "attention_backward"
+            q = torch.randn(b, m, k, device=device, dtype=dtype, requires_grad=backward)
+            kk = torch.randn(b, n, k, device=device, dtype=dtype, requires_grad=backward)
+            vv = torch.randn(b, n, k, device=device, dtype=dtype, requires_grad=backward)
+
+            def forward():
+                p = torch.softmax(torch.bmm(q, kk.transpose(1, 2)) * (k ** -0.5), dim=-1)
+                return torch.bmm(p, vv)
+
+            if backward:
+                out = forward()
+                grad = torch.randn_like(out)
+
+                def run():
+                    torch.autograd.grad(out, (q, kk, vv), grad, retain_graph=True)
+            else:
+                def run():
+                    forward()
+        for _ in range(warmup):
+            run()
+        sync()
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            run()
+            sync()
+            times.append((time.perf_counter() - start) * 1e6)
+        table[text] = statistics.median(times)
+    return table
+
+
+def _key_values(text):
+    out = {}
+    for item in text.split(","):
+        key, _, value = item.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--signature", action="append", default=[], help="an op signature to measure (repeatable)")
+    parser.add_argument("--signatures", help="a file of signatures, one per line")
+    parser.add_argument("--transformer", help="hidden=..,heads=..,ffn=..,seq=..,vocab=..[,kv_heads=..,mlp=swiglu]")
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--micro-batch", type=int, default=1)
+    parser.add_argument("--precision", default="bf16", choices=PRECISIONS)
+    parser.add_argument("--device", help="cuda, cuda:1, cpu (default: cuda when available)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--list", action="store_true", help="print the signatures and exit (no PyTorch needed)")
+    parser.add_argument("-o", "--output", help="write {\"measured_us\": {...}} here (default: stdout)")
+    args = parser.parse_args(argv)
+
+    signatures = list(args.signature)
+    if args.signatures:
+        with open(args.signatures) as f:
+            signatures += [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    if args.transformer:
+        signatures += transformer_signatures(_key_values(args.transformer), args.tp, args.micro_batch, args.precision)
+    for text in signatures:
+        parse_signature(text)
+    if not signatures:
+        parser.error("nothing to measure: give --signature, --signatures or --transformer")
+    if args.list:
+        print("\n".join(signatures))
+        return 0
+    import torch
+
+    table = measure(signatures, args.device, args.warmup, args.repeat)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
+    result = {
+        "measured_us": table,
+        "source": "scripts/measure_ops.py on %s, PyTorch %s, median of %d runs" % (name, torch.__version__, args.repeat),
+    }
+    text = json.dumps(result, indent=2, sort_keys=True)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+// scripts/measure_ops.py against the simulator: the signatures the script measures for a
+// transformer are exactly those the compiler's GEMM-shaped tasks ask the cost model for, and
+// its own tests pass (timing tests skip themselves where PyTorch is missing). Needs python3;
+// without it the cases say so and check nothing.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "proteus/compile.h"
+#include "proteus/config.h"
+#include "proteus/cost_model.h"
+
+namespace {
+
+bool have_python() { return std::system("python3 -c pass > /dev/null 2>&1") == 0; }
+
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buffer[512];
+  while (fgets(buffer, sizeof buffer, pipe)) out += buffer;
+  pclose(pipe);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-shaped tasks") {
+  if (!have_python()) {
+    MESSAGE("python3 not found: skipped");
+    return;
+  }
+  // GPT-3-like layer, scaled down: hidden 1024, 16 heads, ffn 4096, seq 512, vocab 8192, TP 4,
+  // micro-batch 2, fp16.
+  const std::string config = R"({"model": {"kind": "transformer", "layers": 2, "hidden": 1024, "heads": 16,
+    "ffn_hidden": 4096, "seq_len": 512, "vocab": 8192, "mlp": "gelu", "norm": "layernorm"},
+    "cluster": {"preset": "dgx-a100-80g"}, "training": {"global_batch": 4, "precision": "fp16"},
+    "strategy": {"tp": 4, "dp": 2, "micro_batch": 2}})";
+  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
+  std::set<std::string> compiler;
+  for (const proteus::Task& t : compiled.exec.tasks) {
+    if (t.kind != proteus::TaskKind::Compute || t.work.gemm_m <= 0) continue;
+    if (t.work.op_kind != proteus::OpKind::Matmul && t.work.op_kind != proteus::OpKind::Attention) continue;
+    compiler.insert(proteus::op_signature(t.work, proteus::Precision::Fp16));
+  }
+  const std::string listed =
+      run("python3 " PROTEUS_SOURCE_DIR "/scripts/measure_ops.py --list --precision fp16 --tp 4 --micro-batch 2 "
+          "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
+  std::set<std::string> script;
+  std::istringstream lines(listed);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) script.insert(line);
+  // q, kv, o, fc1 = fc2 (both 1024 x 1024 x 1024 per GPU), lm_head, attention forward and backward.
+  CHECK(script.size() == 7);
+  CHECK(script == compiler);
+}
+
+TEST_CASE("measure_ops.py: its own tests pass (timing skipped without PyTorch)") {
+  if (!have_python()) {
+    MESSAGE("python3 not found: skipped");
+    return;
+  }
+  CHECK(std::system("python3 " PROTEUS_SOURCE_DIR "/tests/test_measure_ops.py > /dev/null 2>&1") == 0);
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Tests of scripts/measure_ops.py. The signature helpers need no PyTorch; the timing tests run
+only where torch imports (CI has none: they are skipped, not failed). Run: python3 tests/test_measure_ops.py"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "scripts", "measure_ops.py")
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+import measure_ops  # noqa: E402
+
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+
+class Signatures(unittest.TestCase):
+    def test_round_trip(self):
+        text = "matmul:M=2048,N=4608,K=12288,B=1:fp16"
+        self.assertEqual(measure_ops.parse_signature(text), ("matmul", 2048, 4608, 12288, 1, "fp16"))
+        self.assertEqual(measure_ops.signature(*measure_ops.parse_signature(text)), text)
+
+    def test_rejects_non_gemm_signatures(self):
+        for bad in ("norm:flops=1,bytes=2:bf16", "matmul:M=1,N=2,K=3:bf16", "matmul:M=1,N=2,K=3,B=1:int4"):
+            with self.assertRaises(ValueError):
+                measure_ops.parse_signature(bad)
+
+    def test_megatron_layer_shapes(self):
+        # GPT-3 175B on TP 8, micro-batch 1, seq 2048: tokens 2048; per GPU q 1536, kv 3072,
+        # o_proj K 1536, fc1 N 6144, fc2 K 6144, lm_head N 6400; attention batch 96/8 = 12 heads.
+        sigs = measure_ops.transformer_signatures(
+            {"hidden": 12288, "heads": 96, "ffn": 49152, "seq": 2048, "vocab": 51200}, tp=8, precision="fp16")
+        self.assertIn("matmul:M=2048,N=1536,K=12288,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=3072,K=12288,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=12288,K=1536,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=6144,K=12288,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=12288,K=6144,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=6400,K=12288,B=1:fp16", sigs)
+        self.assertIn("attention:M=2048,N=2048,K=128,B=12:fp16", sigs)
+        self.assertIn("attention_backward:M=2048,N=2048,K=128,B=12:fp16", sigs)
+        with self.assertRaises(ValueError):
+            measure_ops.transformer_signatures({"hidden": 64, "heads": 3, "ffn": 256, "seq": 8, "vocab": 10}, tp=2)
+
+    def test_list_needs_no_torch(self):
+        out = subprocess.run([sys.executable, SCRIPT, "--list", "--signature", "matmul:M=8,N=8,K=8,B=1:fp32"],
+                             check=True, capture_output=True, text=True).stdout
+        self.assertEqual(out.split(), ["matmul:M=8,N=8,K=8,B=1:fp32"])
+
+
+@unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
+class Timing(unittest.TestCase):
+    def test_cpu_shapes(self):
+        small, large = "matmul:M=64,N=64,K=64,B=1:fp32", "matmul:M=512,N=512,K=512,B=1:fp32"
+        table = measure_ops.measure([small, large, "attention:M=64,N=64,K=16,B=2:fp32",
+                                     "attention_backward:M=64,N=64,K=16,B=2:fp32"], device="cpu", warmup=1, repeat=5)
+        self.assertEqual(len(table), 4)
+        self.assertTrue(all(us > 0 for us in table.values()))
+        self.assertGreater(table[large], table[small])  # 512x more FLOPs
+
+    def test_writes_a_table_the_config_accepts(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "table.json")
+            subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--repeat", "2", "--warmup", "1",
+                            "--signature", "matmul:M=32,N=32,K=32,B=2:fp32", "-o", path], check=True)
+            with open(path) as f:
+                table = json.load(f)
+            self.assertEqual(list(table["measured_us"]), ["matmul:M=32,N=32,K=32,B=2:fp32"])
+            self.assertIn("source", table)
+
+
+if __name__ == "__main__":
+    unittest.main()
