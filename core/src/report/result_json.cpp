@@ -2,6 +2,8 @@
 // doubles are printed by nlohmann's shortest round-trip formatter, so the same inputs give
 // byte-identical text natively and in WebAssembly. Divisions by a zero iteration time give 0.
 #include <algorithm>
+#include <limits>
+#include <sstream>
 #include <array>
 #include <iterator>
 #include <cmath>
@@ -259,16 +261,31 @@ std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, co
   return w;
 }
 
+// The timeline, capped at simulation.max_timeline_spans: when there are more spans, it keeps
+// every span that starts before a time horizon, the latest that fits the cap, so that every
+// rank's window [0, horizon) is complete rather than the first ranks complete and the last
+// ones missing.
 ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& warns) {
   const ExecGraph& g = in.graph;
   const Trace& trace = in.trace;
-  const int64_t cap = in.config.simulation.max_timeline_spans;
+  const int64_t cap = std::max<int64_t>(0, in.config.simulation.max_timeline_spans);
+  const int64_t total = static_cast<int64_t>(g.tasks.size());
+  double horizon_s = std::numeric_limits<double>::infinity();
+  if (total > cap) {
+    std::vector<double> starts(trace.task_start_s.begin(), trace.task_start_s.end());
+    std::nth_element(starts.begin(), starts.begin() + cap, starts.end());
+    horizon_s = starts[static_cast<size_t>(cap)];  // spans starting strictly before it: at most cap
+  }
+  // Spans starting exactly at the horizon fill what the cap leaves, in queue order.
+  int64_t at_horizon_room = cap;
+  if (total > cap)
+    for (double start : trace.task_start_s) at_horizon_room -= start < horizon_s ? 1 : 0;
   ordered_json spans = ordered_json::array();
-  int64_t total = 0;
   for (size_t q = 0; q < g.queues.size(); ++q)
     for (int t : g.queues[q]) {
-      ++total;
-      if (static_cast<int64_t>(spans.size()) >= cap) continue;
+      const double start = trace.task_start_s[static_cast<size_t>(t)];
+      if (start > horizon_s) continue;
+      if (start == horizon_s && at_horizon_room-- <= 0) continue;
       const Task& task = g.tasks[static_cast<size_t>(t)];
       ordered_json s;
       s["rank"] = g.ranks[static_cast<size_t>(task.rank)].gpu;
@@ -280,9 +297,13 @@ ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& war
       s["end_s"] = trace.task_end_s[static_cast<size_t>(t)];
       spans.push_back(std::move(s));
     }
-  if (total > cap)
-    warns.push_back("The timeline shows the first " + std::to_string(cap) + " of " + std::to_string(total) +
-                    " spans (simulation.max_timeline_spans).");
+  if (total > cap) {
+    std::ostringstream horizon;
+    horizon << horizon_s;
+    warns.push_back("The timeline shows " + std::to_string(spans.size()) + " of the " + std::to_string(total) +
+                    " spans: every rank up to t = " + horizon.str() +
+                    " s (raise simulation.max_timeline_spans to see more).");
+  }
   return spans;
 }
 
