@@ -126,7 +126,7 @@ TEST_CASE("config: malformed JSON gives invalid_json with line and column") {
   CHECK(std::string(e.what()).find("line 3") != std::string::npos);
   CHECK_ERROR("", "invalid_json", "");
   CHECK_ERROR("{\"model\": \"llama3-8b\",}", "invalid_json", "");
-  CHECK_ERROR("{\"a\": 1e400}", "invalid_json", "");  // number overflow
+  CHECK_ERROR("{\"a\": 1e400}", "invalid_json", "a");  // number overflow: the path of the number
   CHECK_ERROR(R"({"strategy": {"tp": 1, "tp": 2}})", "invalid_json", "strategy.tp");  // duplicate key
   CHECK_ERROR("[1, 2]", "invalid_config", "");
   CHECK_ERROR("\"llama3-8b\"", "invalid_config", "");
