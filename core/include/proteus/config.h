@@ -14,8 +14,12 @@ namespace proteus {
 // Simulation switches (top-level "simulation" object, optional).
 struct SimulationSpec {
   bool symmetry = true;          // simulate one rank per class of identical ranks
-  int64_t max_tasks = 50'000'000;   // refuse graphs bigger than this (clear error)
-  int64_t max_events = 500'000'000;
+  // Refuse graphs bigger than this (clear error): a task costs ~150-200 bytes compiled and
+  // simulated, so 5M tasks stay near 1 GB, inside a WebAssembly page's memory. The biggest
+  // scenario preset has ~1M tasks with symmetry (docs/robustness.md).
+  int64_t max_tasks = 5'000'000;
+  // ~3 us an event natively: 100M events bound a simulation to minutes, not hours.
+  int64_t max_events = 100'000'000;
   int64_t max_timeline_spans = 2'000'000;
 };
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 #include "json_reader.h"
+#include "limits.h"
 
 namespace proteus::config_detail {
 
@@ -15,6 +16,12 @@ std::string format_count(double value) {
   if (value < 1e15) return std::to_string(static_cast<int64_t>(value));
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+std::string format_real(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
   return text;
 }
 
@@ -71,6 +78,17 @@ void check_pipeline(const Config& c) {
     throw invalid_config("strategy.virtual_stages",
                          "pp*virtual_stages = " + to_string(int64_t{s.pp} * s.virtual_stages) +
                              " model chunks is more than the model's " + to_string(units) + " " + unit_name(c.model));
+  }
+  // Transformer layers split evenly over the pipeline chunks unless stage_layers says otherwise
+  // (Megatron-LM refuses the same: num_layers must be divisible by the pipeline size).
+  const int64_t chunks = int64_t{s.pp} * s.virtual_stages;
+  if (c.model.kind == ModelKind::Transformer && s.stage_layers.empty() && units % chunks != 0) {
+    const bool interleaved = s.virtual_stages > 1;
+    throw invalid_config(interleaved ? "strategy.virtual_stages" : "strategy.pp",
+                         (interleaved ? "pp*virtual_stages = " + to_string(chunks) : "pp=" + to_string(s.pp)) +
+                             " does not divide layers=" + to_string(units) +
+                             " into equal pipeline chunks; choose a divisor or list the layers per chunk in "
+                             "strategy.stage_layers");
   }
   if (!s.stage_layers.empty()) {
     if (units == 0) {
@@ -158,9 +176,41 @@ void check_context_parallel(const Config& c) {
   }
 }
 
+// Rates that work is divided by must not be so small that times overflow (a result of "null").
+void check_rates(const Config& c) {
+  namespace L = config_limits;
+  auto at_least = [](double value, double min, const std::string& path, bool zero_allowed) {
+    if (zero_allowed && value == 0) return;
+    if (!(value >= min)) {
+      throw invalid_config(path, field_name(path) + " must be at least " + format_real(min) + " (got " +
+                                     format_real(value) + "); smaller rates are far below any real hardware " +
+                                     "and make every predicted time overflow");
+    }
+  };
+  const GpuSpec& g = c.cluster.gpu;
+  at_least(g.hbm_GBps, L::kMinBandwidth_GBps, "cluster.gpu.hbm_GBps", false);
+  at_least(g.peak_fp32_TFLOPS, L::kMinTFLOPS, "cluster.gpu.peak_TFLOPS.fp32", false);
+  at_least(g.peak_tf32_TFLOPS, L::kMinTFLOPS, "cluster.gpu.peak_TFLOPS.tf32", true);
+  at_least(g.peak_fp16_TFLOPS, L::kMinTFLOPS, "cluster.gpu.peak_TFLOPS.fp16", true);
+  at_least(g.peak_bf16_TFLOPS, L::kMinTFLOPS, "cluster.gpu.peak_TFLOPS.bf16", true);
+  at_least(g.peak_fp8_TFLOPS, L::kMinTFLOPS, "cluster.gpu.peak_TFLOPS.fp8", true);
+  at_least(g.gemm_max_efficiency, L::kMinEfficiency, "cluster.gpu.gemm_max_efficiency", false);
+  at_least(g.attention_efficiency, L::kMinEfficiency, "cluster.gpu.attention_efficiency", false);
+  at_least(g.memory_bound_efficiency, L::kMinEfficiency, "cluster.gpu.memory_bound_efficiency", false);
+  const IntraNodeSpec& n = c.cluster.intra_node;
+  at_least(n.link_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.link_GBps", n.kind == IntraNodeKind::PcieTree);
+  at_least(n.bus_efficiency, L::kMinEfficiency, "cluster.intra_node.bus_efficiency", false);
+  at_least(n.pcie_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.pcie_GBps", false);
+  at_least(n.cpu_link_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.cpu_link_GBps", true);
+  const InterNodeSpec& net = c.cluster.inter_node;
+  at_least(net.nic_GBps, L::kMinBandwidth_GBps, "cluster.inter_node.nic_GBps", false);
+  at_least(net.bus_efficiency, L::kMinEfficiency, "cluster.inter_node.bus_efficiency", false);
+}
+
 }  // namespace
 
 void validate_config(const Config& config) {
+  check_rates(config);
   check_mesh_size(config);
   check_tensor_parallel(config);
   check_context_parallel(config);

@@ -78,6 +78,12 @@ bool path_matches(const std::vector<std::string>& pattern, const std::vector<std
   return i == path.size();
 }
 
+// Records once what a node sets itself: many overrides may match one node, and a list that
+// grew with each would make memory grow with overrides x modules.
+void note_set(StrategyNode* node, const std::string& what) {
+  if (std::find(node->set.begin(), node->set.end(), what) == node->set.end()) node->set.push_back(what);
+}
+
 void apply_override(const OverrideSpec& o, StrategyNode* node) {
   for (const auto& [axis, dim] : o.map) {
     const int a = axis_from_name(axis);
@@ -91,16 +97,16 @@ void apply_override(const OverrideSpec& o, StrategyNode* node) {
       dims.erase(std::remove(dims.begin(), dims.end(), dim), dims.end());
       dims.insert(dims.begin(), dim);
     }
-    node->set.push_back("map." + axis);
+    note_set(node, "map." + axis);
   }
   if (o.recompute) {
     node->config.recompute = *o.recompute;
-    node->set.push_back("recompute");
+    note_set(node, "recompute");
   }
   if (o.stage) {
     node->config.chunk = *o.stage;
     node->chunk_fixed = true;
-    node->set.push_back("stage");
+    note_set(node, "stage");
   }
 }
 
