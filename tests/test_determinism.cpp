@@ -1,0 +1,61 @@
+// Identical config -> byte-identical result JSON, run after run in one process (DESIGN.md §1:
+// every stage is a pure function; no globals, no randomness, no iteration over addresses).
+// Checked over every scenario preset: the plain result, the result with the timeline, and the
+// Chrome trace, each produced twice. stats.wall_ms is opt-in and left out, as results are by default.
+#include <doctest/doctest.h>
+
+#include <string>
+#include "proteus/api.h"
+#include "proteus/presets.h"
+
+namespace {
+
+std::string scenario_config(const std::string& name) { return "{\"preset\": \"" + name + "\"}"; }
+
+// The first line where two texts differ, for the failure message.
+std::string first_difference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  const size_t line_start = a.rfind('\n', i == 0 ? 0 : i - 1);
+  const size_t from = line_start == std::string::npos ? 0 : line_start + 1;
+  return "at byte " + std::to_string(i) + ": \"" + a.substr(from, 120) + "\" vs \"" + b.substr(from, 120) + "\"";
+}
+
+void check_same(const std::string& what, const std::string& a, const std::string& b) {
+  INFO(what << " differs " << first_difference(a, b));
+  CHECK(a.size() == b.size());
+  CHECK(a == b);
+}
+
+}  // namespace
+
+TEST_CASE("determinism: every scenario preset gives byte-identical results run after run") {
+  int scenarios = 0;
+  for (const proteus::Preset& preset : proteus::embedded_presets()) {
+    if (preset.kind != proteus::PresetKind::Scenario) continue;
+    ++scenarios;
+    CAPTURE(preset.name);
+    const std::string config = scenario_config(preset.name);
+    proteus::SimulateOptions plain;
+    const std::string first = proteus::simulate_json(config, plain);
+    CHECK(first.find("\"ok\": true") != std::string::npos);
+    CHECK(first.find("wall_ms") == std::string::npos);
+    check_same(preset.name + " result", first, proteus::simulate_json(config, plain));
+
+    proteus::SimulateOptions timeline;
+    timeline.timeline = true;
+    const std::string with_timeline = proteus::simulate_json(config, timeline);
+    CHECK(with_timeline.find("\"timeline\"") != std::string::npos);
+    check_same(preset.name + " result with timeline", with_timeline, proteus::simulate_json(config, timeline));
+  }
+  CHECK(scenarios >= 8);
+}
+
+TEST_CASE("determinism: the Chrome trace and the resolved config are byte-identical run after run") {
+  for (const char* name : {"default", "mixtral-8x7b-ep", "alexnet-hybrid", "dlrm-table-parallel"}) {
+    CAPTURE(name);
+    const std::string config = scenario_config(name);
+    check_same(std::string(name) + " trace", proteus::chrome_trace_json(config), proteus::chrome_trace_json(config));
+    check_same(std::string(name) + " show", proteus::show_json(config), proteus::show_json(config));
+  }
+}
