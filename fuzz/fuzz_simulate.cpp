@@ -1,0 +1,95 @@
+// libFuzzer target over the whole pipeline: config text -> parse -> compile -> simulate ->
+// result JSON and Chrome trace. The contract it checks, for any input bytes:
+//   * the core either returns or throws proteus::Error (any other exception, a crash, a
+//     sanitizer report or a hang is a finding);
+//   * an Error has a known code and a non-empty message, and is never "internal" (an internal
+//     error means a valid config reached an inconsistent state: a bug, not bad input);
+//   * a config that parses prints (config_to_json) to text that parses back to the same config;
+//   * a simulation that succeeds reports a finite, positive iteration time.
+// Work per input is bounded by lowering simulation.max_tasks / max_events / max_timeline_spans
+// (the same limits a user can set), so a slow input is a finding only when it is slow despite
+// them. Build and run with fuzz/run.sh.
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <string>
+
+#include "proteus/api.h"
+#include "proteus/compile.h"
+#include "proteus/config.h"
+#include "proteus/cost_model.h"
+#include "proteus/report.h"
+#include "proteus/simulation.h"
+#include "proteus/strategy_tree.h"
+#include "proteus/topology.h"
+
+namespace {
+
+constexpr int64_t kFuzzMaxTasks = 20'000;
+constexpr int64_t kFuzzMaxEvents = 200'000;
+constexpr int64_t kFuzzMaxSpans = 2'000;
+
+[[noreturn]] void finding(const std::string& what) {
+  std::fprintf(stderr, "FINDING: %s\n", what.c_str());
+  std::abort();
+}
+
+void check_error(const proteus::Error& e, const char* stage) {
+  const std::string code = e.code;
+  if (code != "invalid_json" && code != "invalid_config" && code != "unknown_preset" && code != "limit_exceeded") {
+    finding(std::string(stage) + ": error code \"" + code + "\" (" + e.path + "): " + e.what());
+  }
+  if (std::string(e.what()).empty()) finding(std::string(stage) + ": empty error message at " + e.path);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  proteus::Config config;
+  try {
+    config = proteus::parse_config(text);
+  } catch (const proteus::Error& e) {
+    check_error(e, "parse");
+    return 0;
+  }
+
+  // The resolved config is itself a valid config that resolves to the same thing.
+  const std::string shown = proteus::config_to_json(config);
+  try {
+    const std::string again = proteus::config_to_json(proteus::parse_config(shown));
+    if (again != shown) finding("config_to_json does not round-trip:\n" + shown + "\n---\n" + again);
+  } catch (const proteus::Error& e) {
+    finding(std::string("the resolved config does not parse: ") + e.path + ": " + e.what() + "\n" + shown);
+  }
+
+  config.simulation.max_tasks = std::min(config.simulation.max_tasks, kFuzzMaxTasks);
+  config.simulation.max_events = std::min(config.simulation.max_events, kFuzzMaxEvents);
+  config.simulation.max_timeline_spans = std::min(config.simulation.max_timeline_spans, kFuzzMaxSpans);
+  try {
+    const proteus::CompiledModel compiled = proteus::compile(config);
+    (void)proteus::compile_stats_json(compiled);
+    (void)proteus::tree_to_text(compiled.tree, compiled.graph);
+    const proteus::Topology topology = proteus::build_topology(config.cluster);
+    proteus::CostModel cost;
+    cost.gpu = config.cluster.gpu;
+    cost.precision = config.training.precision;
+    proteus::ExecOptions options;
+    options.max_events = config.simulation.max_events;
+    options.record_memory_curve = true;
+    const proteus::Trace trace = proteus::execute(compiled.exec, cost, topology, options);
+    if (!std::isfinite(trace.iteration_time_s) || !(trace.iteration_time_s > 0)) {
+      finding("iteration time " + std::to_string(trace.iteration_time_s) + " for\n" + shown);
+    }
+    proteus::SimulateOptions report;
+    report.timeline = true;
+    report.memory_curve = true;
+    const proteus::ReportInputs in{config, compiled.exec, trace, 0.0};
+    (void)proteus::result_json(in, report);
+    (void)proteus::chrome_trace(in);
+  } catch (const proteus::Error& e) {
+    check_error(e, "simulate");
+  }
+  return 0;
+}
