@@ -280,3 +280,13 @@ TEST_CASE("DLRM table-wise model parallelism: all-to-all before the interaction 
     // MLPs: ~3.9M params x 4 bytes = 15.5 MB; one table alone would be 1e6 x 64 x 4 = 256 MB.
     if (s.purpose == "gradient") CHECK(s.bytes_per_rank < 20e6);
 }
+
+TEST_CASE("layers that do not divide into pp stages are split evenly, first and last stages lighter") {
+  // 126 layers on 16 stages (Llama 3 405B's split): 7, 8 x 14, 7; no stage_layers needed.
+  const CompiledModel c = compile_text(config_json(
+      R"({"kind":"transformer","name":"126-layer","layers":126,"hidden":256,"heads":4,"seq_len":128,"vocab":1000})",
+      R"({"preset":"dgx-h100","nodes":2})", 16, R"({"pp":16,"micro_batch":1})"));
+  std::vector<int> expected(16, 8);
+  expected.front() = expected.back() = 7;
+  CHECK(c.tree.chunk_layers == expected);
+}

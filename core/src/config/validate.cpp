@@ -79,17 +79,6 @@ void check_pipeline(const Config& c) {
                          "pp*virtual_stages = " + to_string(int64_t{s.pp} * s.virtual_stages) +
                              " model chunks is more than the model's " + to_string(units) + " " + unit_name(c.model));
   }
-  // Transformer layers split evenly over the pipeline chunks unless stage_layers says otherwise
-  // (Megatron-LM refuses the same: num_layers must be divisible by the pipeline size).
-  const int64_t chunks = int64_t{s.pp} * s.virtual_stages;
-  if (c.model.kind == ModelKind::Transformer && s.stage_layers.empty() && units % chunks != 0) {
-    const bool interleaved = s.virtual_stages > 1;
-    throw invalid_config(interleaved ? "strategy.virtual_stages" : "strategy.pp",
-                         (interleaved ? "pp*virtual_stages = " + to_string(chunks) : "pp=" + to_string(s.pp)) +
-                             " does not divide layers=" + to_string(units) +
-                             " into equal pipeline chunks; choose a divisor or list the layers per chunk in "
-                             "strategy.stage_layers");
-  }
   if (!s.stage_layers.empty()) {
     if (units == 0) {
       throw invalid_config("strategy.stage_layers",
