@@ -70,6 +70,20 @@ ComputeWork make_work(const Op& op, double flops, double bytes_global, double tr
   return w;
 }
 
+// The layout an input is kept in for the backward: where the forward all-gathered it (the
+// producer had it sharded, the op needs it whole), the shard is kept and gathered again later.
+Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
+                    const Mesh& mesh) {
+  const int prod = g.tensors[tensor].producer;
+  if (prod < 0) return required;
+  const Layout& made = plans[prod].output;
+  Layout saved = required;
+  for (int a = 0; a < kNumMeshAxes; ++a)
+    if (mesh.size[a] > 1 && required.placement[a] == kReplicate && made.placement[a] >= 0)
+      saved.placement[a] = made.placement[a];
+  return saved;
+}
+
 }  // namespace
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
@@ -102,6 +116,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     for (const TensorUse& in : op.inputs) {
       Layout req = layout_of_use(in, p.axis_dim, mesh, false);
       p.input_required.push_back(req);
+      p.input_saved.push_back(saved_layout(g, plans, in.tensor, req, mesh));
       p.input_grad.push_back(layout_of_use(in, p.axis_dim, mesh, true));
       account(g.tensors[in.tensor], req);
     }
@@ -142,7 +157,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         auto& chunks = saved_in_chunks[t];
         if (std::find(chunks.begin(), chunks.end(), p.chunk) != chunks.end()) continue;
         chunks.push_back(p.chunk);
-        p.saved_input_bytes += tensor_bytes_per_rank(g.tensors[t], p.input_required[k], mesh);
+        p.saved_input_bytes += tensor_bytes_per_rank(g.tensors[t], p.input_saved[k], mesh);
       }
     }
     for (const TensorUse& ex : op.saved_extra)

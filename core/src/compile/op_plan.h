@@ -26,6 +26,9 @@ struct OpPlan {
   Recompute recompute = Recompute::None;
   std::array<int, kNumMeshAxes> axis_dim{-1, -1, -1, -1, -1};
   std::vector<Layout> input_required;   // forward: layout each input must have
+  // How each input is kept for the backward: what arrived before an all-gather (Megatron keeps
+  // the sequence-parallel shard of a linear's input and gathers it again in the backward).
+  std::vector<Layout> input_saved;
   std::vector<Layout> input_grad;       // backward: layout of d(input) this op produces
   Layout output;                        // forward: layout of the output
   Layout output_grad_required;          // backward: layout of d(output) this op needs

@@ -507,6 +507,7 @@ class Builder {
     std::vector<MemEvent> mem;
     pending_weight_alloc_.clear();
     zero3_gathers(op, mb, Phase::BackwardInput, &deps, &mem);
+    if (!input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardInput, &deps);
     mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
     const double held = fwd_alloc(op) + recompute_alloc(op);
     const bool w_here = has_w(op);
@@ -549,13 +550,49 @@ class Builder {
     pending_grad_sends_.clear();
   }
 
+  // Inputs the backward reads that were kept as a shard (op_plan.h, input_saved) are gathered
+  // again, once per tensor and micro-batch, on the tensor-parallel stream; the task that needs
+  // them waits, the input-gradient GEMM does not (Megatron overlaps this all-gather with it).
+  void regather_inputs(int op, int mb, Phase phase, std::vector<int>* deps) {
+    const Op& o = g_.ops[op];
+    const OpPlan& p = plans_[op];
+    if (!o.saves_inputs) return;
+    for (size_t k = 0; k < o.inputs.size(); ++k) {
+      if (p.input_saved[k] == p.input_required[k]) continue;
+      const int t = o.inputs[k].tensor;
+      // A full-recompute replay gathered it already.
+      auto replayed = providers_.find(provider_key(mb, kRecompute, t, p.input_required[k]));
+      if (replayed != providers_.end()) {
+        deps->push_back(replayed->second);
+        continue;
+      }
+      const uint64_t key = provider_key(mb, kFwd, t, p.input_required[k]);
+      auto it = regathered_.find(key);
+      if (it == regathered_.end()) {
+        std::vector<int> d;
+        for (const CollectiveStep& step : redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
+          d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, labels_[op], d, "activation")};
+        it = regathered_.emplace(key, d.empty() ? -1 : d.front()).first;
+      }
+      if (it->second >= 0) deps->push_back(it->second);
+    }
+  }
+
+  // Matmul and convolution backward needs the input for the weight gradient only.
+  bool input_needed_by_w(int op) const {
+    const OpKind k = g_.ops[op].kind;
+    return has_w(op) && (k == OpKind::Matmul || k == OpKind::Conv2d);
+  }
+
   static uint64_t wkey(int mb, int op) { return (static_cast<uint64_t>(mb) << 32) | static_cast<uint64_t>(op); }
 
   void weight_grad(int op, int mb, const std::vector<int>& grad_deps) {
     const double held = fwd_alloc(op) + recompute_alloc(op);
     std::vector<MemEvent> mem;
     if (held > 0) mem.push_back({MemCategory::Activations, true, -held});
-    const int w = emit(compute_task(op, Phase::BackwardWeight, mb, plans_[op].bwd_weight), grad_deps, mem);
+    std::vector<int> deps = grad_deps;
+    if (input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardWeight, &deps);
+    const int w = emit(compute_task(op, Phase::BackwardWeight, mb, plans_[op].bwd_weight), deps, mem);
     last_compute_ = w;
     if (++w_done_[op] == tree_.micro_batches) weights_final(op, w);
   }
@@ -723,6 +760,7 @@ class Builder {
     stage_ = exec_.ranks[r].stage;
     providers_.clear();
     grad_providers_.clear();
+    regathered_.clear();
     w_grad_deps_.clear();
     ordinals_.assign(0x200, 0);
     w_done_.assign(g_.ops.size(), 0);
@@ -780,6 +818,7 @@ class Builder {
   int rank_ = 0, stage_ = 0;
   std::unordered_map<uint64_t, int> providers_;
   std::unordered_map<uint64_t, int> grad_providers_;
+  std::unordered_map<uint64_t, int> regathered_;  // backward re-gathers of saved shards
   std::unordered_map<uint64_t, std::vector<int>> w_grad_deps_;
   std::vector<uint64_t> ordinals_;
   std::vector<int> w_done_;
