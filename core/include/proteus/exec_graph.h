@@ -101,6 +101,9 @@ struct ExecGraph {
 };
 
 const char* to_string(Phase);
+// One letter per phase, as pipeline-schedule papers write them: F, B, W; R recompute,
+// O optimizer, S sync.
+const char* phase_letter(Phase);
 const char* to_string(Stream);
 const char* to_string(CollectiveKind);
 const char* to_string(MemCategory);

@@ -36,6 +36,18 @@ const char* to_string(Phase p) {
   return "?";
 }
 
+const char* phase_letter(Phase p) {
+  switch (p) {
+    case Phase::Forward: return "F";
+    case Phase::BackwardInput: return "B";
+    case Phase::BackwardWeight: return "W";
+    case Phase::Recompute: return "R";
+    case Phase::Optimizer: return "O";
+    case Phase::Sync: return "S";
+  }
+  return "?";
+}
+
 const char* to_string(Stream s) {
   switch (s) {
     case Stream::Compute: return "compute";

@@ -25,22 +25,6 @@ Layout layout_of_use(const TensorUse& use, const std::array<int, kNumMeshAxes>& 
 
 namespace {
 
-// The op dim each axis splits: the first dim of the module's list that the op has and that
-// is not already split by a faster... (each axis picks independently; two axes may share a dim).
-std::array<int, kNumMeshAxes> resolve_axis_dims(const Op& op, const ParallelConfig& cfg, const Mesh& mesh) {
-  std::array<int, kNumMeshAxes> out{-1, -1, -1, -1, -1};
-  for (int a = 0; a < kNumMeshAxes; ++a) {
-    if (a == kAxisPp || mesh.size[a] <= 1) continue;
-    for (const std::string& name : cfg.axis_dims[a]) {
-      // The MoE dispatch routes each rank's own tokens: it is never split by expert.
-      if (op.kind == OpKind::Dispatch && name == "expert") continue;
-      const int d = op.find_dim(name);
-      if (d >= 0) { out[a] = d; break; }
-    }
-  }
-  return out;
-}
-
 double shards_of_dim(int d, const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh) {
   double f = 1;
   for (int a = 0; a < kNumMeshAxes; ++a)
@@ -101,7 +85,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.op = static_cast<int>(i);
     p.chunk = cfg.chunk;
     p.recompute = cfg.recompute;
-    p.axis_dim = resolve_axis_dims(op, cfg, mesh);
+    p.axis_dim = resolve_op_axis_dims(op, cfg, mesh);
 
     double work_shards = 1;
     for (int a = 0; a < kNumMeshAxes; ++a)

@@ -31,41 +31,13 @@
 #include <cmath>
 #include <cstdio>
 #include "proteus/cost_model.h"
+#include "proteus/op_graph.h"
+#include "proteus/training_spec.h"
 #include "proteus/error.h"
 #include "proteus/units.h"
 
 namespace proteus {
 namespace {
-
-const char* signature_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::Matmul: return "matmul";
-    case OpKind::Attention: return "attention";
-    case OpKind::Conv2d: return "conv2d";
-    case OpKind::Embedding: return "embedding";
-    case OpKind::Norm: return "norm";
-    case OpKind::Elementwise: return "elementwise";
-    case OpKind::Softmax: return "softmax";
-    case OpKind::Pool: return "pool";
-    case OpKind::Router: return "router";
-    case OpKind::Dispatch: return "dispatch";
-    case OpKind::Loss: return "loss";
-    case OpKind::Interaction: return "interaction";
-    case OpKind::Custom: return "custom";
-  }
-  return "custom";
-}
-
-const char* signature_precision(Precision p) {
-  switch (p) {
-    case Precision::Fp32: return "fp32";
-    case Precision::Tf32: return "tf32";
-    case Precision::Fp16: return "fp16";
-    case Precision::Bf16: return "bf16";
-    case Precision::Fp8: return "fp8";
-  }
-  return "bf16";
-}
 
 bool has_gemm_shape(const ComputeWork& w) {
   return w.gemm_m > 0 && w.gemm_n > 0 && w.gemm_k > 0 && w.gemm_batch > 0;
@@ -135,8 +107,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
-                                            std::string(signature_name(work.op_kind)) + " in " +
-                                            signature_precision(precision));
+                                            std::string(to_string(work.op_kind)) + " in " +
+                                            to_string(precision));
   const double flops_s = work.flops / (peak_flops * efficiency);
   return std::max(flops_s, memory_s) + launch_s;
 }
@@ -151,13 +123,13 @@ std::string op_signature(const ComputeWork& work, Precision precision) {
                           work.flops > 6.0 * static_cast<double>(work.gemm_m) * static_cast<double>(work.gemm_n) *
                                            static_cast<double>(work.gemm_k) * static_cast<double>(work.gemm_batch);
     std::snprintf(buffer, sizeof buffer, "%s:M=%lld,N=%lld,K=%lld,B=%lld:%s",
-                  backward ? "attention_backward" : signature_name(work.op_kind),
+                  backward ? "attention_backward" : to_string(work.op_kind),
                   static_cast<long long>(work.gemm_m), static_cast<long long>(work.gemm_n),
                   static_cast<long long>(work.gemm_k), static_cast<long long>(work.gemm_batch),
-                  signature_precision(precision));
+                  to_string(precision));
   } else {
-    std::snprintf(buffer, sizeof buffer, "%s:flops=%.0f,bytes=%.0f:%s", signature_name(work.op_kind), work.flops,
-                  work.bytes, signature_precision(precision));
+    std::snprintf(buffer, sizeof buffer, "%s:flops=%.0f,bytes=%.0f:%s", to_string(work.op_kind), work.flops,
+                  work.bytes, to_string(precision));
   }
   return buffer;
 }

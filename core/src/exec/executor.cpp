@@ -137,17 +137,6 @@ struct WorkKeyHash {
   }
 };
 
-const char* phase_letter(Phase p) {
-  switch (p) {
-    case Phase::Forward: return "F";
-    case Phase::BackwardInput: return "B";
-    case Phase::BackwardWeight: return "W";
-    case Phase::Recompute: return "R";
-    case Phase::Optimizer: return "O";
-    case Phase::Sync: return "S";
-  }
-  return "?";
-}
 
 std::vector<double> link_capacities(const Topology& topology) {
   std::vector<double> caps;

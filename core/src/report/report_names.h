@@ -5,20 +5,6 @@
 
 namespace proteus::report {
 
-// One letter per phase, as pipeline-schedule papers write them: F, B, W; R recompute,
-// O optimizer, S sync.
-inline const char* phase_letter(Phase p) {
-  switch (p) {
-    case Phase::Forward: return "F";
-    case Phase::BackwardInput: return "B";
-    case Phase::BackwardWeight: return "W";
-    case Phase::Recompute: return "R";
-    case Phase::Optimizer: return "O";
-    case Phase::Sync: return "S";
-  }
-  return "?";
-}
-
 // "layers.3.mlp.fc1 B"
 inline std::string task_name(const ExecGraph& graph, int task) {
   const Task& t = graph.tasks[static_cast<size_t>(task)];
