@@ -5,7 +5,7 @@ Every scenario preset as written (its file is a config) and by name; every model
 inlined into a small config on one or two GPUs; every cluster preset inlined under a small
 model; and a few hand-written configs that reach rarer paths (graph models, overrides,
 interleaved and zero-bubble schedules, nvlink-mesh and pcie-tree clusters, context and
-expert parallelism). Findings of the fuzzer are added as fuzz/corpus/finding-*.json by hand.
+expert parallelism). Findings (of the fuzzer or by hand) are added as fuzz/corpus/finding-*.json by hand.
 Run from the repository root: python3 fuzz/make_corpus.py
 """
 import json
