@@ -47,3 +47,15 @@ export type WorkerReply =
   | { type: 'fatal'; message: string }
   | { type: 'reply'; id: number; ok: true; value: unknown }
   | { type: 'reply'; id: number; ok: false; error: ErrorInfo };
+
+/** What the WebAssembly module exports (wasm/bindings.cpp): strings in, strings out. */
+export interface ProteusModule {
+  version(): string;
+  presets_json(): string;
+  preset_text(kind: string, name: string): string;
+  show_json(config: string): string;
+  tree_text(config: string): string;
+  compile_json(config: string): string;
+  simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
+  chrome_trace_json(config: string): string;
+}

@@ -98,14 +98,9 @@ interface SpanObject {
   end_s: number;
 }
 
-/** Converts the result's "timeline" array of objects into columns. */
-export function spansFromObjects(timeline: readonly SpanObject[] | undefined): Spans {
-  const list = timeline ?? [];
-  const n = list.length;
-  const streams = new Interner();
-  const kinds = new Interner();
-  const names = new Interner();
-  const s: Spans = {
+/** Empty span columns for n spans (the name tables are shared, not copied). */
+export function allocateSpans(n: number, streams: string[], kinds: string[], names: string[]): Spans {
+  return {
     n,
     start: new Float64Array(n),
     end: new Float64Array(n),
@@ -114,10 +109,20 @@ export function spansFromObjects(timeline: readonly SpanObject[] | undefined): S
     stream: new Uint8Array(n),
     kind: new Uint8Array(n),
     name: new Uint32Array(n),
-    streams: streams.list,
-    kinds: kinds.list,
-    names: names.list,
+    streams,
+    kinds,
+    names,
   };
+}
+
+/** Converts the result's "timeline" array of objects into columns. */
+export function spansFromObjects(timeline: readonly SpanObject[] | undefined): Spans {
+  const list = timeline ?? [];
+  const n = list.length;
+  const streams = new Interner();
+  const kinds = new Interner();
+  const names = new Interner();
+  const s = allocateSpans(n, streams.list, kinds.list, names.list);
   for (let i = 0; i < n; ++i) {
     const o = list[i];
     s.start[i] = Number(o.start_s);

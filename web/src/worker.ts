@@ -1,18 +1,7 @@
 // The simulation worker: owns one instance of the WebAssembly module and answers calls.
 // The page terminates and recreates it to cancel a running simulation.
 import { errorOf, parseResult, transferables } from './result';
-import type { CallMessage, InitMessage, WorkerReply } from './protocol';
-
-interface ProteusModule {
-  version(): string;
-  presets_json(): string;
-  preset_text(kind: string, name: string): string;
-  show_json(config: string): string;
-  tree_text(config: string): string;
-  compile_json(config: string): string;
-  simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
-  chrome_trace_json(config: string): string;
-}
+import type { CallMessage, InitMessage, ProteusModule, WorkerReply } from './protocol';
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
 let mod: ProteusModule | null = null;

@@ -1,7 +1,7 @@
 // A synthetic load for the timeline (used by the browser tests and from the console:
 // `proteus.benchmarkTimeline(100000)`): n spans over 8 GPUs × 4 streams, drawn at several
 // zoom levels. Returns the milliseconds each full redraw took.
-import type { Spans } from '../result';
+import { allocateSpans, type Spans } from '../result';
 import { kindColor } from './colors';
 import { Timeline } from './timeline';
 
@@ -10,19 +10,7 @@ export function syntheticSpans(n: number): Spans {
   const kinds = ['forward', 'backward_input', 'backward_weight', 'all_reduce', 'reduce_scatter', 'all_gather', 'send_recv'];
   const lanes = 8 * streams.length;
   const perLane = Math.ceil(n / lanes);
-  const s: Spans = {
-    n,
-    start: new Float64Array(n),
-    end: new Float64Array(n),
-    rank: new Int32Array(n),
-    mb: new Int32Array(n),
-    stream: new Uint8Array(n),
-    kind: new Uint8Array(n),
-    name: new Uint32Array(n),
-    streams,
-    kinds,
-    names: ['op'],
-  };
+  const s = allocateSpans(n, streams, kinds, ['op']);
   let seed = 12345;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
   for (let i = 0; i < n; ++i) {

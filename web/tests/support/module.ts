@@ -5,17 +5,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { ProteusModule } from '../../src/protocol';
 
-export interface ProteusModule {
-  version(): string;
-  presets_json(): string;
-  preset_text(kind: string, name: string): string;
-  show_json(config: string): string;
-  tree_text(config: string): string;
-  compile_json(config: string): string;
-  simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
-  chrome_trace_json(config: string): string;
-}
+export type { ProteusModule };
+
 
 export const WASM_DIR = resolve(__dirname, '..', '..', 'public', 'wasm');
 
