@@ -13,9 +13,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <unordered_map>
 
+#include "id_map.h"
 #include "proteus/error.h"
 #include "proteus/schedule.h"
 #include "proteus/units.h"
@@ -105,8 +107,6 @@ class Builder {
     exec_.collectives.reserve(room(exec_.collectives.size()));
     instance_.reserve(room(instance_.size()));
     sends_.reserve(room(sends_.size()));
-    providers_.reserve(providers_.size() * 5 / 4);
-    grad_providers_.reserve(grad_providers_.size() * 5 / 4);
   }
 
  private:
@@ -248,9 +248,9 @@ class Builder {
 
   void resolve_pending() {
     for (const auto& [slot, key] : pending_slots_) {
-      auto it = sends_.find(key);
-      if (it == sends_.end()) throw Error("internal", "", "a pipeline receive has no matching send");
-      exec_.deps[slot] = it->second;
+      const int* send = sends_.find(key);
+      if (!send) throw Error("internal", "", "a pipeline receive has no matching send");
+      exec_.deps[slot] = *send;
     }
   }
 
@@ -261,25 +261,39 @@ class Builder {
     return mesh_.gpu_of(c);
   }
 
+  // Counted per (stage, kind, axes, purpose, group size); matched on the values, not on the
+  // strings the report prints (a string comparison per collective was a hot spot).
+  struct StatKey {
+    int stage;
+    CollectiveKind kind;
+    AxisMask axes;
+    const char* purpose;
+    int group_size;
+    bool operator==(const StatKey& o) const {
+      return stage == o.stage && kind == o.kind && axes == o.axes && group_size == o.group_size &&
+             std::strcmp(purpose, o.purpose) == 0;
+    }
+  };
+
   void record_stat(CollectiveKind kind, AxisMask axes, const char* purpose, int group_size, double bytes) {
     if (!is_stats_rank()) return;
-    for (CollectiveStat& s : stats_.collectives) {
-      if (s.stage == stage_ && s.kind == to_string(kind) && s.axes == axes_name(axes) && s.purpose == purpose &&
-          s.group_size == group_size) {
-        ++s.count;
-        s.bytes_per_rank += bytes;
-        return;
-      }
+    const StatKey key{stage_, kind, axes, purpose, group_size};
+    for (size_t i = 0; i < stat_keys_.size(); ++i) {
+      if (!(stat_keys_[i] == key)) continue;
+      CollectiveStat& s = stats_.collectives[i];
+      ++s.count;
+      s.bytes_per_rank += bytes;
+      return;
     }
+    stat_keys_.push_back(key);
     stats_.collectives.push_back({to_string(kind), axes_name(axes), purpose, group_size, 1, bytes, stage_});
   }
 
   // A collective task of this rank; members of the same group emit them in the same order,
   // which is how the instances are matched across simulated ranks.
   int emit_collective(CollectiveKind kind, AxisMask axes, double bytes, Stream stream, Phase phase, int mb, int label,
-                      const std::vector<int>& deps, const char* purpose, std::vector<int> group = {}) {
-    const int gpu = exec_.ranks[rank_].gpu;
-    if (group.empty()) group = mesh_.group(gpu, axes);
+                      const std::vector<int>& deps, const char* purpose, const std::vector<int>& explicit_group = {}) {
+    const std::vector<int>& group = explicit_group.empty() ? my_group(axes) : explicit_group;
     Task t;
     t.kind = TaskKind::Collective;
     t.phase = phase;
@@ -292,19 +306,26 @@ class Builder {
     const uint64_t key = (static_cast<uint64_t>(group.front()) << 40) ^ (static_cast<uint64_t>(axes) << 32) ^
                          (stream == Stream::DpComm ? (1ull << 39) : 0) ^ ordinal;
     int cid;
-    auto it = instance_.find(key);
-    if (it == instance_.end() || exec_.collectives[it->second].group != group) {
+    const int* known = instance_.find(key);
+    if (!known || exec_.collectives[*known].group != group) {
       cid = static_cast<int>(exec_.collectives.size());
       exec_.collectives.push_back({kind, bytes, axes, group, {}});
-      instance_[key] = cid;
+      instance_.set(key, cid);
     } else {
-      cid = it->second;
+      cid = *known;
     }
     t.collective = cid;
     const int id = emit(t, deps, {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}});
     exec_.collectives[cid].member_tasks.push_back(id);
     record_stat(kind, axes, purpose, static_cast<int>(group.size()), bytes);
     return id;
+  }
+
+  // This rank's group along `axes` (Mesh::group), computed once per rank and axes.
+  const std::vector<int>& my_group(AxisMask axes) {
+    std::vector<int>& g = group_cache_[static_cast<size_t>(axes)];
+    if (g.empty()) g = mesh_.group(exec_.ranks[rank_].gpu, axes);
+    return g;
   }
 
   int emit_send(int dst_gpu, int tensor, int mb, bool backward, double bytes, int label, int dep, int chunk) {
@@ -321,7 +342,7 @@ class Builder {
     t.collective = cid;
     const int id = emit(t, {dep}, {});
     exec_.collectives[cid].member_tasks.push_back(id);
-    sends_[send_key(dst_gpu, tensor, mb, backward)] = id;
+    sends_.set(send_key(dst_gpu, tensor, mb, backward), id);
     record_stat(CollectiveKind::SendRecv, axis_bit(kAxisPp), "pipeline", 2, bytes);
     if (is_stats_rank() && mb == 0 && !backward && chunk + 1 < tree_.chunks() &&
         stats_.p2p_bytes_per_boundary[chunk] == 0)
@@ -341,21 +362,18 @@ class Builder {
   int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want) {
     const int prod = g_.tensors[t].producer;
     if (prod < 0) return INT32_MIN;
-    auto found = providers_.find(provider_key(mb, ns, t, want));
-    if (found != providers_.end()) return found->second;
-    if (ns == kRecompute) {
-      found = providers_.find(provider_key(mb, kFwd, t, want));
-      if (found != providers_.end()) return found->second;
-    }
+    const int* found = providers_.find(provider_key(mb, ns, t, want));
+    if (!found && ns == kRecompute) found = providers_.find(provider_key(mb, kFwd, t, want));
+    if (found) return *found;
     const Layout& src = plans_[prod].output;
     int src_task;
-    auto at_src = providers_.find(provider_key(mb, ns, t, src));
-    if (at_src == providers_.end() && ns == kRecompute) at_src = providers_.find(provider_key(mb, kFwd, t, src));
-    if (at_src != providers_.end()) {
-      src_task = at_src->second;
+    const int* at_src = providers_.find(provider_key(mb, ns, t, src));
+    if (!at_src && ns == kRecompute) at_src = providers_.find(provider_key(mb, kFwd, t, src));
+    if (at_src) {
+      src_task = *at_src;
     } else if (!chunk_is_local(plans_[prod].chunk)) {
       src_task = pending_ref(send_key(exec_.ranks[rank_].gpu, t, mb, false));
-      providers_[provider_key(mb, kFwd, t, src)] = src_task;
+      providers_.set(provider_key(mb, kFwd, t, src), src_task);
     } else {
       throw Error("internal", "", "tensor " + g_.tensors[t].name + " is used before it is produced");
     }
@@ -364,7 +382,7 @@ class Builder {
     for (const CollectiveStep& step : redistribute(src, want, g_.tensors[t].bytes(), mesh_))
       last = emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm,
                              ns == kFwd ? Phase::Forward : Phase::Recompute, mb, labels_[prod], {last}, "activation");
-    providers_[provider_key(mb, ns, t, want)] = last;
+    providers_.set(provider_key(mb, ns, t, want), last);
     return last;
   }
 
@@ -428,7 +446,7 @@ class Builder {
     if (ns == kFwd && is_stats_rank() && mb == 0) stats_.activation_bytes_per_microbatch_per_stage[stage_] += keep;
     if (o.output.tensor < 0) return;
     const int out = o.output.tensor;
-    providers_[provider_key(mb, ns, out, p.output)] = id;
+    providers_.set(provider_key(mb, ns, out, p.output), id);
     if (consumers_[out].empty()) {
       // A model output with partial sums (the vocab-parallel loss) is reduced where it is made.
       Layout whole = p.output;
@@ -466,9 +484,9 @@ class Builder {
     for (const auto& [c_op, k] : consumers_[out]) {
       const int c = plans_[c_op].chunk;
       if (chunk_is_local(c)) {
-        auto it = grad_providers_.find(grad_key(mb, out, c_op));
-        if (it == grad_providers_.end()) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
-        add(plans_[c_op].input_grad[k], it->second);
+        const int* grad = grad_providers_.find(grad_key(mb, out, c_op));
+        if (!grad) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
+        add(plans_[c_op].input_grad[k], *grad);
       } else if (std::find(remote_chunks.begin(), remote_chunks.end(), c) == remote_chunks.end()) {
         remote_chunks.push_back(c);
         add(plans_[c_op].input_grad[k], pending_ref(send_key(exec_.ranks[rank_].gpu, out, mb, true)));
@@ -515,7 +533,7 @@ class Builder {
     const int b = emit(compute_task(op, Phase::BackwardInput, mb, p.bwd_input), deps, mem);
     last_compute_ = b;
     if (p.has_weights()) last_weight_compute_ = b;
-    for (size_t k = 0; k < o.inputs.size(); ++k) grad_providers_[grad_key(mb, o.inputs[k].tensor, op)] = b;
+    for (size_t k = 0; k < o.inputs.size(); ++k) grad_providers_.set(grad_key(mb, o.inputs[k].tensor, op), b);
     // Gradients of inputs produced on another rank go back to it once per tensor. As in
     // Megatron's schedules, the send is issued when the backward step of the chunk returns
     // (after its weight gradients too, unless the schedule splits them off): see end_backward_pass.
@@ -561,20 +579,21 @@ class Builder {
       if (p.input_saved[k] == p.input_required[k]) continue;
       const int t = o.inputs[k].tensor;
       // A full-recompute replay gathered it already.
-      auto replayed = providers_.find(provider_key(mb, kRecompute, t, p.input_required[k]));
-      if (replayed != providers_.end()) {
-        deps->push_back(replayed->second);
+      if (const int* replayed = providers_.find(provider_key(mb, kRecompute, t, p.input_required[k]))) {
+        deps->push_back(*replayed);
         continue;
       }
       const uint64_t key = provider_key(mb, kFwd, t, p.input_required[k]);
-      auto it = regathered_.find(key);
-      if (it == regathered_.end()) {
+      const int* known = regathered_.find(key);
+      int gathered = known ? *known : -1;
+      if (!known) {
         std::vector<int> d;
         for (const CollectiveStep& step : redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
           d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, labels_[op], d, "activation")};
-        it = regathered_.emplace(key, d.empty() ? -1 : d.front()).first;
+        gathered = d.empty() ? -1 : d.front();
+        regathered_.set(key, gathered);
       }
-      if (it->second >= 0) deps->push_back(it->second);
+      if (gathered >= 0) deps->push_back(gathered);
     }
   }
 
@@ -763,6 +782,7 @@ class Builder {
     regathered_.clear();
     w_grad_deps_.clear();
     ordinals_.assign(0x200, 0);
+    for (auto& g : group_cache_) g.clear();
     w_done_.assign(g_.ops.size(), 0);
     param_gather_ready_.assign(g_.ops.size(), -1);
     grad_sync_tasks_.clear();
@@ -816,11 +836,12 @@ class Builder {
 
   // per-rank state
   int rank_ = 0, stage_ = 0;
-  std::unordered_map<uint64_t, int> providers_;
-  std::unordered_map<uint64_t, int> grad_providers_;
-  std::unordered_map<uint64_t, int> regathered_;  // backward re-gathers of saved shards
+  IdMap providers_;
+  IdMap grad_providers_;
+  IdMap regathered_;  // backward re-gathers of saved shards
   std::unordered_map<uint64_t, std::vector<int>> w_grad_deps_;
   std::vector<uint64_t> ordinals_;
+  std::array<std::vector<int>, 1u << kNumMeshAxes> group_cache_;  // by AxisMask
   std::vector<int> w_done_;
   std::vector<int> param_gather_ready_;
   std::vector<Bucket> buckets_;
@@ -833,10 +854,11 @@ class Builder {
   int last_compute_ = -1, last_weight_compute_ = -1;
 
   // across ranks
-  std::unordered_map<uint64_t, int> instance_;
-  std::unordered_map<uint64_t, int> sends_;
+  IdMap instance_;
+  IdMap sends_;
   std::vector<uint64_t> pending_keys_;
   std::vector<std::pair<size_t, uint64_t>> pending_slots_;
+  std::vector<StatKey> stat_keys_;  // aligned with stats_.collectives
 };
 
 }  // namespace
