@@ -32,8 +32,8 @@ class BandwidthSharing {
  private:
   struct FlowLink {
     int link;
-    double weight;
     int slot;  // position of this flow in link_flows_[link]
+    double weight;
   };
   struct LinkFlow {
     int flow;
@@ -50,7 +50,16 @@ class BandwidthSharing {
 
   std::vector<double> capacity_;
   bool incremental_;
-  std::vector<std::vector<FlowLink>> flow_links_;  // per flow, sorted by link id
+  // Flow f's links, sorted by link id: flow_links_[f * stride_ .. + flow_size_[f]). One flat
+  // array rather than a vector per flow: the solver walks these constantly, and flows come
+  // and go by the million in a large simulation. stride_ grows to the longest flow seen.
+  std::vector<FlowLink> flow_links_;
+  std::vector<int> flow_size_;
+  size_t stride_ = 4;
+  const FlowLink* links_begin(int f) const { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
+  const FlowLink* links_end(int f) const { return links_begin(f) + flow_size_[static_cast<size_t>(f)]; }
+  FlowLink* links_begin(int f) { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
+  void widen(size_t stride);
   std::vector<std::vector<LinkFlow>> link_flows_;  // per link, flows through it
   std::vector<double> rate_;
   std::vector<char> alive_;
@@ -66,6 +75,7 @@ class BandwidthSharing {
   std::vector<double> residual_Bps_, weight_sum_;
   std::vector<int> unfrozen_;
   std::vector<uint32_t> version_;
+  std::vector<FlowLink> new_links_;  // add_flow's canonical form of its argument
   std::vector<HeapEntry> heap_;
 };
 

@@ -30,4 +30,48 @@ struct CollectivePlan {
 CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind,
                                const std::vector<int>& group, double bytes);
 
+// The same plans with the size left symbolic, for callers that plan one (kind, group) at many
+// sizes (gradient buckets): the paths, ring/tree orders and latencies do not depend on the
+// size, only the flows' bytes and the ring-or-tree choice do. plan_collective is
+// instantiate_plan(shapes, choose_plan(shapes, S), S), so both give the same plan bit for bit.
+struct FlowShape {
+  int src_gpu = 0, dst_gpu = 0;
+  // The flow moves (scale * S) / divisor bytes of a collective of S bytes, evaluated in this
+  // order: the expression the per-size planner always used, so no rounding differs.
+  double scale = 1, divisor = 1;
+  int first_link = 0, link_count = 0;  // its path: PlanShape::links[first_link, + link_count)
+  double bytes_of(double collective_bytes) const { return scale * collective_bytes / divisor; }
+};
+
+// Where the flows' bytes pile up: the distinct links the shape uses (in order of first use)
+// and, for every link of every flow (flow after flow, path order), the index of its link
+// there. The load estimate sums the bytes on each link in that order.
+struct LinkLoads {
+  std::vector<int> links;
+  std::vector<int> slot_of_crossing;
+};
+
+struct PlanShape {
+  std::vector<FlowShape> flows;  // present when S > 0
+  std::vector<int> links;        // the flows' paths, back to back (flows may share a path)
+  double latency_s = 0;          // without the library's base latency
+  std::string algorithm;
+  LinkLoads loads;               // filled only when the plan competes with another
+  const int* path_begin(const FlowShape& f) const { return links.data() + f.first_link; }
+  const int* path_end(const FlowShape& f) const { return links.data() + f.first_link + f.link_count; }
+};
+
+struct CollectiveShapes {
+  std::vector<PlanShape> candidates;  // the ring first; an all-reduce across nodes adds the tree
+  bool moves = false;                 // two distinct members: the call pays the base latency
+};
+
+CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind, const std::vector<int>& group);
+// Index of the candidate a collective of `bytes` runs.
+size_t choose_plan(const Topology& topology, const CollectiveShapes& shapes, double bytes);
+CollectivePlan instantiate_plan(const Topology& topology, const CollectiveShapes& shapes, size_t chosen,
+                                double bytes);
+// Latency of candidate `chosen` as plan_collective reports it (base latency included).
+double plan_latency_s(const Topology& topology, const CollectiveShapes& shapes, size_t chosen);
+
 }  // namespace proteus

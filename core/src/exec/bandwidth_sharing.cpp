@@ -45,20 +45,19 @@ BandwidthSharing::BandwidthSharing(std::vector<double> link_capacity_Bps, bool i
   version_.assign(n, 0);
 }
 
+// Re-lays the flat link array with a larger stride (every flow keeps its links and slots).
+void BandwidthSharing::widen(size_t stride) {
+  std::vector<FlowLink> wider(flow_size_.size() * stride);
+  for (size_t f = 0; f < flow_size_.size(); ++f)
+    std::copy(flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_),
+              flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_ + static_cast<size_t>(flow_size_[f])),
+              wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
+  flow_links_ = std::move(wider);
+  stride_ = stride;
+}
+
 int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links) {
-  int f;
-  if (!free_ids_.empty()) {
-    f = free_ids_.back();
-    free_ids_.pop_back();
-  } else {
-    f = static_cast<int>(flow_links_.size());
-    flow_links_.emplace_back();
-    rate_.push_back(0);
-    alive_.push_back(0);
-    flow_seen_.push_back(0);
-    flow_frozen_.push_back(0);
-  }
-  auto& fl = flow_links_[f];
+  auto& fl = new_links_;
   fl.clear();
   bool canonical = true;  // already sorted by link id with no duplicates (the executor's case)
   int prev = -1;
@@ -68,7 +67,7 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
     if (weight > 0) {
       canonical = canonical && link > prev;
       prev = link;
-      fl.push_back({link, weight, -1});
+      fl.push_back({link, -1, weight});
     }
   }
   if (!canonical) {
@@ -83,12 +82,28 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
     }
     fl.resize(out);
   }
+  if (fl.size() > stride_) widen(fl.size());
+  int f;
+  if (!free_ids_.empty()) {
+    f = free_ids_.back();
+    free_ids_.pop_back();
+  } else {
+    f = static_cast<int>(flow_size_.size());
+    flow_size_.push_back(0);
+    flow_links_.resize(flow_links_.size() + stride_);
+    rate_.push_back(0);
+    alive_.push_back(0);
+    flow_seen_.push_back(0);
+    flow_frozen_.push_back(0);
+  }
+  FlowLink* out = links_begin(f);
   for (size_t i = 0; i < fl.size(); ++i) {
-    auto& lf = link_flows_[fl[i].link];
-    fl[i].slot = static_cast<int>(lf.size());
+    auto& lf = link_flows_[static_cast<size_t>(fl[i].link)];
+    out[i] = {fl[i].link, static_cast<int>(lf.size()), fl[i].weight};
     lf.push_back({f, static_cast<int>(i)});
     dirty_links_.push_back(fl[i].link);
   }
+  flow_size_[static_cast<size_t>(f)] = static_cast<int>(fl.size());
   if (fl.empty()) dirty_unlinked_.push_back(f);
   alive_[f] = 1;
   rate_[f] = 0;
@@ -99,16 +114,16 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
 void BandwidthSharing::remove_flow(int flow) {
   if (flow < 0 || flow >= static_cast<int>(alive_.size()) || !alive_[flow])
     throw Error("internal", "", "bandwidth sharing: removing unknown flow " + std::to_string(flow));
-  for (const FlowLink& x : flow_links_[flow]) {
-    auto& lf = link_flows_[x.link];
+  for (const FlowLink* x = links_begin(flow); x != links_end(flow); ++x) {
+    auto& lf = link_flows_[static_cast<size_t>(x->link)];
     // Swap-remove; the moved entry's flow learns its new slot.
     const LinkFlow last = lf.back();
-    lf[x.slot] = last;
-    flow_links_[last.flow][last.index].slot = x.slot;
+    lf[static_cast<size_t>(x->slot)] = last;
+    links_begin(last.flow)[last.index].slot = x->slot;
     lf.pop_back();
-    dirty_links_.push_back(x.link);
+    dirty_links_.push_back(x->link);
   }
-  flow_links_[flow].clear();
+  flow_size_[static_cast<size_t>(flow)] = 0;
   alive_[flow] = 0;
   rate_[flow] = 0;
   --active_;
@@ -129,10 +144,10 @@ void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
       if (flow_seen_[lf.flow] == stamp) continue;
       flow_seen_[lf.flow] = stamp;
       comp_flows_.push_back(lf.flow);
-      for (const FlowLink& x : flow_links_[lf.flow]) {
-        if (link_seen_[x.link] == stamp) continue;
-        link_seen_[x.link] = stamp;
-        stack_.push_back(x.link);
+      for (const FlowLink* x = links_begin(lf.flow); x != links_end(lf.flow); ++x) {
+        if (link_seen_[x->link] == stamp) continue;
+        link_seen_[x->link] = stamp;
+        stack_.push_back(x->link);
       }
     }
   }
@@ -146,12 +161,12 @@ void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
 bool BandwidthSharing::solve_single_flow(int seed_link, uint64_t stamp) {
   if (link_flows_[seed_link].size() != 1) return false;
   const int f = link_flows_[seed_link][0].flow;
-  for (const FlowLink& x : flow_links_[f])
-    if (link_flows_[x.link].size() != 1) return false;
+  for (const FlowLink* x = links_begin(f); x != links_end(f); ++x)
+    if (link_flows_[x->link].size() != 1) return false;
   double level = std::numeric_limits<double>::infinity();
-  for (const FlowLink& x : flow_links_[f]) {
-    link_seen_[x.link] = stamp;
-    level = std::min(level, capacity_[x.link] / x.weight);
+  for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
+    link_seen_[x->link] = stamp;
+    level = std::min(level, capacity_[x->link] / x->weight);
   }
   if (rate_[f] != level) {
     rate_[f] = level;
@@ -168,9 +183,9 @@ void BandwidthSharing::solve_component() {
     unfrozen_[l] = 0;
   }
   for (int f : comp_flows_)
-    for (const FlowLink& x : flow_links_[f]) {
-      weight_sum_[x.link] += x.weight;
-      ++unfrozen_[x.link];
+    for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
+      weight_sum_[x->link] += x->weight;
+      ++unfrozen_[x->link];
     }
   auto after = [](const HeapEntry& a, const HeapEntry& b) { return heap_after(a.share, a.link, b.share, b.link); };
   heap_.clear();
@@ -198,11 +213,11 @@ void BandwidthSharing::solve_component() {
         rate_[f] = level;
         changed_.push_back(f);
       }
-      for (const FlowLink& x : flow_links_[f]) {
-        const int k = x.link;
-        residual_Bps_[k] -= x.weight * level;
+      for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
+        const int k = x->link;
+        residual_Bps_[k] -= x->weight * level;
         if (residual_Bps_[k] <= kSaturatedRelative * capacity_[k]) residual_Bps_[k] = 0;
-        weight_sum_[k] -= x.weight;
+        weight_sum_[k] -= x->weight;
         if (--unfrozen_[k] == 0) weight_sum_[k] = 0;
         if (link_touched_[k] != touch) {
           link_touched_[k] = touch;
@@ -235,7 +250,7 @@ const std::vector<int>& BandwidthSharing::solve() {
     for (int l = 0; l < static_cast<int>(capacity_.size()); ++l) visit(l);
   }
   for (int f : dirty_unlinked_) {
-    if (alive_[f] && flow_links_[f].empty() && rate_[f] != std::numeric_limits<double>::infinity()) {
+    if (alive_[f] && flow_size_[static_cast<size_t>(f)] == 0 && rate_[f] != std::numeric_limits<double>::infinity()) {
       rate_[f] = std::numeric_limits<double>::infinity();
       changed_.push_back(f);
     }

@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include "proteus/collective_flows.h"
 #include "proteus/error.h"
 #include "proteus/units.h"
@@ -106,20 +107,43 @@ std::vector<Segment> segments_of(const Topology& t, const Geometry& geo, const s
 // flows on the network, which the executor's symmetry reduction relies on.
 int own_nic(const Geometry& geo, int gpu) { return geo.nic_of_local(geo.local_of(gpu)); }
 
-void add_flow(const Topology& t, CollectivePlan& plan, int src, int dst, double bytes, int channel) {
-  FlowSpec f;
+// Paths already taken by a shape being built: (src, dst, NIC) -> its range in PlanShape::links
+// (the channels of a tree or ring often repeat a hop). Lookups only.
+struct Hop {
+  int src, dst, channel;
+  bool operator==(const Hop& o) const { return src == o.src && dst == o.dst && channel == o.channel; }
+};
+struct HopHash {
+  size_t operator()(const Hop& h) const {
+    return std::hash<uint64_t>()((static_cast<uint64_t>(static_cast<uint32_t>(h.src)) << 32) ^
+                                 static_cast<uint32_t>(h.dst) ^ (static_cast<uint64_t>(h.channel) << 20));
+  }
+};
+using PathIndex = std::unordered_map<Hop, std::pair<int, int>, HopHash>;
+
+void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int dst, double scale, double divisor,
+              int channel) {
+  FlowShape f;
   f.src_gpu = src;
   f.dst_gpu = dst;
-  f.bytes = bytes;
-  f.links = t.path(src, dst, channel);
-  plan.flows.push_back(std::move(f));
+  f.scale = scale;
+  f.divisor = divisor;
+  auto [it, added] = paths.try_emplace(Hop{src, dst, channel});
+  if (added) {
+    const std::vector<int> path = t.path(src, dst, channel);
+    it->second = {static_cast<int>(plan.links.size()), static_cast<int>(path.size())};
+    plan.links.insert(plan.links.end(), path.begin(), path.end());
+  }
+  f.first_link = it->second.first;
+  f.link_count = it->second.second;
+  plan.flows.push_back(f);
 }
 
-CollectivePlan ring_plan(const Topology& t, const std::vector<int>& group, double bytes, int steps) {
+PlanShape ring_plan(const Topology& t, const std::vector<int>& group, int steps) {
   const Geometry geo = geometry_of(t);
   const int n = static_cast<int>(group.size());
   const std::vector<Segment> segments = segments_of(t, geo, group);
-  CollectivePlan plan;
+  PlanShape plan;
   plan.algorithm = "ring";
   std::vector<std::vector<int>> rings;  // one ring order per channel
   if (segments.size() > 1) {
@@ -153,14 +177,17 @@ CollectivePlan ring_plan(const Topology& t, const std::vector<int>& group, doubl
     rings.push_back(group);
   }
   const int channels = static_cast<int>(rings.size());
-  const double hop_bytes = static_cast<double>(steps) / n * bytes / channels;
+  // Each hop moves steps / n * S / channels bytes.
+  const double scale = static_cast<double>(steps) / n;
   double alpha_s = 0;
+  PathIndex paths;
+  plan.flows.reserve(static_cast<size_t>(channels) * static_cast<size_t>(n));
   for (int k = 0; k < channels; ++k) {
     const auto& ring = rings[k];
     for (int i = 0; i < n; ++i) {
       const int src = ring[i], dst = ring[(i + 1) % n];
       alpha_s = std::max(alpha_s, t.hop_latency_s(src, dst));
-      if (bytes > 0) add_flow(t, plan, src, dst, hop_bytes, own_nic(geo, src));
+      add_flow(t, plan, paths, src, dst, scale, channels, own_nic(geo, src));
     }
   }
   plan.latency_s = steps * alpha_s;
@@ -199,16 +226,17 @@ int tree_depth(int tree, int n) {
   return depth;
 }
 
-CollectivePlan tree_plan(const Topology& t, const std::vector<int>& group, double bytes) {
+PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
   const Geometry geo = geometry_of(t);
   const std::vector<Segment> segments = segments_of(t, geo, group);
   const int nodes = static_cast<int>(segments.size());
   const int channels = geo.nics;
-  CollectivePlan plan;
+  PlanShape plan;
   plan.algorithm = "tree";
   double intra_alpha_s = 0, inter_alpha_s = 0;
   size_t longest_chain = 1;
   std::vector<int> heads(nodes);
+  PathIndex paths;
   for (int k = 0; k < channels; ++k) {
     for (int r = 0; r < nodes; ++r) {
       const auto& gpus = segments[r].gpus;
@@ -220,21 +248,18 @@ CollectivePlan tree_plan(const Topology& t, const std::vector<int>& group, doubl
       for (size_t i = 0; i + 1 < gpus.size(); ++i) {
         const int a = gpus[(first + i) % gpus.size()], b = gpus[(first + i + 1) % gpus.size()];
         intra_alpha_s = std::max(intra_alpha_s, t.hop_latency_s(a, b));
-        if (bytes > 0) {
-          add_flow(t, plan, b, a, bytes / channels, own_nic(geo, b));
-          add_flow(t, plan, a, b, bytes / channels, own_nic(geo, a));
-        }
+        add_flow(t, plan, paths, b, a, 1.0, channels, own_nic(geo, b));
+        add_flow(t, plan, paths, a, b, 1.0, channels, own_nic(geo, a));
       }
     }
+    // Tree edges: S / 2c each way.
     for (int tree = 0; tree < 2; ++tree)
       for (int r = 0; r < nodes; ++r) {
         const int p = dtree_parent(tree, r, nodes);
         if (p < 0) continue;
         inter_alpha_s = std::max(inter_alpha_s, t.hop_latency_s(heads[r], heads[p]));
-        if (bytes > 0) {
-          add_flow(t, plan, heads[r], heads[p], bytes / (2.0 * channels), own_nic(geo, heads[r]));
-          add_flow(t, plan, heads[p], heads[r], bytes / (2.0 * channels), own_nic(geo, heads[p]));
-        }
+        add_flow(t, plan, paths, heads[r], heads[p], 1.0, 2.0 * channels, own_nic(geo, heads[r]));
+        add_flow(t, plan, paths, heads[p], heads[r], 1.0, 2.0 * channels, own_nic(geo, heads[p]));
       }
   }
   const int depth = std::max(tree_depth(0, nodes), tree_depth(1, nodes));
@@ -242,31 +267,39 @@ CollectivePlan tree_plan(const Topology& t, const std::vector<int>& group, doubl
   return plan;
 }
 
-// The plan's time alone on the network: latency + the most loaded link's bytes / capacity.
-double estimate_s(const Topology& t, const CollectivePlan& plan, std::vector<double>& load,
-                  std::vector<int>& touched) {
-  touched.clear();
-  for (const FlowSpec& f : plan.flows)
-    for (int l : f.links) {
-      if (load[l] == 0) touched.push_back(l);
-      load[l] += f.bytes;
+// The plan's links numbered densely in order of first use (a hash map, for lookups only).
+LinkLoads link_loads_of(const PlanShape& plan) {
+  LinkLoads loads;
+  std::unordered_map<int, int> slot_of_link;
+  for (const FlowShape& f : plan.flows)
+    for (const int* l = plan.path_begin(f); l != plan.path_end(f); ++l) {
+      const auto [it, added] = slot_of_link.emplace(*l, static_cast<int>(loads.links.size()));
+      if (added) loads.links.push_back(*l);
+      loads.slot_of_crossing.push_back(it->second);
     }
+  return loads;
+}
+
+// The plan's time alone on the network: latency + the most loaded link's bytes / capacity.
+// Each link's load sums its flows' bytes in flow order.
+double estimate_s(const Topology& t, const PlanShape& plan, double bytes) {
   double worst_s = 0;
-  for (int l : touched) {
-    worst_s = std::max(worst_s, load[l] / t.links[l].capacity_Bps);
-    load[l] = 0;
+  if (bytes > 0) {
+    const LinkLoads& loads = plan.loads;
+    std::vector<double> load(loads.links.size(), 0.0);
+    size_t j = 0;
+    for (const FlowShape& f : plan.flows) {
+      const double flow_bytes = f.bytes_of(bytes);
+      for (int k = 0; k < f.link_count; ++k) load[static_cast<size_t>(loads.slot_of_crossing[j++])] += flow_bytes;
+    }
+    for (size_t i = 0; i < load.size(); ++i)
+      worst_s = std::max(worst_s, load[i] / t.links[static_cast<size_t>(loads.links[i])].capacity_Bps);
   }
   return plan.latency_s + worst_s;
 }
 
-}  // namespace
-
-namespace {
-
-CollectivePlan plan_without_base_latency(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
-                                         double bytes) {
-  const int n = static_cast<int>(group.size());
-  CollectivePlan plan;
+PlanShape empty_shape(CollectiveKind kind) {
+  PlanShape plan;
   switch (kind) {
     case CollectiveKind::AllReduce:
     case CollectiveKind::AllGather:
@@ -280,54 +313,101 @@ CollectivePlan plan_without_base_latency(const Topology& topology, CollectiveKin
       plan.algorithm = "p2p";
       break;
   }
-  if (n <= 1) return plan;
+  return plan;
+}
+
+PlanShape send_recv_shape(const Topology& topology, const std::vector<int>& group) {
+  PlanShape plan = empty_shape(CollectiveKind::SendRecv);
+  if (group.size() != 2) throw Error("internal", "", "send-recv needs exactly two members (sender, receiver)");
+  const int src = group[0], dst = group[1];
+  if (src == dst) return plan;
+  plan.latency_s = topology.hop_latency_s(src, dst);
+  PathIndex paths;
+  add_flow(topology, plan, paths, src, dst, 1.0, 1.0, own_nic(geometry_of(topology), src));
+  return plan;
+}
+
+PlanShape all_to_all_shape(const Topology& topology, const std::vector<int>& group) {
+  PlanShape plan = empty_shape(CollectiveKind::AllToAll);
   const Geometry geo = geometry_of(topology);
-
-  if (kind == CollectiveKind::SendRecv) {
-    if (n != 2) throw Error("internal", "", "send-recv needs exactly two members (sender, receiver)");
-    const int src = group[0], dst = group[1];
-    if (src == dst) return plan;
-    plan.latency_s = topology.hop_latency_s(src, dst);
-    if (bytes > 0) add_flow(topology, plan, src, dst, bytes, geo.nic_of_local(geo.local_of(src)));
-    return plan;
-  }
-
-  if (kind == CollectiveKind::AllToAll) {
-    double alpha_s = 0;
-    for (int src : group)
-      for (int dst : group) {
-        if (src == dst) continue;
-        alpha_s = std::max(alpha_s, topology.hop_latency_s(src, dst));
-        if (bytes > 0) add_flow(topology, plan, src, dst, bytes / n, geo.nic_of_local(geo.local_of(src)));
-      }
-    plan.latency_s = alpha_s;
-    return plan;
-  }
-
-  if (kind != CollectiveKind::AllReduce) return ring_plan(topology, group, bytes, n - 1);
-
-  CollectivePlan ring = ring_plan(topology, group, bytes, 2 * (n - 1));
-  bool crosses_nodes = false;
-  for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);
-  if (!crosses_nodes) return ring;
-  CollectivePlan tree = tree_plan(topology, group, bytes);
-  std::vector<double> load(topology.links.size(), 0);
-  std::vector<int> touched;
-  const double ring_s = estimate_s(topology, ring, load, touched);
-  const double tree_s = estimate_s(topology, tree, load, touched);
-  // Near-ties go to the ring: isomorphic sibling groups sum their link loads in different
-  // orders, and a rounding-level difference must not give them different algorithms.
-  return tree_s < ring_s * (1 - 1e-9) ? tree : ring;
+  const double n = static_cast<double>(group.size());
+  double alpha_s = 0;
+  PathIndex paths;
+  for (int src : group)
+    for (int dst : group) {
+      if (src == dst) continue;
+      alpha_s = std::max(alpha_s, topology.hop_latency_s(src, dst));
+      add_flow(topology, plan, paths, src, dst, 1.0, n, own_nic(geo, src));
+    }
+  plan.latency_s = alpha_s;
+  return plan;
 }
 
 }  // namespace
 
+CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind, const std::vector<int>& group) {
+  const int n = static_cast<int>(group.size());
+  CollectiveShapes shapes;
+  if (n <= 1) {
+    shapes.candidates.push_back(empty_shape(kind));
+    return shapes;
+  }
+  if (kind == CollectiveKind::SendRecv) {
+    shapes.candidates.push_back(send_recv_shape(topology, group));
+    shapes.moves = group[0] != group[1];
+    return shapes;
+  }
+  shapes.moves = true;
+  if (kind == CollectiveKind::AllToAll) {
+    shapes.candidates.push_back(all_to_all_shape(topology, group));
+    return shapes;
+  }
+  if (kind != CollectiveKind::AllReduce) {
+    shapes.candidates.push_back(ring_plan(topology, group, n - 1));
+    return shapes;
+  }
+  shapes.candidates.push_back(ring_plan(topology, group, 2 * (n - 1)));
+  const Geometry geo = geometry_of(topology);
+  bool crosses_nodes = false;
+  for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);
+  if (!crosses_nodes) return shapes;
+  shapes.candidates.push_back(tree_plan(topology, group));
+  for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(plan);
+  return shapes;
+}
+
+size_t choose_plan(const Topology& topology, const CollectiveShapes& shapes, double bytes) {
+  if (shapes.candidates.size() < 2) return 0;
+  const double ring_s = estimate_s(topology, shapes.candidates[0], bytes);
+  const double tree_s = estimate_s(topology, shapes.candidates[1], bytes);
+  // Near-ties go to the ring: isomorphic sibling groups sum their link loads in different
+  // orders, and a rounding-level difference must not give them different algorithms.
+  return tree_s < ring_s * (1 - 1e-9) ? 1 : 0;
+}
+
+double plan_latency_s(const Topology& topology, const CollectiveShapes& shapes, size_t chosen) {
+  double latency_s = shapes.candidates[chosen].latency_s;
+  if (shapes.moves) latency_s += topology.cluster.collectives.base_latency_us * kSecondsPerUs;
+  return latency_s;
+}
+
+CollectivePlan instantiate_plan(const Topology& topology, const CollectiveShapes& shapes, size_t chosen,
+                                double bytes) {
+  const PlanShape& shape = shapes.candidates[chosen];
+  CollectivePlan plan;
+  plan.algorithm = shape.algorithm;
+  plan.latency_s = plan_latency_s(topology, shapes, chosen);
+  if (!(bytes > 0)) return plan;  // zero bytes: no flows, the latency stays
+  plan.flows.reserve(shape.flows.size());
+  for (const FlowShape& f : shape.flows)
+    plan.flows.push_back({f.src_gpu, f.dst_gpu, f.bytes_of(bytes), std::vector<int>(shape.path_begin(f), shape.path_end(f))});
+  return plan;
+}
+
 CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
                                double bytes) {
-  CollectivePlan plan = plan_without_base_latency(topology, kind, group, bytes);
-  const bool moves = group.size() > 1 && !(kind == CollectiveKind::SendRecv && group[0] == group[1]);
-  if (moves) plan.latency_s += topology.cluster.collectives.base_latency_us * kSecondsPerUs;
-  return plan;
+  const CollectiveShapes shapes = collective_shapes(topology, kind, group);
+  return instantiate_plan(topology, shapes, choose_plan(topology, shapes, bytes), bytes);
 }
 
 }  // namespace proteus

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include "proteus/error.h"
 
 namespace proteus::exec {
@@ -50,6 +51,24 @@ std::vector<std::vector<int>> sibling_groups(const Mesh& mesh, const Collective&
 
 namespace {
 
+// What the solver gets for a flow: its links sorted by id, duplicates merged (weights add
+// up), every weight times the count of identical flows it stands for.
+std::vector<std::pair<int, double>> solver_links_of(const WeightedFlow& f) {
+  std::vector<std::pair<int, double>> s;
+  s.reserve(f.links.size());
+  for (const auto& [link, weight] : f.links)
+    if (weight > 0) s.emplace_back(link, weight);
+  std::stable_sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t out = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (out > 0 && s[out - 1].first == s[i].first) s[out - 1].second += s[i].second;
+    else s[out++] = s[i];
+  }
+  s.resize(out);
+  for (auto& lw : s) lw.second *= f.count;
+  return s;
+}
+
 // Merges identical flows (same bytes, same links; then also the same weights) into one with a
 // count, keeping the order of first appearance, and fills solver_links.
 void merge_identical_flows(WeightedPlan& plan) {
@@ -61,43 +80,35 @@ void merge_identical_flows(WeightedPlan& plan) {
     if (inserted) merged.push_back(std::move(f));
     else ++merged[it->second].count;
   }
-  for (WeightedFlow& f : merged) {
-    std::vector<std::pair<int, double>>& s = f.solver_links;
-    s.clear();
-    for (const auto& [link, weight] : f.links)
-      if (weight > 0) s.emplace_back(link, weight);
-    std::stable_sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    size_t out = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (out > 0 && s[out - 1].first == s[i].first) s[out - 1].second += s[i].second;
-      else s[out++] = s[i];
-    }
-    s.resize(out);
-    for (auto& lw : s) lw.second *= f.count;
-  }
+  for (WeightedFlow& f : merged) f.solver_links = solver_links_of(f);
   plan.flows = std::move(merged);
 }
 
-// The representative's links, flow after flow (the order sibling_weights answers in).
-std::vector<int> concatenated_links(const CollectivePlan& rep) {
-  std::vector<int> links;
-  for (const FlowSpec& f : rep.flows) links.insert(links.end(), f.links.begin(), f.links.end());
-  return links;
-}
+// A flow's path, in a plan or in a shape.
+const std::vector<int>& links_of(const CollectivePlan&, const FlowSpec& f) { return f.links; }
+struct PathRange {
+  const int* first;
+  const int* last;
+  const int* begin() const { return first; }
+  const int* end() const { return last; }
+};
+PathRange links_of(const PlanShape& plan, const FlowShape& f) { return {plan.path_begin(f), plan.path_end(f)}; }
 
-// Symmetry weight of every link of every representative flow (concatenated_links order):
-// flows of all sibling groups on the link / the representative's flows on it. Empty when the
-// collective has no siblings.
+// Symmetry weight of every link of every representative flow (flow after flow, each flow's
+// links in path order): flows of all sibling groups on the link / the representative's
+// flows on it. Empty when the collective has no siblings. Rep: a CollectivePlan or a
+// PlanShape (links_of gives a flow's path in either).
+template <class Rep>
 std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, const Collective& collective,
-                                    const CollectivePlan& rep) {
+                                    const Rep& rep) {
   const std::vector<std::vector<int>> siblings = sibling_groups(mesh, collective);
   if (siblings.size() <= 1) return {};
 
   // Links the representative uses, numbered densely, with its flow count on each.
-  std::map<int, int> slot_of_link;
+  std::unordered_map<int, int> slot_of_link;  // lookups only; slots in order of first use
   std::vector<int> rep_count;
-  for (const FlowSpec& f : rep.flows)
-    for (int l : f.links) {
+  for (const auto& f : rep.flows)
+    for (int l : links_of(rep, f)) {
       auto [it, inserted] = slot_of_link.emplace(l, static_cast<int>(rep_count.size()));
       if (inserted) rep_count.push_back(0);
       ++rep_count[static_cast<size_t>(it->second)];
@@ -106,20 +117,25 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   // links the representative does not use are its siblings' business: by symmetry their
   // contention mirrors the representative's own links.
   std::vector<int> all_count(rep_count.size(), 0);
-  auto count_plan = [&](const CollectivePlan& p) {
-    for (const FlowSpec& f : p.flows)
-      for (int l : f.links) {
-        auto it = slot_of_link.find(l);
-        if (it != slot_of_link.end()) ++all_count[static_cast<size_t>(it->second)];
-      }
+  auto count_links = [&](const auto& links) {
+    for (int l : links) {
+      auto it = slot_of_link.find(l);
+      if (it != slot_of_link.end()) ++all_count[static_cast<size_t>(it->second)];
+    }
   };
-  count_plan(rep);
-  for (size_t s = 1; s < siblings.size(); ++s)
-    count_plan(plan_collective(topology, collective.kind, siblings[s], collective.bytes));
+  for (const auto& f : rep.flows) count_links(links_of(rep, f));
+  for (size_t s = 1; s < siblings.size(); ++s) {
+    // The sibling's own plan at this size: plan_collective's flows, without their bytes.
+    const CollectiveShapes shapes = collective_shapes(topology, collective.kind, siblings[s]);
+    if (!(collective.bytes > 0)) continue;
+    const size_t chosen = choose_plan(topology, shapes, collective.bytes);
+    const PlanShape& plan = shapes.candidates[chosen];
+    for (const FlowShape& f : plan.flows) count_links(links_of(plan, f));
+  }
 
   std::vector<double> weights;
-  for (const FlowSpec& f : rep.flows)
-    for (int l : f.links) {
+  for (const auto& f : rep.flows)
+    for (int l : links_of(rep, f)) {
       const size_t slot = static_cast<size_t>(slot_of_link.at(l));
       weights.push_back(static_cast<double>(all_count[slot]) / static_cast<double>(rep_count[slot]));
     }
@@ -193,16 +209,74 @@ const WeightedPlan& PlanCache::plan_of(int collective) {
   return plans_[static_cast<size_t>(id)];
 }
 
-// weighted_plan with the sibling weights shared between collectives that differ only in bytes.
+// weighted_plan, with the group planned once and the weights and merging done once per
+// algorithm (executor_plans.h, PlanCache).
 WeightedPlan PlanCache::plan(const Collective& c) {
-  const CollectivePlan rep = plan_collective(topology_, c.kind, c.group, c.bytes);
-  if (!graph_.symmetric || rep.flows.empty()) return assemble(rep, {});
-  std::vector<int> links = concatenated_links(rep);
-  std::vector<WeightsEntry>& entries = weights_[{static_cast<int>(c.kind), c.axes, c.group}];
-  for (const WeightsEntry& e : entries)
-    if (e.links == links) return assemble(rep, e.weights);
-  entries.push_back({std::move(links), sibling_weights(topology_, graph_.mesh, c, rep)});
-  return assemble(rep, entries.back().weights);
+  auto [it, inserted] = groups_.try_emplace({static_cast<int>(c.kind), axes_of(c), c.group});
+  GroupPlans& group = it->second;
+  if (inserted) {
+    group.shapes = collective_shapes(topology_, c.kind, c.group);
+    group.templates.resize(group.shapes.candidates.size());
+  }
+  const size_t chosen = choose_plan(topology_, group.shapes, c.bytes);
+  if (!(c.bytes > 0) || group.shapes.candidates[chosen].flows.empty()) {
+    // No flows: the latency alone (what weighted_plan gives for an empty plan).
+    WeightedPlan out;
+    out.latency_s = plan_latency_s(topology_, group.shapes, chosen);
+    return out;
+  }
+  template_of(c, group, chosen);
+  return instantiate(group, chosen, c.bytes);
+}
+
+// The merged weighted flows of candidate `chosen`, built at the first collective that runs it.
+const PlanCache::PlanTemplate& PlanCache::template_of(const Collective& c, GroupPlans& group, size_t chosen) {
+  std::unique_ptr<PlanTemplate>& slot = group.templates[chosen];
+  if (slot) return *slot;
+  slot = std::make_unique<PlanTemplate>();
+  PlanTemplate& t = *slot;
+  const PlanShape& shape = group.shapes.candidates[chosen];
+  if (graph_.symmetric) t.weights = sibling_weights(topology_, graph_.mesh, c, shape);
+  // Merge flows with the same byte expression and weighted links. Those have equal bytes
+  // at every size; flows whose expressions differ are told apart, which is exact unless two
+  // of them share weighted links (merge_per_size).
+  using WeightedLinks = std::vector<std::pair<int, double>>;
+  std::map<std::tuple<double, double, WeightedLinks>, size_t> index;
+  std::map<WeightedLinks, std::pair<double, double>> expression_of_links;
+  size_t i = 0;
+  for (const FlowShape& f : shape.flows) {
+    WeightedLinks links;
+    links.reserve(static_cast<size_t>(f.link_count));
+    for (int l : links_of(shape, f)) links.emplace_back(l, t.weights.empty() ? 1.0 : t.weights[i++]);
+    auto [at, added] = index.emplace(std::make_tuple(f.scale, f.divisor, links), t.flows.size());
+    if (!added) {
+      ++t.flows[at->second].flow.count;
+      continue;
+    }
+    const auto [known, first] = expression_of_links.emplace(links, std::make_pair(f.scale, f.divisor));
+    if (!first && known->second != std::make_pair(f.scale, f.divisor)) t.merge_per_size = true;
+    TemplateFlow tf;
+    tf.scale = f.scale;
+    tf.divisor = f.divisor;
+    tf.flow.links = std::move(links);
+    t.flows.push_back(std::move(tf));
+  }
+  for (TemplateFlow& tf : t.flows) tf.flow.solver_links = solver_links_of(tf.flow);
+  return t;
+}
+
+WeightedPlan PlanCache::instantiate(const GroupPlans& group, size_t chosen, double bytes) {
+  const PlanTemplate& t = *group.templates[chosen];
+  if (t.merge_per_size) return assemble(instantiate_plan(topology_, group.shapes, chosen, bytes), t.weights);
+  WeightedPlan out;
+  out.latency_s = plan_latency_s(topology_, group.shapes, chosen);
+  out.source_flows = static_cast<int64_t>(group.shapes.candidates[chosen].flows.size());
+  out.flows.reserve(t.flows.size());
+  for (const TemplateFlow& tf : t.flows) {
+    out.flows.push_back(tf.flow);
+    out.flows.back().bytes = tf.scale * bytes / tf.divisor;  // FlowShape::bytes_of
+  }
+  return out;
 }
 
 }  // namespace proteus::exec

@@ -10,7 +10,8 @@
 // Without the reduction (graph.symmetric == false) every weight is 1.
 //
 // Plans are cached per signature (kind, axes, group, bytes), so the sibling groups are
-// planned once per distinct collective, not once per micro-batch.
+// planned once per distinct collective, not once per micro-batch; and the group's flows
+// once per (kind, axes, group), whatever the sizes (PlanCache below).
 //
 // Identical flows are merged: flows of one plan with the same links and the same bytes (e.g.
 // the c channels of a ring hop that all leave a node through the same NIC, as when a
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -79,15 +81,30 @@ class PlanCache {
   AxisMask axes_of(const Collective& c) const { return graph_.symmetric ? c.axes : AxisMask{0}; }
   WeightedPlan plan(const Collective& c);
 
-  // Sibling weights depend on the links of the representative's flows, not on their bytes:
-  // collectives of one (kind, axes, group) whose plans put flows on the same links (the
-  // same algorithm) share them, so the sibling groups are planned once per shape rather
-  // than once per size (gradient buckets of many sizes). Ordered map: lookups only.
-  struct WeightsEntry {
-    std::vector<int> links;      // the representative's links, flow after flow
-    std::vector<double> weights;  // aligned with links
+  // Plans of one (kind, axes, group) differ from size to size only in their flows' bytes and
+  // in the ring-or-tree choice (collective_flows.h, CollectiveShapes). So the group is
+  // planned once; the sibling weights and the merged flows once per algorithm, at the first
+  // size that picks it (sibling weights depend on the links, not on the bytes); and every
+  // further size only evaluates its bytes. Gradient buckets of many sizes then cost one
+  // planning each. Ordered map: lookups only.
+  struct TemplateFlow {
+    double scale = 1, divisor = 1;  // bytes = scale * S / divisor (FlowShape)
+    WeightedFlow flow;              // all but bytes
   };
-  std::map<std::tuple<int, AxisMask, std::vector<int>>, std::vector<WeightsEntry>> weights_;
+  struct PlanTemplate {
+    std::vector<TemplateFlow> flows;  // merged, in order of first appearance
+    std::vector<double> weights;      // sibling weights of the candidate's links (empty: all 1)
+    // Two merged flows with the same links and weights but different byte expressions: they
+    // may have equal bytes at some sizes and then merge, so each size is merged on its own.
+    bool merge_per_size = false;
+  };
+  struct GroupPlans {
+    CollectiveShapes shapes;
+    std::vector<std::unique_ptr<PlanTemplate>> templates;  // per candidate, built on first use
+  };
+  std::map<std::tuple<int, AxisMask, std::vector<int>>, GroupPlans> groups_;
+  const PlanTemplate& template_of(const Collective& c, GroupPlans& group, size_t chosen);
+  WeightedPlan instantiate(const GroupPlans& group, size_t chosen, double bytes);
 
   const ExecGraph& graph_;
   const Topology& topology_;
