@@ -36,6 +36,8 @@ struct CompileStats {
   std::vector<std::string> stage_orders;           // "F0 F1 B0 ..." per physical stage
   std::vector<std::array<double, kNumMemCategories>> static_bytes_per_stage;
   std::vector<double> activation_bytes_per_microbatch_per_stage;  // what one micro-batch keeps
+  int64_t passes = 0;                 // F/B/W passes built, all simulated ranks
+  int64_t passes_from_templates = 0;  // of which instantiated from a micro-batch template
 };
 
 struct CompiledModel {
@@ -45,7 +47,14 @@ struct CompiledModel {
   CompileStats stats;
 };
 
-CompiledModel compile(const Config& config);
+struct CompileOptions {
+  // Instantiate each rank's repeated passes (F, B, W of one chunk) from a per-stage
+  // micro-batch template instead of deriving every micro-batch op by op. Same ExecGraph
+  // either way (tests/test_templates.cpp); off only to check exactly that.
+  bool micro_batch_templates = true;
+};
+
+CompiledModel compile(const Config& config, const CompileOptions& options = {});
 std::string compile_stats_json(const CompiledModel& compiled);
 
 }  // namespace proteus

@@ -46,7 +46,7 @@ void count_tasks(const ExecGraph& exec, CompileStats* st) {
 
 }  // namespace
 
-CompiledModel compile(const Config& config) {
+CompiledModel compile(const Config& config, const CompileOptions& options) {
   CompiledModel out;
   const StrategySpec& s = config.strategy;
   // One micro-batch of every data-parallel replica: dp (which contains ep) splits the batch.
@@ -75,7 +75,8 @@ CompiledModel compile(const Config& config) {
                     " tasks, more than simulation.max_tasks = " + std::to_string(config.simulation.max_tasks) +
                     "; raise the limit or simulate fewer micro-batches or layers");
 
-  build_programs({config, out.graph, out.tree, plans, config.simulation.symmetry}, &exec, &out.stats);
+  build_programs({config, out.graph, out.tree, plans, config.simulation.symmetry, options.micro_batch_templates}, &exec,
+                 &out.stats);
   if (static_cast<int64_t>(exec.tasks.size()) > config.simulation.max_tasks)
     throw Error("limit_exceeded", "simulation.max_tasks",
                 "the execution graph has " + std::to_string(exec.tasks.size()) + " tasks, more than simulation.max_tasks");
@@ -109,6 +110,8 @@ std::string compile_stats_json(const CompiledModel& c) {
   j["tasks"] = c.exec.tasks.size();
   j["tasks_by_kind"] = st.tasks_by_kind;
   j["tasks_by_phase"] = st.tasks_by_phase;
+  j["passes"] = st.passes;
+  j["passes_from_templates"] = st.passes_from_templates;
   ordered_json colls = ordered_json::array();
   for (const CollectiveStat& s : st.collectives) {
     colls.push_back({{"stage", s.stage}, {"kind", s.kind}, {"axes", s.axes}, {"purpose", s.purpose},

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "id_map.h"
+#include "pass_replay.h"
 #include "proteus/error.h"
 #include "proteus/schedule.h"
 #include "proteus/units.h"
@@ -66,6 +67,18 @@ uint64_t send_key(int dst_gpu, int tensor, int mb, bool backward) {
          (static_cast<uint64_t>(mb) << 1) | (backward ? 1u : 0u);
 }
 
+// Where the micro-batch sits in each key (pass_replay.h clears and sets it).
+struct MbField {
+  int shift;
+  uint64_t mask;  // of the field, after the shift
+  uint64_t get(uint64_t key) const { return (key >> shift) & mask; }
+  uint64_t cleared(uint64_t key) const { return key & ~(mask << shift); }
+  uint64_t with(uint64_t key, int mb) const { return key | (static_cast<uint64_t>(mb) << shift); }
+};
+constexpr MbField kProviderMb{42, (1ull << 22) - 1};  // provider_key, grad_key
+constexpr MbField kSendMb{1, (1ull << 22) - 1};       // send_key
+constexpr MbField kWKeyMb{32, (1ull << 32) - 1};      // wkey
+
 struct Bucket {
   std::vector<int> tensors;
   double param_bytes_16 = 0;  // for the ZeRO parameter all-gather
@@ -110,6 +123,19 @@ class Builder {
   }
 
  private:
+  // A micro-batch template of this rank (pass_replay.h) and where each pass's tasks are.
+  struct PassTemplate {
+    PassRecording recording;  // of the first instance
+    int seen = 0;             // instances recorded
+    bool verified = false;    // the second instance equalled the first
+    bool failed = false;
+  };
+  struct PassRange {
+    int begin, end;
+    PassKind kind;
+    int chunk, mb;
+  };
+
   // ---------- static indexes ----------
   void index_graph() {
     const int chunks = tree_.chunks();
@@ -227,6 +253,7 @@ class Builder {
     return emit(t, deps.begin(), deps.size(), mem.begin(), mem.size());
   }
   int emit(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) {
+    if (rec_ && !in_collective_) record_compute(t, deps, n_deps, mem, n_mem);
     const int id = static_cast<int>(exec_.tasks.size());
     exec_.tasks.push_back(t);
     for (size_t i = 0; i < n_deps; ++i) {
@@ -278,7 +305,7 @@ class Builder {
   void record_stat(CollectiveKind kind, AxisMask axes, const char* purpose, int group_size, double bytes) {
     if (!is_stats_rank()) return;
     const StatKey key{stage_, kind, axes, purpose, group_size};
-    for (size_t i = 0; i < stat_keys_.size(); ++i) {
+    for (size_t i = rank_stats_begin_; i < stat_keys_.size(); ++i) {  // this rank's entries
       if (!(stat_keys_[i] == key)) continue;
       CollectiveStat& s = stats_.collectives[i];
       ++s.count;
@@ -315,7 +342,10 @@ class Builder {
       cid = *known;
     }
     t.collective = cid;
+    if (rec_) record_collective(t, kind, axes, bytes, deps, purpose, !explicit_group.empty());
+    in_collective_ = true;
     const int id = emit(t, deps, {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}});
+    in_collective_ = false;
     exec_.collectives[cid].member_tasks.push_back(id);
     record_stat(kind, axes, purpose, static_cast<int>(group.size()), bytes);
     return id;
@@ -340,7 +370,10 @@ class Builder {
     const int cid = static_cast<int>(exec_.collectives.size());
     exec_.collectives.push_back({CollectiveKind::SendRecv, bytes, axis_bit(kAxisPp), {exec_.ranks[rank_].gpu, dst_gpu}, {}});
     t.collective = cid;
+    if (rec_) record_send(t, dst_gpu, tensor, backward, bytes, dep, chunk);
+    in_collective_ = true;
     const int id = emit(t, {dep}, {});
+    in_collective_ = false;
     exec_.collectives[cid].member_tasks.push_back(id);
     sends_.set(send_key(dst_gpu, tensor, mb, backward), id);
     record_stat(CollectiveKind::SendRecv, axis_bit(kAxisPp), "pipeline", 2, bytes);
@@ -373,7 +406,7 @@ class Builder {
       src_task = *at_src;
     } else if (!chunk_is_local(plans_[prod].chunk)) {
       src_task = pending_ref(send_key(exec_.ranks[rank_].gpu, t, mb, false));
-      providers_.set(provider_key(mb, kFwd, t, src), src_task);
+      set_provider(provider_key(mb, kFwd, t, src), src_task);
     } else {
       throw Error("internal", "", "tensor " + g_.tensors[t].name + " is used before it is produced");
     }
@@ -382,7 +415,7 @@ class Builder {
     for (const CollectiveStep& step : redistribute(src, want, g_.tensors[t].bytes(), mesh_))
       last = emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm,
                              ns == kFwd ? Phase::Forward : Phase::Recompute, mb, labels_[prod], {last}, "activation");
-    providers_.set(provider_key(mb, ns, t, want), last);
+    set_provider(provider_key(mb, ns, t, want), last);
     return last;
   }
 
@@ -446,7 +479,7 @@ class Builder {
     if (ns == kFwd && is_stats_rank() && mb == 0) stats_.activation_bytes_per_microbatch_per_stage[stage_] += keep;
     if (o.output.tensor < 0) return;
     const int out = o.output.tensor;
-    providers_.set(provider_key(mb, ns, out, p.output), id);
+    set_provider(provider_key(mb, ns, out, p.output), id);
     if (consumers_[out].empty()) {
       // A model output with partial sums (the vocab-parallel loss) is reduced where it is made.
       Layout whole = p.output;
@@ -533,7 +566,7 @@ class Builder {
     const int b = emit(compute_task(op, Phase::BackwardInput, mb, p.bwd_input), deps, mem);
     last_compute_ = b;
     if (p.has_weights()) last_weight_compute_ = b;
-    for (size_t k = 0; k < o.inputs.size(); ++k) grad_providers_.set(grad_key(mb, o.inputs[k].tensor, op), b);
+    for (size_t k = 0; k < o.inputs.size(); ++k) set_grad_provider(grad_key(mb, o.inputs[k].tensor, op), b);
     // Gradients of inputs produced on another rank go back to it once per tensor. As in
     // Megatron's schedules, the send is issued when the backward step of the chunk returns
     // (after its weight gradients too, unless the schedule splits them off): see end_backward_pass.
@@ -548,9 +581,9 @@ class Builder {
       pending_grad_sends_.push_back({t, prod, tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), labels_[op]});
     }
     if (w_here) {
-      if (split_w) w_grad_deps_[wkey(mb, op)] = grad_deps;
+      if (split_w) set_w_grad_deps(wkey(mb, op), grad_deps);
       else weight_grad(op, mb, grad_deps);
-    } else if (p.has_weights() && ++w_done_[op] == tree_.micro_batches) {
+    } else if (p.has_weights() && count_weight_use(op) == tree_.micro_batches) {
       weights_final(op, b);
     }
   }
@@ -591,7 +624,7 @@ class Builder {
         for (const CollectiveStep& step : redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
           d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, labels_[op], d, "activation")};
         gathered = d.empty() ? -1 : d.front();
-        regathered_.set(key, gathered);
+        set_regathered(key, gathered);
       }
       if (gathered >= 0) deps->push_back(gathered);
     }
@@ -613,7 +646,7 @@ class Builder {
     if (input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardWeight, &deps);
     const int w = emit(compute_task(op, Phase::BackwardWeight, mb, plans_[op].bwd_weight), deps, mem);
     last_compute_ = w;
-    if (++w_done_[op] == tree_.micro_batches) weights_final(op, w);
+    if (count_weight_use(op) == tree_.micro_batches) weights_final(op, w);
   }
 
   // ---------- gradients, optimizer, parameters ----------
@@ -773,6 +806,222 @@ class Builder {
     }
   }
 
+  // ---------- micro-batch templates (pass_replay.h) ----------
+  void build_pass(const Pass& pass, int chunk) {
+    const auto& ops = chunk_ops_[chunk];
+    const int mb = pass.micro_batch;
+    if (pass.kind == PassKind::F) {
+      for (int op : ops) forward_op(op, mb, kFwd);
+    } else if (pass.kind == PassKind::B) {
+      const bool split = schedule_splits_backward(tree_.schedule);
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) backward_op(*it, mb, split);
+      end_backward_pass(mb);
+    } else {
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+        if (has_w(*it)) weight_grad(*it, mb, w_grad_deps_.at(wkey(mb, *it)));
+    }
+  }
+
+  // Builds a pass op by op; the first two instances of a (kind, chunk) are recorded and, when
+  // equal, make the template. The last micro-batch is never recorded or replayed: its
+  // backward completes the weight gradients and starts their reduction.
+  void build_pass_recorded(const Pass& pass, int chunk, PassTemplate* tp) {
+    const bool record = in_.micro_batch_templates && !tp->failed && !tp->verified &&
+                        pass.micro_batch != tree_.micro_batches - 1;
+    if (!record) {
+      build_pass(pass, chunk);
+      return;
+    }
+    PassRecording recording;
+    rec_ = &recording;
+    rec_begin_ = static_cast<int>(exec_.tasks.size());
+    rec_mb_ = pass.micro_batch;
+    build_pass(pass, chunk);
+    recording.tasks = static_cast<int>(exec_.tasks.size()) - rec_begin_;
+    recording.last_compute = relative(last_compute_, false);
+    recording.last_weight_compute = relative(last_weight_compute_, false);
+    rec_ = nullptr;
+    if (tp->seen++ == 0) {
+      tp->recording = std::move(recording);
+      tp->failed = !tp->recording.valid;
+    } else {
+      tp->verified = tp->recording == recording;
+      tp->failed = !tp->verified;
+    }
+  }
+
+  static uint64_t pass_key(PassKind kind, int chunk, int mb) {
+    return (static_cast<uint64_t>(mb) << 24) | (static_cast<uint64_t>(chunk) << 2) | static_cast<uint64_t>(kind);
+  }
+
+  // A task id (or pending receive) as seen from the pass being recorded.
+  RelRef relative(int id, bool may_be_pending) {
+    RelRef r;
+    r.value = id;
+    if (id < 0) {
+      if (!may_be_pending || id == INT32_MIN) return r;  // a sentinel (-1: none)
+      const uint64_t key = pending_keys_[static_cast<size_t>(-id - 1)];
+      if (kSendMb.get(key) != static_cast<uint64_t>(rec_mb_)) rec_->valid = false;
+      r.kind = RelRef::kPending;
+      r.value = static_cast<int64_t>(kSendMb.cleared(key));
+      return r;
+    }
+    if (id >= rec_begin_) {
+      r.kind = RelRef::kInPass;
+      r.value = id - rec_begin_;
+      return r;
+    }
+    auto after = std::upper_bound(pass_ranges_.begin(), pass_ranges_.end(), id,
+                                  [](int t, const PassRange& p) { return t < p.begin; });
+    if (after == pass_ranges_.begin() || id >= std::prev(after)->end) return r;  // outside every pass
+    const PassRange& p = *std::prev(after);
+    if (p.mb != rec_mb_) {
+      rec_->valid = false;  // depends on another micro-batch's pass
+      return r;
+    }
+    const OtherPass other{static_cast<uint8_t>(p.kind), p.chunk, p.end - p.begin};
+    auto& others = rec_->other_passes;
+    auto it = std::find(others.begin(), others.end(), other);
+    r.kind = RelRef::kOtherPass;
+    r.slot = static_cast<int>(it - others.begin());
+    if (it == others.end()) others.push_back(other);
+    r.value = id - p.begin;
+    return r;
+  }
+
+  ReplayItem& record_item(ReplayItem::Kind kind, const int* refs, size_t n_refs, bool may_be_pending) {
+    ReplayItem item;
+    item.kind = kind;
+    item.ref_begin = static_cast<uint32_t>(rec_->refs.size());
+    for (size_t i = 0; i < n_refs; ++i) rec_->refs.push_back(relative(refs[i], may_be_pending));
+    item.ref_end = static_cast<uint32_t>(rec_->refs.size());
+    item.mem_begin = item.mem_end = static_cast<uint32_t>(rec_->mem.size());
+    rec_->items.push_back(item);
+    return rec_->items.back();
+  }
+
+  void record_compute(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) {
+    ReplayItem& item = record_item(ReplayItem::kCompute, deps, n_deps, true);
+    item.task = t;
+    item.task.micro_batch = -1;
+    rec_->mem.insert(rec_->mem.end(), mem, mem + n_mem);
+    item.mem_end = static_cast<uint32_t>(rec_->mem.size());
+    if (t.micro_batch != rec_mb_) rec_->valid = false;
+  }
+
+  void record_collective(const Task& t, CollectiveKind kind, AxisMask axes, double bytes, const std::vector<int>& deps,
+                         const char* purpose, bool explicit_group) {
+    ReplayItem& item = record_item(ReplayItem::kCollective, deps.data(), deps.size(), true);
+    item.task = t;
+    item.task.micro_batch = -1;
+    item.task.collective = -1;
+    item.ckind = kind;
+    item.axes = axes;
+    item.bytes = bytes;
+    item.purpose = purpose;
+    if (explicit_group || t.micro_batch != rec_mb_) rec_->valid = false;
+  }
+
+  void record_send(const Task& t, int dst_gpu, int tensor, bool backward, double bytes, int dep, int chunk) {
+    ReplayItem& item = record_item(ReplayItem::kSend, &dep, 1, true);
+    item.task = t;
+    item.task.micro_batch = -1;
+    item.task.collective = -1;
+    item.dst_gpu = dst_gpu;
+    item.tensor = tensor;
+    item.backward = backward;
+    item.bytes = bytes;
+    item.chunk = chunk;
+    if (t.micro_batch != rec_mb_) rec_->valid = false;
+  }
+
+  void record_key(ReplayItem::Kind kind, uint64_t key, const MbField& field, const int* values, size_t n,
+                  bool may_be_pending) {
+    ReplayItem& item = record_item(kind, values, n, may_be_pending);
+    item.key = field.cleared(key);
+    if (field.get(key) != static_cast<uint64_t>(rec_mb_)) rec_->valid = false;
+  }
+
+  void set_provider(uint64_t key, int task) {
+    providers_.set(key, task);
+    if (rec_) record_key(ReplayItem::kProvider, key, kProviderMb, &task, 1, true);
+  }
+  void set_grad_provider(uint64_t key, int task) {
+    grad_providers_.set(key, task);
+    if (rec_) record_key(ReplayItem::kGradProvider, key, kProviderMb, &task, 1, true);
+  }
+  void set_regathered(uint64_t key, int task) {  // -1: nothing to gather
+    regathered_.set(key, task);
+    if (rec_) record_key(ReplayItem::kRegathered, key, kProviderMb, &task, 1, false);
+  }
+  void set_w_grad_deps(uint64_t key, const std::vector<int>& deps) {
+    w_grad_deps_[key] = deps;
+    if (rec_) record_key(ReplayItem::kWGradDeps, key, kWKeyMb, deps.data(), deps.size(), true);
+  }
+  int count_weight_use(int op) {
+    if (rec_) record_item(ReplayItem::kWeightUse, nullptr, 0, false).op = op;
+    return ++w_done_[op];
+  }
+
+  // Instantiates a verified template for micro-batch mb; false (nothing emitted) when it
+  // cannot be: the passes it refers to are missing or differ, or a weight would get its last
+  // gradient (which the op-by-op path must see).
+  bool replay_if_possible(const PassRecording& r, int mb) {
+    if (mb == tree_.micro_batches - 1) return false;
+    other_begin_.clear();
+    for (const OtherPass& o : r.other_passes) {
+      const int* index = pass_index_.find(pass_key(static_cast<PassKind>(o.kind), o.chunk, mb));
+      if (!index) return false;
+      const PassRange& p = pass_ranges_[static_cast<size_t>(*index)];
+      if (p.end - p.begin != o.tasks) return false;
+      other_begin_.push_back(p.begin);
+    }
+    for (const ReplayItem& item : r.items)
+      if (item.kind == ReplayItem::kWeightUse && w_done_[item.op] + 1 >= tree_.micro_batches) return false;
+    replay(r, mb);
+    return true;
+  }
+
+  void replay(const PassRecording& r, int mb) {
+    const int begin = static_cast<int>(exec_.tasks.size());
+    auto absolute = [&](const RelRef& ref) -> int {
+      switch (ref.kind) {
+        case RelRef::kInPass: return begin + static_cast<int>(ref.value);
+        case RelRef::kOtherPass: return other_begin_[static_cast<size_t>(ref.slot)] + static_cast<int>(ref.value);
+        case RelRef::kPending: return pending_ref(kSendMb.with(static_cast<uint64_t>(ref.value), mb));
+        case RelRef::kAbsolute: break;
+      }
+      return static_cast<int>(ref.value);
+    };
+    std::vector<int>& refs = replay_refs_;
+    for (const ReplayItem& item : r.items) {
+      refs.clear();
+      for (uint32_t i = item.ref_begin; i < item.ref_end; ++i) refs.push_back(absolute(r.refs[i]));
+      switch (item.kind) {
+        case ReplayItem::kCompute: {
+          Task t = item.task;
+          t.micro_batch = mb;
+          emit(t, refs.data(), refs.size(), r.mem.data() + item.mem_begin, item.mem_end - item.mem_begin);
+          break;
+        }
+        case ReplayItem::kCollective:
+          emit_collective(item.ckind, item.axes, item.bytes, item.task.stream, item.task.phase, mb, item.task.label,
+                          refs, item.purpose);
+          break;
+        case ReplayItem::kSend:
+          emit_send(item.dst_gpu, item.tensor, mb, item.backward, item.bytes, item.task.label, refs[0], item.chunk);
+          break;
+        case ReplayItem::kProvider: providers_.set(kProviderMb.with(item.key, mb), refs[0]); break;
+        case ReplayItem::kGradProvider: grad_providers_.set(kProviderMb.with(item.key, mb), refs[0]); break;
+        case ReplayItem::kRegathered: regathered_.set(kProviderMb.with(item.key, mb), refs[0]); break;
+        case ReplayItem::kWGradDeps: w_grad_deps_[kWKeyMb.with(item.key, mb)] = refs; break;
+        case ReplayItem::kWeightUse: ++w_done_[item.op]; break;
+      }
+    }
+    last_compute_ = absolute(r.last_compute);
+    last_weight_compute_ = absolute(r.last_weight_compute);
+  }
+
   // ---------- one rank ----------
   void emit_rank(int r) {
     rank_ = r;
@@ -783,6 +1032,7 @@ class Builder {
     w_grad_deps_.clear();
     ordinals_.assign(0x200, 0);
     for (auto& g : group_cache_) g.clear();
+    rank_stats_begin_ = stat_keys_.size();
     w_done_.assign(g_.ops.size(), 0);
     param_gather_ready_.assign(g_.ops.size(), -1);
     grad_sync_tasks_.clear();
@@ -797,19 +1047,18 @@ class Builder {
       if (stats_.stage_orders.size() <= static_cast<size_t>(stage_)) stats_.stage_orders.resize(stage_ + 1);
       stats_.stage_orders[stage_] = to_string(passes);
     }
-    const bool split = schedule_splits_backward(tree_.schedule);
+    templates_.assign(static_cast<size_t>(3 * tree_.chunks()), {});
+    pass_ranges_.clear();
+    pass_index_.clear();
     for (const Pass& pass : passes) {
       const int chunk = pass.chunk * tree_.stages + stage_;
-      const auto& ops = chunk_ops_[chunk];
-      if (pass.kind == PassKind::F) {
-        for (int op : ops) forward_op(op, pass.micro_batch, kFwd);
-      } else if (pass.kind == PassKind::B) {
-        for (auto it = ops.rbegin(); it != ops.rend(); ++it) backward_op(*it, pass.micro_batch, split);
-        end_backward_pass(pass.micro_batch);
-      } else {
-        for (auto it = ops.rbegin(); it != ops.rend(); ++it)
-          if (has_w(*it)) weight_grad(*it, pass.micro_batch, w_grad_deps_.at(wkey(pass.micro_batch, *it)));
-      }
+      const int begin = static_cast<int>(exec_.tasks.size());
+      PassTemplate& tp = templates_[static_cast<size_t>(3 * chunk + static_cast<int>(pass.kind))];
+      ++stats_.passes;
+      if (tp.verified && replay_if_possible(tp.recording, pass.micro_batch)) ++stats_.passes_from_templates;
+      else build_pass_recorded(pass, chunk, &tp);
+      pass_index_.set(pass_key(pass.kind, chunk, pass.micro_batch), static_cast<int>(pass_ranges_.size()));
+      pass_ranges_.push_back({begin, static_cast<int>(exec_.tasks.size()), pass.kind, chunk, pass.micro_batch});
     }
     if (!in_.config.strategy.overlap_grad_reduce)
       for (size_t bi = 0; bi < buckets_.size(); ++bi) reduce_bucket(static_cast<int>(bi), {last_compute_});
@@ -853,12 +1102,22 @@ class Builder {
   std::vector<GradSend> pending_grad_sends_;
   int last_compute_ = -1, last_weight_compute_ = -1;
 
+  // micro-batch templates of this rank
+  std::vector<PassTemplate> templates_;  // by 3 * chunk + kind
+  std::vector<PassRange> pass_ranges_;   // this rank's passes, in emission order
+  IdMap pass_index_;                     // pass_key -> index into pass_ranges_
+  PassRecording* rec_ = nullptr;         // recording the pass being built, if any
+  int rec_begin_ = 0, rec_mb_ = 0;
+  bool in_collective_ = false;           // emit() called by emit_collective / emit_send
+  std::vector<int> other_begin_, replay_refs_;
+
   // across ranks
   IdMap instance_;
   IdMap sends_;
   std::vector<uint64_t> pending_keys_;
   std::vector<std::pair<size_t, uint64_t>> pending_slots_;
   std::vector<StatKey> stat_keys_;  // aligned with stats_.collectives
+  size_t rank_stats_begin_ = 0;     // entries before it belong to earlier ranks (other stages)
 };
 
 }  // namespace

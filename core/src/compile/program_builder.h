@@ -13,6 +13,7 @@ struct ProgramInputs {
   const StrategyTree& tree;
   const std::vector<OpPlan>& plans;
   bool symmetric = true;
+  bool micro_batch_templates = true;  // instantiate repeated passes from a template (pass_replay.h)
 };
 
 // Fills exec (ranks, tasks, deps, queues, collectives, memory) and the collective/p2p stats.
