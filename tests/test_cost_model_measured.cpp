@@ -44,9 +44,10 @@ TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-sh
   const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
   std::set<std::string> compiler;
   for (const proteus::Task& t : compiled.exec.tasks) {
-    if (t.kind != proteus::TaskKind::Compute || t.work.gemm_m <= 0) continue;
-    if (t.work.op_kind != proteus::OpKind::Matmul && t.work.op_kind != proteus::OpKind::Attention) continue;
-    compiler.insert(proteus::op_signature(t.work, proteus::Precision::Fp16));
+    if (t.kind != proteus::TaskKind::Compute) continue;
+    const proteus::ComputeWork& w = compiled.exec.work_of(t);
+    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention)) continue;
+    compiler.insert(proteus::op_signature(w, proteus::Precision::Fp16));
   }
   const std::string listed =
       run("python3 " PROTEUS_SOURCE_DIR "/scripts/measure_ops.py --list --precision fp16 --tp 4 --micro-batch 2 "

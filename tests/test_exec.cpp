@@ -41,17 +41,24 @@ ExecGraph plain_graph(int ranks) {
   return g;
 }
 
-Task compute_task(int rank, double flops, Stream stream = Stream::Compute) {
+ComputeWork matmul_work(double flops) {
+  ComputeWork w;
+  w.op_kind = OpKind::Matmul;
+  w.flops = flops;
+  w.bytes = flops / 100;
+  w.gemm_m = 4096;
+  w.gemm_n = 4096;
+  w.gemm_k = static_cast<int64_t>(flops / (2.0 * 4096 * 4096));
+  return w;
+}
+
+// A GEMM of `flops` on `rank`; its work is added to g.
+Task compute_task(ExecGraph& g, int rank, double flops, Stream stream = Stream::Compute) {
   Task t;
   t.kind = TaskKind::Compute;
   t.rank = rank;
   t.stream = stream;
-  t.work.op_kind = OpKind::Matmul;
-  t.work.flops = flops;
-  t.work.bytes = flops / 100;
-  t.work.gemm_m = 4096;
-  t.work.gemm_n = 4096;
-  t.work.gemm_k = static_cast<int64_t>(flops / (2.0 * 4096 * 4096));
+  t.work = g.add_work(matmul_work(flops));
   return t;
 }
 
@@ -79,7 +86,7 @@ std::vector<int> add_collective(ExecGraph& g, CollectiveKind kind, const std::ve
   return tasks;
 }
 
-double duration(const CostModel& cost, double flops) { return cost.compute_time_s(compute_task(0, flops).work); }
+double duration(const CostModel& cost, double flops) { return cost.compute_time_s(matmul_work(flops)); }
 
 ExecOptions opts() { return ExecOptions{}; }
 
@@ -90,7 +97,7 @@ TEST_CASE("a single compute task lasts what the cost model says") {
   const Topology topo = build_topology(cl);
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(1);
-  g.add_task(compute_task(0, 1e12), {});
+  g.add_task(compute_task(g, 0, 1e12), {});
   const Trace tr = execute(g, cost, topo, opts());
   const double d = duration(cost, 1e12);
   CHECK(d > 0);
@@ -107,8 +114,8 @@ TEST_CASE("a task waits for its dependency on another rank") {
   const ClusterSpec cl = test_cluster(1, 2, 1);
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(2);
-  const int a = g.add_task(compute_task(0, 1e12), {});
-  const int b = g.add_task(compute_task(1, 3e12), {a});
+  const int a = g.add_task(compute_task(g, 0, 1e12), {});
+  const int b = g.add_task(compute_task(g, 1, 3e12), {a});
   const Trace tr = execute(g, cost, build_topology(cl), opts());
   const double dA = duration(cost, 1e12), dB = duration(cost, 3e12);
   CHECK(tr.task_start_s[static_cast<size_t>(b)] == doctest::Approx(dA).epsilon(1e-12));
@@ -123,10 +130,10 @@ TEST_CASE("streams are in-order queues; different streams run concurrently") {
   const ClusterSpec cl = test_cluster(1, 2, 1);
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(2);
-  const int y = g.add_task(compute_task(1, 2e12), {});
-  const int x = g.add_task(compute_task(0, 1e12), {y});
-  const int z = g.add_task(compute_task(0, 1e12), {});
-  const int h = g.add_task(compute_task(0, 1e12, Stream::TpComm), {});
+  const int y = g.add_task(compute_task(g, 1, 2e12), {});
+  const int x = g.add_task(compute_task(g, 0, 1e12), {y});
+  const int z = g.add_task(compute_task(g, 0, 1e12), {});
+  const int h = g.add_task(compute_task(g, 0, 1e12, Stream::TpComm), {});
   const Trace tr = execute(g, cost, build_topology(cl), opts());
   const double d1 = duration(cost, 1e12), d2 = duration(cost, 2e12);
   CHECK(tr.task_start_s[static_cast<size_t>(x)] == doctest::Approx(d2).epsilon(1e-12));
@@ -144,8 +151,8 @@ TEST_CASE("a collective starts when every member is at the head of its stream, a
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(2);
   const double S = 480e6;
-  const int a = g.add_task(compute_task(0, 1e12), {});
-  const int b = g.add_task(compute_task(1, 4e12), {});
+  const int a = g.add_task(compute_task(g, 0, 1e12), {});
+  const int b = g.add_task(compute_task(g, 1, 4e12), {});
   const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm, {{a}, {b}});
   const Trace tr = execute(g, cost, topo, opts());
   const double dB = duration(cost, 4e12);
@@ -218,7 +225,7 @@ TEST_CASE("compute beside communication is slowed by the interference factor") {
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(2);
   const double S = 240e6;
-  const int x = g.add_task(compute_task(0, 8e12), {});
+  const int x = g.add_task(compute_task(g, 0, 8e12), {});
   add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm);
   const Trace tr = execute(g, cost, topo, opts());
   const double d = duration(cost, 8e12);
@@ -240,8 +247,8 @@ TEST_CASE("an interference that starts midway moves the end time by the slowed p
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(2);
   const double S = 240e6;
-  const int x = g.add_task(compute_task(0, 8e12), {});
-  const int y = g.add_task(compute_task(1, 1e12), {});
+  const int x = g.add_task(compute_task(g, 0, 8e12), {});
+  const int y = g.add_task(compute_task(g, 1, 1e12), {});
   const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm, {{}, {y}});
   const Trace tr = execute(g, cost, topo, opts());
   const double d = duration(cost, 8e12), e = duration(cost, 1e12);
@@ -263,7 +270,7 @@ TEST_CASE("communication beside compute is slowed by its factor") {
   const CostModel cost = test_cost(cl);
   ExecGraph g = plain_graph(2);
   const double S = 2.4e9;
-  g.add_task(compute_task(0, 1e12), {});
+  g.add_task(compute_task(g, 0, 1e12), {});
   const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, S, Stream::TpComm);
   const Trace tr = execute(g, cost, topo, opts());
   const double d = duration(cost, 1e12);
@@ -282,10 +289,10 @@ TEST_CASE("memory: static bytes plus events at task start and end; breakdown at 
   const ClusterSpec cl = test_cluster(1, 1, 1);
   ExecGraph g = plain_graph(1);
   g.ranks[0].static_bytes = {10 * GiB, 0, 5 * GiB, 0, 0};
-  const int a = g.add_task(compute_task(0, 1e12), {}, {{MemCategory::Activations, false, 2 * GiB}});
-  const int b = g.add_task(compute_task(0, 1e12), {a},
+  const int a = g.add_task(compute_task(g, 0, 1e12), {}, {{MemCategory::Activations, false, 2 * GiB}});
+  const int b = g.add_task(compute_task(g, 0, 1e12), {a},
                            {{MemCategory::Activations, false, 3 * GiB}, {MemCategory::Activations, true, -1 * GiB}});
-  g.add_task(compute_task(0, 1e12), {b},
+  g.add_task(compute_task(g, 0, 1e12), {b},
              {{MemCategory::CommBuffers, false, 1 * GiB},
               {MemCategory::CommBuffers, true, -1 * GiB},
               {MemCategory::Activations, true, -4 * GiB}});
@@ -494,7 +501,7 @@ TEST_CASE("more events than simulation.max_events is a limit error") {
   const ClusterSpec cl = test_cluster(1, 1, 1);
   ExecGraph g = plain_graph(1);
   int prev = -1;
-  for (int i = 0; i < 10; ++i) prev = g.add_task(compute_task(0, 1e10), prev < 0 ? std::vector<int>{} : std::vector<int>{prev});
+  for (int i = 0; i < 10; ++i) prev = g.add_task(compute_task(g, 0, 1e10), prev < 0 ? std::vector<int>{} : std::vector<int>{prev});
   ExecOptions o;
   o.max_events = 5;
   try {

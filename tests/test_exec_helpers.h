@@ -114,7 +114,7 @@ inline ExecGraph build_graph(const Mesh& mesh, const std::vector<std::vector<Pro
       t.micro_batch = op.mb;
       t.label = g.label_id(op.label);
       t.stage = coords[kAxisPp];
-      t.work = op.work;
+      if (!op.collective) t.work = g.add_work(op.work);
       std::vector<int> group;
       if (op.collective) {
         if (op.kind == CollectiveKind::SendRecv) {

@@ -48,7 +48,9 @@ Fixture fixture(int ranks, double T) {
     t.rank = r;
     t.phase = Phase::BackwardInput;
     t.micro_batch = 0;
-    t.work.op_kind = OpKind::Matmul;
+    ComputeWork matmul;
+    matmul.op_kind = OpKind::Matmul;
+    t.work = f.graph.add_work(matmul);
     t.label = f.graph.label_id("layers." + std::to_string(r) + ".mlp.fc1");
     f.graph.add_task(t, {});
     f.trace.task_start_s.push_back(0);

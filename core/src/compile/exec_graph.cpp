@@ -15,6 +15,11 @@ int ExecGraph::add_task(const Task& t, const std::vector<int>& task_deps, const 
   return id;
 }
 
+int ExecGraph::add_work(const ComputeWork& work) {
+  works.push_back(work);
+  return static_cast<int>(works.size()) - 1;
+}
+
 int ExecGraph::label_id(const std::string& label) {
   auto it = label_index.find(label);
   if (it != label_index.end()) return it->second;

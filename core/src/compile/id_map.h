@@ -87,4 +87,24 @@ class IdMap {
   size_t size_ = 0;
 };
 
+// IdMaps split by micro-batch: the builder's per-micro-batch keys (who provides a tensor of
+// micro-batch m) land in a small table of their own that stays in cache while micro-batch m
+// is built, instead of one table of every micro-batch's keys where each access is a miss.
+class MicroBatchIdMap {
+ public:
+  const int* find(int mb, uint64_t key) const {
+    return static_cast<size_t>(mb) < by_mb_.size() ? by_mb_[static_cast<size_t>(mb)].find(key) : nullptr;
+  }
+  void set(int mb, uint64_t key, int value) {
+    if (static_cast<size_t>(mb) >= by_mb_.size()) by_mb_.resize(static_cast<size_t>(mb) + 1);
+    by_mb_[static_cast<size_t>(mb)].set(key, value);
+  }
+  void clear() {
+    for (IdMap& m : by_mb_) m.clear();
+  }
+
+ private:
+  std::vector<IdMap> by_mb_;
+};
+
 }  // namespace proteus

@@ -6,11 +6,6 @@ namespace proteus {
 
 namespace {
 
-bool same_work(const ComputeWork& a, const ComputeWork& b) {
-  return a.op_kind == b.op_kind && a.flops == b.flops && a.bytes == b.bytes && a.gemm_m == b.gemm_m &&
-         a.gemm_n == b.gemm_n && a.gemm_k == b.gemm_k && a.gemm_batch == b.gemm_batch && a.kernels == b.kernels;
-}
-
 bool same_mem(const MemEvent& a, const MemEvent& b) {
   return a.category == b.category && a.at_end == b.at_end && a.bytes == b.bytes;
 }
@@ -19,7 +14,7 @@ bool same_mem(const MemEvent& a, const MemEvent& b) {
 
 bool same_task_shape(const Task& a, const Task& b) {
   return a.kind == b.kind && a.phase == b.phase && a.stream == b.stream && a.rank == b.rank && a.label == b.label &&
-         a.stage == b.stage && same_work(a.work, b.work);
+         a.stage == b.stage && a.work == b.work;
 }
 
 bool ReplayItem::operator==(const ReplayItem& o) const {

@@ -149,6 +149,7 @@ class Builder {
     for (size_t i = 0; i < g_.ops.size(); ++i)
       for (size_t k = 0; k < g_.ops[i].inputs.size(); ++k)
         consumers_[g_.ops[i].inputs[k].tensor].push_back({static_cast<int>(i), static_cast<int>(k)});
+    work_ids_.assign(3 * g_.ops.size(), -1);
     labels_.resize(g_.ops.size());
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       const std::string& path = g_.modules[g_.ops[i].module].path;
@@ -395,13 +396,13 @@ class Builder {
   int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want) {
     const int prod = g_.tensors[t].producer;
     if (prod < 0) return INT32_MIN;
-    const int* found = providers_.find(provider_key(mb, ns, t, want));
-    if (!found && ns == kRecompute) found = providers_.find(provider_key(mb, kFwd, t, want));
+    const int* found = providers_.find(mb, provider_key(mb, ns, t, want));
+    if (!found && ns == kRecompute) found = providers_.find(mb, provider_key(mb, kFwd, t, want));
     if (found) return *found;
     const Layout& src = plans_[prod].output;
     int src_task;
-    const int* at_src = providers_.find(provider_key(mb, ns, t, src));
-    if (!at_src && ns == kRecompute) at_src = providers_.find(provider_key(mb, kFwd, t, src));
+    const int* at_src = providers_.find(mb, provider_key(mb, ns, t, src));
+    if (!at_src && ns == kRecompute) at_src = providers_.find(mb, provider_key(mb, kFwd, t, src));
     if (at_src) {
       src_task = *at_src;
     } else if (!chunk_is_local(plans_[prod].chunk)) {
@@ -448,7 +449,18 @@ class Builder {
     pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
   }
 
-  Task compute_task(int op, Phase phase, int mb, const ComputeWork& work) const {
+  // Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work in
+  // ExecGraph::works, added on first use: all micro-batches and ranks share it.
+  int work_id(int op, int which) {
+    int& id = work_ids_[static_cast<size_t>(3 * op + which)];
+    if (id < 0) {
+      const OpPlan& p = plans_[op];
+      id = exec_.add_work(which == 0 ? p.fwd : which == 1 ? p.bwd_input : p.bwd_weight);
+    }
+    return id;
+  }
+
+  Task compute_task(int op, Phase phase, int mb, int work) const {
     Task t;
     t.kind = TaskKind::Compute;
     t.phase = phase;
@@ -473,7 +485,7 @@ class Builder {
     const double keep = (ns == kFwd) ? fwd_alloc(op) : recompute_alloc(op);
     if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
     mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
-    const int id = emit(compute_task(op, ns == kFwd ? Phase::Forward : Phase::Recompute, mb, p.fwd), deps, mem);
+    const int id = emit(compute_task(op, ns == kFwd ? Phase::Forward : Phase::Recompute, mb, work_id(op, 0)), deps, mem);
     if (p.has_weights()) last_weight_compute_ = id;
     last_compute_ = id;
     if (ns == kFwd && is_stats_rank() && mb == 0) stats_.activation_bytes_per_microbatch_per_stage[stage_] += keep;
@@ -517,7 +529,7 @@ class Builder {
     for (const auto& [c_op, k] : consumers_[out]) {
       const int c = plans_[c_op].chunk;
       if (chunk_is_local(c)) {
-        const int* grad = grad_providers_.find(grad_key(mb, out, c_op));
+        const int* grad = grad_providers_.find(mb, grad_key(mb, out, c_op));
         if (!grad) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
         add(plans_[c_op].input_grad[k], *grad);
       } else if (std::find(remote_chunks.begin(), remote_chunks.end(), c) == remote_chunks.end()) {
@@ -563,7 +575,7 @@ class Builder {
     const double held = fwd_alloc(op) + recompute_alloc(op);
     const bool w_here = has_w(op);
     if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
-    const int b = emit(compute_task(op, Phase::BackwardInput, mb, p.bwd_input), deps, mem);
+    const int b = emit(compute_task(op, Phase::BackwardInput, mb, work_id(op, 1)), deps, mem);
     last_compute_ = b;
     if (p.has_weights()) last_weight_compute_ = b;
     for (size_t k = 0; k < o.inputs.size(); ++k) set_grad_provider(grad_key(mb, o.inputs[k].tensor, op), b);
@@ -612,12 +624,12 @@ class Builder {
       if (p.input_saved[k] == p.input_required[k]) continue;
       const int t = o.inputs[k].tensor;
       // A full-recompute replay gathered it already.
-      if (const int* replayed = providers_.find(provider_key(mb, kRecompute, t, p.input_required[k]))) {
+      if (const int* replayed = providers_.find(mb, provider_key(mb, kRecompute, t, p.input_required[k]))) {
         deps->push_back(*replayed);
         continue;
       }
       const uint64_t key = provider_key(mb, kFwd, t, p.input_required[k]);
-      const int* known = regathered_.find(key);
+      const int* known = regathered_.find(mb, key);
       int gathered = known ? *known : -1;
       if (!known) {
         std::vector<int> d;
@@ -644,7 +656,7 @@ class Builder {
     if (held > 0) mem.push_back({MemCategory::Activations, true, -held});
     std::vector<int> deps = grad_deps;
     if (input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardWeight, &deps);
-    const int w = emit(compute_task(op, Phase::BackwardWeight, mb, plans_[op].bwd_weight), deps, mem);
+    const int w = emit(compute_task(op, Phase::BackwardWeight, mb, work_id(op, 2)), deps, mem);
     last_compute_ = w;
     if (count_weight_use(op) == tree_.micro_batches) weights_final(op, w);
   }
@@ -769,9 +781,11 @@ class Builder {
     t.rank = rank_;
     t.label = exec_.label_id("optimizer");
     t.stage = stage_;
-    t.work.op_kind = OpKind::Elementwise;
-    t.work.bytes = opt_params * opt_traffic_bytes_;
-    t.work.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
+    ComputeWork step;
+    step.op_kind = OpKind::Elementwise;
+    step.bytes = opt_params * opt_traffic_bytes_;
+    step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
+    t.work = exec_.add_work(step);
     std::vector<int> deps = grad_sync_tasks_;
     if (last_compute_ >= 0) deps.push_back(last_compute_);
     last_compute_ = emit(t, deps, {});
@@ -943,15 +957,15 @@ class Builder {
   }
 
   void set_provider(uint64_t key, int task) {
-    providers_.set(key, task);
+    providers_.set(static_cast<int>(kProviderMb.get(key)), key, task);
     if (rec_) record_key(ReplayItem::kProvider, key, kProviderMb, &task, 1, true);
   }
   void set_grad_provider(uint64_t key, int task) {
-    grad_providers_.set(key, task);
+    grad_providers_.set(static_cast<int>(kProviderMb.get(key)), key, task);
     if (rec_) record_key(ReplayItem::kGradProvider, key, kProviderMb, &task, 1, true);
   }
   void set_regathered(uint64_t key, int task) {  // -1: nothing to gather
-    regathered_.set(key, task);
+    regathered_.set(static_cast<int>(kProviderMb.get(key)), key, task);
     if (rec_) record_key(ReplayItem::kRegathered, key, kProviderMb, &task, 1, false);
   }
   void set_w_grad_deps(uint64_t key, const std::vector<int>& deps) {
@@ -1011,9 +1025,9 @@ class Builder {
         case ReplayItem::kSend:
           emit_send(item.dst_gpu, item.tensor, mb, item.backward, item.bytes, item.task.label, refs[0], item.chunk);
           break;
-        case ReplayItem::kProvider: providers_.set(kProviderMb.with(item.key, mb), refs[0]); break;
-        case ReplayItem::kGradProvider: grad_providers_.set(kProviderMb.with(item.key, mb), refs[0]); break;
-        case ReplayItem::kRegathered: regathered_.set(kProviderMb.with(item.key, mb), refs[0]); break;
+        case ReplayItem::kProvider: providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
+        case ReplayItem::kGradProvider: grad_providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
+        case ReplayItem::kRegathered: regathered_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
         case ReplayItem::kWGradDeps: w_grad_deps_[kWKeyMb.with(item.key, mb)] = refs; break;
         case ReplayItem::kWeightUse: ++w_done_[item.op]; break;
       }
@@ -1078,6 +1092,7 @@ class Builder {
   std::vector<std::vector<int>> chunk_ops_;
   std::vector<std::vector<std::pair<int, int>>> consumers_;
   std::vector<int> labels_;
+  std::vector<int> work_ids_;  // by 3 * op + (0 forward, 1 input gradient, 2 weight gradient)
   std::vector<Segment> segments_;
   std::vector<int> seg_of_op_;
   std::vector<std::vector<int>> weight_stages_;  // stages that hold each weight tensor
@@ -1085,9 +1100,9 @@ class Builder {
 
   // per-rank state
   int rank_ = 0, stage_ = 0;
-  IdMap providers_;
-  IdMap grad_providers_;
-  IdMap regathered_;  // backward re-gathers of saved shards
+  MicroBatchIdMap providers_;
+  MicroBatchIdMap grad_providers_;
+  MicroBatchIdMap regathered_;  // backward re-gathers of saved shards
   std::unordered_map<uint64_t, std::vector<int>> w_grad_deps_;
   std::vector<uint64_t> ordinals_;
   std::array<std::vector<int>, 1u << kNumMeshAxes> group_cache_;  // by AxisMask

@@ -6,7 +6,7 @@
 //   its queue and all its dependencies have ended; a collective starts when EVERY member task
 //   is at the head of its own queue with its dependencies done (NCCL's in-order streams).
 //   All member tasks of a collective start and end together.
-// - Compute tasks last cost.compute_time_s(work) (cached per distinct ComputeWork), slowed by
+// - Compute tasks last cost.compute_time_s(work) (once per ExecGraph::works entry), slowed by
 //   gpu.compute_slowdown_with_comm while a collective runs on the same rank. Progress is kept
 //   as the remaining fraction of the work, so a slowdown that starts or ends midway moves the
 //   end time by exactly the slowed part.
@@ -29,10 +29,8 @@
 // Pure function of its inputs; no allocation per event in the steady state beyond the heap's
 // amortized growth.
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "event_queue.h"
@@ -99,44 +97,6 @@ struct RankState {
   std::array<double, kNumMemCategories> mem_bytes{};
   double mem_total_bytes = 0;
 };
-
-// Cache key: every field of ComputeWork (the cost model is a pure function of it).
-struct WorkKey {
-  const ComputeWork* work;
-  bool operator==(const WorkKey& o) const {
-    const ComputeWork& a = *work;
-    const ComputeWork& b = *o.work;
-    return a.op_kind == b.op_kind && a.flops == b.flops && a.bytes == b.bytes &&
-           a.gemm_m == b.gemm_m && a.gemm_n == b.gemm_n && a.gemm_k == b.gemm_k &&
-           a.gemm_batch == b.gemm_batch && a.kernels == b.kernels;
-  }
-};
-
-struct WorkKeyHash {
-  static uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-  }
-  static uint64_t bits(double d) {
-    d += 0.0;  // -0.0 and +0.0 compare equal: hash them alike
-    uint64_t u = 0;
-    std::memcpy(&u, &d, sizeof u);
-    return u;
-  }
-  size_t operator()(const WorkKey& k) const {
-    const ComputeWork& w = *k.work;
-    uint64_t h = static_cast<uint64_t>(w.op_kind);
-    h = mix(h, bits(w.flops));
-    h = mix(h, bits(w.bytes));
-    h = mix(h, static_cast<uint64_t>(w.gemm_m));
-    h = mix(h, static_cast<uint64_t>(w.gemm_n));
-    h = mix(h, static_cast<uint64_t>(w.gemm_k));
-    h = mix(h, static_cast<uint64_t>(w.gemm_batch));
-    h = mix(h, static_cast<uint64_t>(w.kernels));
-    return static_cast<size_t>(h);
-  }
-};
-
 
 std::vector<double> link_capacities(const Topology& topology) {
   std::vector<double> caps;
@@ -234,17 +194,18 @@ class Executor {
     coll_.assign(g_.collectives.size(), CollectiveState{});
   }
 
+  // The cost model once per distinct work (ExecGraph::works), then per task by index.
   void precompute_durations() {
+    std::vector<double> work_s(g_.works.size());
+    for (size_t w = 0; w < g_.works.size(); ++w) work_s[w] = cost_.compute_time_s(g_.works[w]);
     const size_t n = g_.tasks.size();
     duration_s_.assign(n, 0.0);
-    std::unordered_map<WorkKey, double, WorkKeyHash> cache;  // lookups only: order never observed
     for (size_t t = 0; t < n; ++t) {
       const Task& task = g_.tasks[t];
       if (task.kind != TaskKind::Compute) continue;
-      WorkKey key{&task.work};
-      auto it = cache.find(key);
-      if (it == cache.end()) it = cache.emplace(key, cost_.compute_time_s(task.work)).first;
-      duration_s_[t] = it->second;
+      if (task.work < 0 || static_cast<size_t>(task.work) >= work_s.size())
+        throw Error("internal", "", "exec graph: compute task " + std::to_string(t) + " names no work");
+      duration_s_[t] = work_s[static_cast<size_t>(task.work)];
     }
   }
 

@@ -51,8 +51,8 @@ std::string chrome_trace(const ReportInputs& in) {
         args["bytes"] = c.bytes;
         args["group_size"] = static_cast<int64_t>(c.group.size());
       } else {
-        args["flops"] = task.work.flops;
-        args["bytes"] = task.work.bytes;
+        args["flops"] = g.work_of(task).flops;
+        args["bytes"] = g.work_of(task).bytes;
       }
       events.push_back(ordered_json{{"name", report::task_name(g, t)},
                                     {"cat", report::task_kind(g, t)},

@@ -191,7 +191,7 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
       continue;
     }
     by_phase[static_cast<size_t>(task.phase)] += d;
-    by_op_kind[static_cast<int>(task.work.op_kind)] += d;
+    by_op_kind[static_cast<int>(g.work_of(task).op_kind)] += d;
     const std::string label = task.label >= 0 && static_cast<size_t>(task.label) < g.labels.size()
                                   ? g.labels[static_cast<size_t>(task.label)] : std::string("unlabelled");
     by_module[module_kind(label)] += d;
