@@ -44,25 +44,40 @@ class BandwidthSharing {
     int link;
     uint32_t version;
   };
+  // Everything the solver reads about a link, together (one or two cache lines rather
+  // than one per field: the solver is bound by memory latency).
+  struct LinkState {
+    double capacity_Bps = 0;
+    double residual_Bps = 0;  // solve_component scratch
+    double weight_sum = 0;    // of the unfrozen flows (scratch)
+    int unfrozen = 0;         // scratch
+    uint32_t version = 0;     // of its live heap entry
+    uint64_t seen = 0;        // stamps
+    uint64_t touched = 0;
+  };
+  struct FlowState {
+    double rate_Bps = 0;
+    uint64_t seen = 0, frozen = 0;  // stamps
+    int size = 0;                   // links
+    int alive = 0;
+  };
   void collect_component(int seed_link, uint64_t stamp);
   void solve_component();
   bool solve_single_flow(int seed_link, uint64_t stamp);
-
-  std::vector<double> capacity_;
-  bool incremental_;
-  // Flow f's links, sorted by link id: flow_links_[f * stride_ .. + flow_size_[f]). One flat
-  // array rather than a vector per flow: the solver walks these constantly, and flows come
-  // and go by the million in a large simulation. stride_ grows to the longest flow seen.
-  std::vector<FlowLink> flow_links_;
-  std::vector<int> flow_size_;
-  size_t stride_ = 4;
-  const FlowLink* links_begin(int f) const { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
-  const FlowLink* links_end(int f) const { return links_begin(f) + flow_size_[static_cast<size_t>(f)]; }
-  FlowLink* links_begin(int f) { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
   void widen(size_t stride);
+  const FlowLink* links_begin(int f) const { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
+  const FlowLink* links_end(int f) const { return links_begin(f) + flows_[static_cast<size_t>(f)].size; }
+  FlowLink* links_begin(int f) { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
+
+  bool incremental_;
+  std::vector<LinkState> links_;
+  std::vector<FlowState> flows_;
+  // Flow f's links, sorted by link id: flow_links_[f * stride_ .. + size). One flat array
+  // rather than a vector per flow: the solver walks these constantly, and flows come and go
+  // by the million in a large simulation. stride_ grows to the longest flow seen.
+  std::vector<FlowLink> flow_links_;
+  size_t stride_ = 4;
   std::vector<std::vector<LinkFlow>> link_flows_;  // per link, flows through it
-  std::vector<double> rate_;
-  std::vector<char> alive_;
   std::vector<int> free_ids_;
   std::vector<int> dirty_links_;       // touched by add/remove since the last solve
   std::vector<int> dirty_unlinked_;    // added flows that cross no link
@@ -70,11 +85,7 @@ class BandwidthSharing {
   int active_ = 0;
   // Scratch, reused across calls (no allocation in steady state).
   uint64_t stamp_ = 0;
-  std::vector<uint64_t> link_seen_, flow_seen_, flow_frozen_, link_touched_;
   std::vector<int> stack_, comp_links_, comp_flows_, touched_;
-  std::vector<double> residual_Bps_, weight_sum_;
-  std::vector<int> unfrozen_;
-  std::vector<uint32_t> version_;
   std::vector<FlowLink> new_links_;  // add_flow's canonical form of its argument
   std::vector<HeapEntry> heap_;
 };

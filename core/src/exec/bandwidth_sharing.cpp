@@ -14,7 +14,8 @@
 // Incremental: add/remove mark the flow's links dirty; solve() re-solves the connected
 // components reached from dirty links, and only those. With incremental = false every
 // component is re-solved. Components are solved independently and canonically (their
-// links and flows sorted by id), so both modes produce bit-identical rates.
+// flows sorted by id, their links popped in (share, id) order), so both modes produce
+// bit-identical rates.
 // A flow that crosses no link is unconstrained: its rate is +infinity (it takes no time).
 #include <algorithm>
 #include <limits>
@@ -34,23 +35,16 @@ bool heap_after(double share_a, int link_a, double share_b, int link_b) {
 }  // namespace
 
 BandwidthSharing::BandwidthSharing(std::vector<double> link_capacity_Bps, bool incremental)
-    : capacity_(std::move(link_capacity_Bps)), incremental_(incremental) {
-  const size_t n = capacity_.size();
-  link_flows_.resize(n);
-  link_seen_.assign(n, 0);
-  link_touched_.assign(n, 0);
-  residual_Bps_.assign(n, 0);
-  weight_sum_.assign(n, 0);
-  unfrozen_.assign(n, 0);
-  version_.assign(n, 0);
+    : incremental_(incremental), links_(link_capacity_Bps.size()), link_flows_(link_capacity_Bps.size()) {
+  for (size_t l = 0; l < links_.size(); ++l) links_[l].capacity_Bps = link_capacity_Bps[l];
 }
 
 // Re-lays the flat link array with a larger stride (every flow keeps its links and slots).
 void BandwidthSharing::widen(size_t stride) {
-  std::vector<FlowLink> wider(flow_size_.size() * stride);
-  for (size_t f = 0; f < flow_size_.size(); ++f)
+  std::vector<FlowLink> wider(flows_.size() * stride);
+  for (size_t f = 0; f < flows_.size(); ++f)
     std::copy(flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_),
-              flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_ + static_cast<size_t>(flow_size_[f])),
+              flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_ + static_cast<size_t>(flows_[f].size)),
               wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
   flow_links_ = std::move(wider);
   stride_ = stride;
@@ -62,7 +56,7 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
   bool canonical = true;  // already sorted by link id with no duplicates (the executor's case)
   int prev = -1;
   for (const auto& [link, weight] : links) {
-    if (link < 0 || link >= static_cast<int>(capacity_.size()))
+    if (link < 0 || link >= static_cast<int>(links_.size()))
       throw Error("internal", "", "bandwidth sharing: flow crosses unknown link " + std::to_string(link));
     if (weight > 0) {
       canonical = canonical && link > prev;
@@ -88,13 +82,9 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
     f = free_ids_.back();
     free_ids_.pop_back();
   } else {
-    f = static_cast<int>(flow_size_.size());
-    flow_size_.push_back(0);
+    f = static_cast<int>(flows_.size());
+    flows_.emplace_back();
     flow_links_.resize(flow_links_.size() + stride_);
-    rate_.push_back(0);
-    alive_.push_back(0);
-    flow_seen_.push_back(0);
-    flow_frozen_.push_back(0);
   }
   FlowLink* out = links_begin(f);
   for (size_t i = 0; i < fl.size(); ++i) {
@@ -103,16 +93,17 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
     lf.push_back({f, static_cast<int>(i)});
     dirty_links_.push_back(fl[i].link);
   }
-  flow_size_[static_cast<size_t>(f)] = static_cast<int>(fl.size());
+  FlowState& st = flows_[static_cast<size_t>(f)];
+  st.size = static_cast<int>(fl.size());
   if (fl.empty()) dirty_unlinked_.push_back(f);
-  alive_[f] = 1;
-  rate_[f] = 0;
+  st.alive = 1;
+  st.rate_Bps = 0;
   ++active_;
   return f;
 }
 
 void BandwidthSharing::remove_flow(int flow) {
-  if (flow < 0 || flow >= static_cast<int>(alive_.size()) || !alive_[flow])
+  if (flow < 0 || flow >= static_cast<int>(flows_.size()) || !flows_[static_cast<size_t>(flow)].alive)
     throw Error("internal", "", "bandwidth sharing: removing unknown flow " + std::to_string(flow));
   for (const FlowLink* x = links_begin(flow); x != links_end(flow); ++x) {
     auto& lf = link_flows_[static_cast<size_t>(x->link)];
@@ -123,35 +114,40 @@ void BandwidthSharing::remove_flow(int flow) {
     lf.pop_back();
     dirty_links_.push_back(x->link);
   }
-  flow_size_[static_cast<size_t>(flow)] = 0;
-  alive_[flow] = 0;
-  rate_[flow] = 0;
+  FlowState& st = flows_[static_cast<size_t>(flow)];
+  st.size = 0;
+  st.alive = 0;
+  st.rate_Bps = 0;
   --active_;
   free_ids_.push_back(flow);
 }
 
+// The component's links and flows; the flows sorted by id (the order solve_component sums
+// weights in, so that a component's rates do not depend on where the search started). The
+// links need no order: the heap orders them by (share, id).
 void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
   comp_links_.clear();
   comp_flows_.clear();
   stack_.clear();
   stack_.push_back(seed_link);
-  link_seen_[seed_link] = stamp;
+  links_[static_cast<size_t>(seed_link)].seen = stamp;
   while (!stack_.empty()) {
     const int l = stack_.back();
     stack_.pop_back();
     comp_links_.push_back(l);
-    for (const LinkFlow& lf : link_flows_[l]) {
-      if (flow_seen_[lf.flow] == stamp) continue;
-      flow_seen_[lf.flow] = stamp;
+    for (const LinkFlow& lf : link_flows_[static_cast<size_t>(l)]) {
+      FlowState& fs = flows_[static_cast<size_t>(lf.flow)];
+      if (fs.seen == stamp) continue;
+      fs.seen = stamp;
       comp_flows_.push_back(lf.flow);
       for (const FlowLink* x = links_begin(lf.flow); x != links_end(lf.flow); ++x) {
-        if (link_seen_[x->link] == stamp) continue;
-        link_seen_[x->link] = stamp;
+        LinkState& ls = links_[static_cast<size_t>(x->link)];
+        if (ls.seen == stamp) continue;
+        ls.seen = stamp;
         stack_.push_back(x->link);
       }
     }
   }
-  std::sort(comp_links_.begin(), comp_links_.end());
   std::sort(comp_flows_.begin(), comp_flows_.end());
 }
 
@@ -159,17 +155,19 @@ void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
 // crosses): progressive filling freezes it at the smallest capacity / weight over its links,
 // which is what solve_component computes for it, without the heap.
 bool BandwidthSharing::solve_single_flow(int seed_link, uint64_t stamp) {
-  if (link_flows_[seed_link].size() != 1) return false;
-  const int f = link_flows_[seed_link][0].flow;
+  if (link_flows_[static_cast<size_t>(seed_link)].size() != 1) return false;
+  const int f = link_flows_[static_cast<size_t>(seed_link)][0].flow;
   for (const FlowLink* x = links_begin(f); x != links_end(f); ++x)
-    if (link_flows_[x->link].size() != 1) return false;
+    if (link_flows_[static_cast<size_t>(x->link)].size() != 1) return false;
   double level = std::numeric_limits<double>::infinity();
   for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
-    link_seen_[x->link] = stamp;
-    level = std::min(level, capacity_[x->link] / x->weight);
+    LinkState& ls = links_[static_cast<size_t>(x->link)];
+    ls.seen = stamp;
+    level = std::min(level, ls.capacity_Bps / x->weight);
   }
-  if (rate_[f] != level) {
-    rate_[f] = level;
+  FlowState& fs = flows_[static_cast<size_t>(f)];
+  if (fs.rate_Bps != level) {
+    fs.rate_Bps = level;
     changed_.push_back(f);
   }
   return true;
@@ -178,20 +176,23 @@ bool BandwidthSharing::solve_single_flow(int seed_link, uint64_t stamp) {
 void BandwidthSharing::solve_component() {
   const uint64_t frozen = ++stamp_;
   for (int l : comp_links_) {
-    residual_Bps_[l] = capacity_[l];
-    weight_sum_[l] = 0;
-    unfrozen_[l] = 0;
+    LinkState& ls = links_[static_cast<size_t>(l)];
+    ls.residual_Bps = ls.capacity_Bps;
+    ls.weight_sum = 0;
+    ls.unfrozen = 0;
   }
   for (int f : comp_flows_)
     for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
-      weight_sum_[x->link] += x->weight;
-      ++unfrozen_[x->link];
+      LinkState& ls = links_[static_cast<size_t>(x->link)];
+      ls.weight_sum += x->weight;
+      ++ls.unfrozen;
     }
   auto after = [](const HeapEntry& a, const HeapEntry& b) { return heap_after(a.share, a.link, b.share, b.link); };
   heap_.clear();
   for (int l : comp_links_) {
-    ++version_[l];
-    heap_.push_back({residual_Bps_[l] / weight_sum_[l], l, version_[l]});
+    LinkState& ls = links_[static_cast<size_t>(l)];
+    ++ls.version;
+    heap_.push_back({ls.residual_Bps / ls.weight_sum, l, ls.version});
   }
   std::make_heap(heap_.begin(), heap_.end(), after);
 
@@ -201,34 +202,37 @@ void BandwidthSharing::solve_component() {
     const HeapEntry top = heap_.back();
     heap_.pop_back();
     const int l = top.link;
-    if (top.version != version_[l] || unfrozen_[l] == 0) continue;
+    const LinkState& popped = links_[static_cast<size_t>(l)];
+    if (top.version != popped.version || popped.unfrozen == 0) continue;
     level = std::max(level, top.share);
     const uint64_t touch = ++stamp_;
     touched_.clear();
-    for (const LinkFlow& lf : link_flows_[l]) {
+    for (const LinkFlow& lf : link_flows_[static_cast<size_t>(l)]) {
       const int f = lf.flow;
-      if (flow_frozen_[f] == frozen) continue;
-      flow_frozen_[f] = frozen;
-      if (rate_[f] != level) {
-        rate_[f] = level;
+      FlowState& fs = flows_[static_cast<size_t>(f)];
+      if (fs.frozen == frozen) continue;
+      fs.frozen = frozen;
+      if (fs.rate_Bps != level) {
+        fs.rate_Bps = level;
         changed_.push_back(f);
       }
       for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
-        const int k = x->link;
-        residual_Bps_[k] -= x->weight * level;
-        if (residual_Bps_[k] <= kSaturatedRelative * capacity_[k]) residual_Bps_[k] = 0;
-        weight_sum_[k] -= x->weight;
-        if (--unfrozen_[k] == 0) weight_sum_[k] = 0;
-        if (link_touched_[k] != touch) {
-          link_touched_[k] = touch;
-          touched_.push_back(k);
+        LinkState& k = links_[static_cast<size_t>(x->link)];
+        k.residual_Bps -= x->weight * level;
+        if (k.residual_Bps <= kSaturatedRelative * k.capacity_Bps) k.residual_Bps = 0;
+        k.weight_sum -= x->weight;
+        if (--k.unfrozen == 0) k.weight_sum = 0;
+        if (k.touched != touch) {
+          k.touched = touch;
+          touched_.push_back(x->link);
         }
       }
     }
     for (int k : touched_) {
-      ++version_[k];
-      if (unfrozen_[k] > 0) {
-        heap_.push_back({residual_Bps_[k] / weight_sum_[k], k, version_[k]});
+      LinkState& ks = links_[static_cast<size_t>(k)];
+      ++ks.version;
+      if (ks.unfrozen > 0) {
+        heap_.push_back({ks.residual_Bps / ks.weight_sum, k, ks.version});
         std::push_heap(heap_.begin(), heap_.end(), after);
       }
     }
@@ -239,7 +243,7 @@ const std::vector<int>& BandwidthSharing::solve() {
   changed_.clear();
   const uint64_t seen = ++stamp_;
   auto visit = [&](int l) {
-    if (link_seen_[l] == seen || link_flows_[l].empty()) return;
+    if (links_[static_cast<size_t>(l)].seen == seen || link_flows_[static_cast<size_t>(l)].empty()) return;
     if (solve_single_flow(l, seen)) return;
     collect_component(l, seen);
     solve_component();
@@ -247,11 +251,12 @@ const std::vector<int>& BandwidthSharing::solve() {
   if (incremental_) {
     for (int l : dirty_links_) visit(l);
   } else {
-    for (int l = 0; l < static_cast<int>(capacity_.size()); ++l) visit(l);
+    for (int l = 0; l < static_cast<int>(links_.size()); ++l) visit(l);
   }
   for (int f : dirty_unlinked_) {
-    if (alive_[f] && flow_size_[static_cast<size_t>(f)] == 0 && rate_[f] != std::numeric_limits<double>::infinity()) {
-      rate_[f] = std::numeric_limits<double>::infinity();
+    FlowState& fs = flows_[static_cast<size_t>(f)];
+    if (fs.alive && fs.size == 0 && fs.rate_Bps != std::numeric_limits<double>::infinity()) {
+      fs.rate_Bps = std::numeric_limits<double>::infinity();
       changed_.push_back(f);
     }
   }
@@ -262,8 +267,8 @@ const std::vector<int>& BandwidthSharing::solve() {
 }
 
 double BandwidthSharing::rate_Bps(int flow) const {
-  if (flow < 0 || flow >= static_cast<int>(alive_.size()) || !alive_[flow]) return 0;
-  return rate_[flow];
+  if (flow < 0 || flow >= static_cast<int>(flows_.size()) || !flows_[static_cast<size_t>(flow)].alive) return 0;
+  return flows_[static_cast<size_t>(flow)].rate_Bps;
 }
 
 int BandwidthSharing::active_flows() const { return active_; }

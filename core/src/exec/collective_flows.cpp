@@ -267,15 +267,19 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
   return plan;
 }
 
-// The plan's links numbered densely in order of first use (a hash map, for lookups only).
-LinkLoads link_loads_of(const PlanShape& plan) {
+// The plan's links numbered densely in order of first use.
+LinkLoads link_loads_of(const Topology& t, const PlanShape& plan) {
   LinkLoads loads;
-  std::unordered_map<int, int> slot_of_link;
+  std::vector<int> slot_of_link(t.links.size(), -1);
+  loads.slot_of_crossing.reserve(plan.links.size());
   for (const FlowShape& f : plan.flows)
     for (const int* l = plan.path_begin(f); l != plan.path_end(f); ++l) {
-      const auto [it, added] = slot_of_link.emplace(*l, static_cast<int>(loads.links.size()));
-      if (added) loads.links.push_back(*l);
-      loads.slot_of_crossing.push_back(it->second);
+      int& slot = slot_of_link[static_cast<size_t>(*l)];
+      if (slot < 0) {
+        slot = static_cast<int>(loads.links.size());
+        loads.links.push_back(*l);
+      }
+      loads.slot_of_crossing.push_back(slot);
     }
   return loads;
 }
@@ -372,7 +376,7 @@ CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind
   for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);
   if (!crosses_nodes) return shapes;
   shapes.candidates.push_back(tree_plan(topology, group));
-  for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(plan);
+  for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(topology, plan);
   return shapes;
 }
 

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include "proteus/error.h"
 
 namespace proteus::exec {
@@ -105,13 +104,16 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   if (siblings.size() <= 1) return {};
 
   // Links the representative uses, numbered densely, with its flow count on each.
-  std::unordered_map<int, int> slot_of_link;  // lookups only; slots in order of first use
+  std::vector<int> slot_of_link(topology.links.size(), -1);  // dense: siblings look up every hop
   std::vector<int> rep_count;
   for (const auto& f : rep.flows)
     for (int l : links_of(rep, f)) {
-      auto [it, inserted] = slot_of_link.emplace(l, static_cast<int>(rep_count.size()));
-      if (inserted) rep_count.push_back(0);
-      ++rep_count[static_cast<size_t>(it->second)];
+      int& slot = slot_of_link[static_cast<size_t>(l)];
+      if (slot < 0) {
+        slot = static_cast<int>(rep_count.size());
+        rep_count.push_back(0);
+      }
+      ++rep_count[static_cast<size_t>(slot)];
     }
   // Flows of every sibling group (the representative included) on those links. Flows on
   // links the representative does not use are its siblings' business: by symmetry their
@@ -119,8 +121,8 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   std::vector<int> all_count(rep_count.size(), 0);
   auto count_links = [&](const auto& links) {
     for (int l : links) {
-      auto it = slot_of_link.find(l);
-      if (it != slot_of_link.end()) ++all_count[static_cast<size_t>(it->second)];
+      const int slot = slot_of_link[static_cast<size_t>(l)];
+      if (slot >= 0) ++all_count[static_cast<size_t>(slot)];
     }
   };
   for (const auto& f : rep.flows) count_links(links_of(rep, f));
@@ -136,7 +138,7 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   std::vector<double> weights;
   for (const auto& f : rep.flows)
     for (int l : links_of(rep, f)) {
-      const size_t slot = static_cast<size_t>(slot_of_link.at(l));
+      const size_t slot = static_cast<size_t>(slot_of_link[static_cast<size_t>(l)]);
       weights.push_back(static_cast<double>(all_count[slot]) / static_cast<double>(rep_count[slot]));
     }
   return weights;
