@@ -78,7 +78,11 @@ struct ExecGraph {
   std::vector<Task> tasks;
   std::vector<int> dep_offsets{0}; // CSR: deps of task t are deps[dep_offsets[t] .. dep_offsets[t+1])
   std::vector<int> deps;
-  std::vector<int> mem_offsets{0}; // CSR: memory events of task t
+  // Memory events, in shared lists (every micro-batch's forward of an op allocates alike):
+  // task t applies list task_mem[t] (-1: none), the events
+  // mem_events[mem_list_offsets[l] .. mem_list_offsets[l+1]).
+  std::vector<int> task_mem;
+  std::vector<int> mem_list_offsets{0};
   std::vector<MemEvent> mem_events;
   // In-order queue per (rank, stream): queues[rank * kNumStreams + stream].
   std::vector<std::vector<int>> queues;
@@ -101,6 +105,7 @@ struct ExecGraph {
   int add_task(const Task& t, const std::vector<int>& task_deps, const std::vector<MemEvent>& mem = {});
   int label_id(const std::string& label);  // interns
   int add_work(const ComputeWork& work);    // appends; returns the index for Task::work
+  int add_mem_list(const MemEvent* events, size_t n);  // appends; -1 when n == 0
   const ComputeWork& work_of(const Task& t) const { return works[static_cast<size_t>(t.work)]; }
   std::unordered_map<std::string, int> label_index;  // for label_id
 };

@@ -7,12 +7,18 @@ int ExecGraph::add_task(const Task& t, const std::vector<int>& task_deps, const 
   tasks.push_back(t);
   deps.insert(deps.end(), task_deps.begin(), task_deps.end());
   dep_offsets.push_back(static_cast<int>(deps.size()));
-  mem_events.insert(mem_events.end(), mem.begin(), mem.end());
-  mem_offsets.push_back(static_cast<int>(mem_events.size()));
+  task_mem.push_back(add_mem_list(mem.data(), mem.size()));
   const size_t q = static_cast<size_t>(t.rank) * kNumStreams + static_cast<size_t>(t.stream);
   if (queues.size() <= q) queues.resize(q + 1);
   queues[q].push_back(id);
   return id;
+}
+
+int ExecGraph::add_mem_list(const MemEvent* events, size_t n) {
+  if (n == 0) return -1;
+  mem_events.insert(mem_events.end(), events, events + n);
+  mem_list_offsets.push_back(static_cast<int>(mem_events.size()));
+  return static_cast<int>(mem_list_offsets.size()) - 2;
 }
 
 int ExecGraph::add_work(const ComputeWork& work) {

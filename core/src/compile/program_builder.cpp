@@ -115,8 +115,7 @@ class Builder {
     exec_.tasks.reserve(room(exec_.tasks.size()));
     exec_.dep_offsets.reserve(room(exec_.dep_offsets.size()));
     exec_.deps.reserve(room(exec_.deps.size()));
-    exec_.mem_offsets.reserve(room(exec_.mem_offsets.size()));
-    exec_.mem_events.reserve(room(exec_.mem_events.size()));
+    exec_.task_mem.reserve(room(exec_.task_mem.size()));
     exec_.collectives.reserve(room(exec_.collectives.size()));
     instance_.reserve(room(instance_.size()));
     sends_.reserve(room(sends_.size()));
@@ -254,7 +253,11 @@ class Builder {
     return emit(t, deps.begin(), deps.size(), mem.begin(), mem.size());
   }
   int emit(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) {
-    if (rec_ && !in_collective_) record_compute(t, deps, n_deps, mem, n_mem);
+    if (rec_) record_compute(t, deps, n_deps, mem, n_mem);
+    return emit_with_list(t, deps, n_deps, exec_.add_mem_list(mem, n_mem));
+  }
+  // The task with an existing memory list (ExecGraph::task_mem); not recorded.
+  int emit_with_list(const Task& t, const int* deps, size_t n_deps, int mem_list) {
     const int id = static_cast<int>(exec_.tasks.size());
     exec_.tasks.push_back(t);
     for (size_t i = 0; i < n_deps; ++i) {
@@ -263,8 +266,7 @@ class Builder {
       exec_.deps.push_back(d);
     }
     exec_.dep_offsets.push_back(static_cast<int>(exec_.deps.size()));
-    exec_.mem_events.insert(exec_.mem_events.end(), mem, mem + n_mem);
-    exec_.mem_offsets.push_back(static_cast<int>(exec_.mem_events.size()));
+    exec_.task_mem.push_back(mem_list);
     exec_.queues[static_cast<size_t>(t.rank) * kNumStreams + static_cast<size_t>(t.stream)].push_back(id);
     return id;
   }
@@ -344,12 +346,22 @@ class Builder {
     }
     t.collective = cid;
     if (rec_) record_collective(t, kind, axes, bytes, deps, purpose, !explicit_group.empty());
-    in_collective_ = true;
-    const int id = emit(t, deps, {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}});
-    in_collective_ = false;
+    const int id = emit_with_list(t, deps.data(), deps.size(), comm_buffer_list(bytes));
     exec_.collectives[cid].member_tasks.push_back(id);
     record_stat(kind, axes, purpose, static_cast<int>(group.size()), bytes);
     return id;
+  }
+
+  // A collective's buffer, held while it runs: one memory list per size.
+  int comm_buffer_list(double bytes) {
+    uint64_t bits = 0;
+    const double b = bytes + 0.0;  // -0.0 and +0.0 alike
+    std::memcpy(&bits, &b, sizeof bits);
+    if (const int* known = comm_lists_.find(bits)) return *known;
+    const MemEvent events[2] = {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}};
+    const int list = exec_.add_mem_list(events, 2);
+    comm_lists_.set(bits, list);
+    return list;
   }
 
   // This rank's group along `axes` (Mesh::group), computed once per rank and axes.
@@ -372,9 +384,7 @@ class Builder {
     exec_.collectives.push_back({CollectiveKind::SendRecv, bytes, axis_bit(kAxisPp), {exec_.ranks[rank_].gpu, dst_gpu}, {}});
     t.collective = cid;
     if (rec_) record_send(t, dst_gpu, tensor, backward, bytes, dep, chunk);
-    in_collective_ = true;
-    const int id = emit(t, {dep}, {});
-    in_collective_ = false;
+    const int id = emit_with_list(t, &dep, 1, -1);
     exec_.collectives[cid].member_tasks.push_back(id);
     sends_.set(send_key(dst_gpu, tensor, mb, backward), id);
     record_stat(CollectiveKind::SendRecv, axis_bit(kAxisPp), "pipeline", 2, bytes);
@@ -980,7 +990,7 @@ class Builder {
   // Instantiates a verified template for micro-batch mb; false (nothing emitted) when it
   // cannot be: the passes it refers to are missing or differ, or a weight would get its last
   // gradient (which the op-by-op path must see).
-  bool replay_if_possible(const PassRecording& r, int mb) {
+  bool replay_if_possible(PassRecording& r, int mb) {
     if (mb == tree_.micro_batches - 1) return false;
     other_begin_.clear();
     for (const OtherPass& o : r.other_passes) {
@@ -996,7 +1006,11 @@ class Builder {
     return true;
   }
 
-  void replay(const PassRecording& r, int mb) {
+  static constexpr int kNoListYet = -2;
+
+  // Instances share their memory lists: made at the first replay, in PassRecording::mem_lists.
+  void replay(PassRecording& r, int mb) {
+    if (r.mem_lists.size() != r.items.size()) r.mem_lists.assign(r.items.size(), kNoListYet);
     const int begin = static_cast<int>(exec_.tasks.size());
     auto absolute = [&](const RelRef& ref) -> int {
       switch (ref.kind) {
@@ -1015,7 +1029,9 @@ class Builder {
         case ReplayItem::kCompute: {
           Task t = item.task;
           t.micro_batch = mb;
-          emit(t, refs.data(), refs.size(), r.mem.data() + item.mem_begin, item.mem_end - item.mem_begin);
+          int& list = r.mem_lists[static_cast<size_t>(&item - r.items.data())];
+          if (list == kNoListYet) list = exec_.add_mem_list(r.mem.data() + item.mem_begin, item.mem_end - item.mem_begin);
+          emit_with_list(t, refs.data(), refs.size(), list);
           break;
         }
         case ReplayItem::kCollective:
@@ -1123,8 +1139,8 @@ class Builder {
   IdMap pass_index_;                     // pass_key -> index into pass_ranges_
   PassRecording* rec_ = nullptr;         // recording the pass being built, if any
   int rec_begin_ = 0, rec_mb_ = 0;
-  bool in_collective_ = false;           // emit() called by emit_collective / emit_send
   std::vector<int> other_begin_, replay_refs_;
+  IdMap comm_lists_;  // collective buffer size (bits of the double) -> memory list
 
   // across ranks
   IdMap instance_;

@@ -133,8 +133,12 @@ class Executor {
   void validate_and_index() {
     const size_t n = g_.tasks.size();
     const size_t ranks = g_.ranks.size();
-    if (g_.dep_offsets.size() != n + 1 || g_.mem_offsets.size() != n + 1)
-      throw Error("internal", "", "exec graph: dependency or memory offsets do not match the tasks");
+    if (g_.dep_offsets.size() != n + 1 || g_.task_mem.size() != n)
+      throw Error("internal", "", "exec graph: dependency offsets or memory lists do not match the tasks");
+    const int mem_lists = static_cast<int>(g_.mem_list_offsets.size()) - 1;
+    for (size_t t = 0; t < n; ++t)
+      if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
+        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no memory list");
     if (g_.queues.size() > ranks * kNumStreams)
       throw Error("internal", "", "exec graph: more queues than ranks x streams");
     hot_.assign(n, HotTask{});
@@ -525,8 +529,10 @@ class Executor {
 
   void apply_memory(int t, bool at_end) {
     const size_t ti = static_cast<size_t>(t);
-    const int begin = g_.mem_offsets[ti], end = g_.mem_offsets[ti + 1];
-    if (begin == end) return;
+    const int list = g_.task_mem[ti];
+    if (list < 0) return;
+    const int begin = g_.mem_list_offsets[static_cast<size_t>(list)];
+    const int end = g_.mem_list_offsets[static_cast<size_t>(list) + 1];
     const int rank = hot_[ti].rank;
     RankState& rs = ranks_[static_cast<size_t>(rank)];
     bool changed = false;
