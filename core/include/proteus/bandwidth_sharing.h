@@ -54,6 +54,7 @@ class BandwidthSharing {
     uint32_t version = 0;     // of its live heap entry
     uint64_t seen = 0;        // stamps
     uint64_t touched = 0;
+    uint64_t dirty = 0;       // == solves_ + 1: already in dirty_links_
   };
   struct FlowState {
     double rate_Bps = 0;
@@ -79,7 +80,9 @@ class BandwidthSharing {
   size_t stride_ = 4;
   std::vector<std::vector<LinkFlow>> link_flows_;  // per link, flows through it
   std::vector<int> free_ids_;
-  std::vector<int> dirty_links_;       // touched by add/remove since the last solve
+  std::vector<int> dirty_links_;       // touched by add/remove since the last solve, once each
+  uint64_t solves_ = 0;
+  void mark_dirty(int link);
   std::vector<int> dirty_unlinked_;    // added flows that cross no link
   std::vector<int> changed_;
   int active_ = 0;

@@ -91,7 +91,7 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
     auto& lf = link_flows_[static_cast<size_t>(fl[i].link)];
     out[i] = {fl[i].link, static_cast<int>(lf.size()), fl[i].weight};
     lf.push_back({f, static_cast<int>(i)});
-    dirty_links_.push_back(fl[i].link);
+    mark_dirty(fl[i].link);
   }
   FlowState& st = flows_[static_cast<size_t>(f)];
   st.size = static_cast<int>(fl.size());
@@ -100,6 +100,15 @@ int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links)
   st.rate_Bps = 0;
   ++active_;
   return f;
+}
+
+// Flows come and go many at a time through the same links (the hops of one collective):
+// each link is listed once per solve.
+void BandwidthSharing::mark_dirty(int link) {
+  LinkState& ls = links_[static_cast<size_t>(link)];
+  if (ls.dirty == solves_ + 1) return;
+  ls.dirty = solves_ + 1;
+  dirty_links_.push_back(link);
 }
 
 void BandwidthSharing::remove_flow(int flow) {
@@ -112,7 +121,7 @@ void BandwidthSharing::remove_flow(int flow) {
     lf[static_cast<size_t>(x->slot)] = last;
     links_begin(last.flow)[last.index].slot = x->slot;
     lf.pop_back();
-    dirty_links_.push_back(x->link);
+    mark_dirty(x->link);
   }
   FlowState& st = flows_[static_cast<size_t>(flow)];
   st.size = 0;
@@ -262,6 +271,7 @@ const std::vector<int>& BandwidthSharing::solve() {
   }
   dirty_links_.clear();
   dirty_unlinked_.clear();
+  ++solves_;
   std::sort(changed_.begin(), changed_.end());
   return changed_;
 }
