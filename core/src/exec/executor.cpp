@@ -130,55 +130,17 @@ class Executor {
  private:
   // ---- setup ------------------------------------------------------------------------------
 
+  // Checks the graph's invariants (a malformed graph is an internal error, not a hang) while
+  // building the executor's indexes, in as few passes over the million-task arrays as it takes.
   void validate_and_index() {
     const size_t n = g_.tasks.size();
-    const size_t ranks = g_.ranks.size();
     if (g_.dep_offsets.size() != n + 1 || g_.task_mem.size() != n)
       throw Error("internal", "", "exec graph: dependency offsets or memory lists do not match the tasks");
-    const int mem_lists = static_cast<int>(g_.mem_list_offsets.size()) - 1;
-    for (size_t t = 0; t < n; ++t)
-      if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
-        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no memory list");
-    if (g_.queues.size() > ranks * kNumStreams)
+    if (g_.queues.size() > g_.ranks.size() * kNumStreams)
       throw Error("internal", "", "exec graph: more queues than ranks x streams");
-    hot_.assign(n, HotTask{});
-    for (size_t q = 0; q < g_.queues.size(); ++q)
-      for (int t : g_.queues[q]) {
-        if (t < 0 || static_cast<size_t>(t) >= n || hot_[static_cast<size_t>(t)].queue != -1)
-          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
-        const Task& task = g_.tasks[static_cast<size_t>(t)];
-        if (static_cast<size_t>(task.rank) * kNumStreams + static_cast<size_t>(task.stream) != q)
-          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
-        HotTask& h = hot_[static_cast<size_t>(t)];
-        h.queue = static_cast<int32_t>(q);
-        h.rank = task.rank;
-        h.stream = task.stream;
-        h.collective = task.kind == TaskKind::Collective ? task.collective : -1;
-      }
-    for (size_t t = 0; t < n; ++t)
-      if (hot_[t].queue < 0)
-        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is in no queue");
-    heads_.assign(ranks * kNumStreams, 0);
-
-    // Reverse CSR: who waits on each task.
-    std::vector<int> count(n + 1, 0);
-    for (size_t t = 0; t < n; ++t)
-      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
-        const int d = g_.deps[static_cast<size_t>(i)];
-        if (d < 0 || static_cast<size_t>(d) >= n || static_cast<size_t>(d) == t)
-          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " has an invalid dependency");
-        ++hot_[t].pending;
-        ++count[static_cast<size_t>(d) + 1];
-      }
-    for (size_t t = 0; t < n; ++t) count[t + 1] += count[t];
-    dependents_offsets_ = count;
-    dependents_.assign(static_cast<size_t>(count[n]), 0);
-    for (size_t t = 0; t < n; ++t)
-      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
-        const size_t d = static_cast<size_t>(g_.deps[static_cast<size_t>(i)]);
-        dependents_[static_cast<size_t>(count[d]++)] = static_cast<int>(t);
-      }
-
+    index_tasks();
+    index_queues();
+    index_dependents();
     for (size_t c = 0; c < g_.collectives.size(); ++c) {
       const Collective& col = g_.collectives[c];
       if (col.member_tasks.empty())
@@ -187,15 +149,75 @@ class Executor {
         if (t < 0 || static_cast<size_t>(t) >= n || g_.tasks[static_cast<size_t>(t)].collective != static_cast<int>(c))
           throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " lists a task that is not its member");
     }
-    for (size_t t = 0; t < n; ++t) {
-      const Task& task = g_.tasks[t];
-      if (task.kind == TaskKind::Collective &&
-          (task.collective < 0 || static_cast<size_t>(task.collective) >= g_.collectives.size()))
-        throw Error("internal", "", "exec graph: collective task " + std::to_string(t) + " names no collective");
-    }
     start_s_.assign(n, 0.0);
     end_s_.assign(n, 0.0);
     coll_.assign(g_.collectives.size(), CollectiveState{});
+  }
+
+  // hot_ from each task; its dependencies and memory list checked; dependents counted.
+  void index_tasks() {
+    const size_t n = g_.tasks.size();
+    const int mem_lists = static_cast<int>(g_.mem_list_offsets.size()) - 1;
+    const size_t collectives = g_.collectives.size();
+    hot_.assign(n, HotTask{});
+    dependents_offsets_.assign(n + 1, 0);
+    for (size_t t = 0; t < n; ++t) {
+      const Task& task = g_.tasks[t];
+      HotTask& h = hot_[t];
+      if (task.kind == TaskKind::Collective) {
+        if (task.collective < 0 || static_cast<size_t>(task.collective) >= collectives)
+          throw Error("internal", "", "exec graph: collective task " + std::to_string(t) + " names no collective");
+        h.collective = task.collective;
+      }
+      if (task.rank < 0 || static_cast<size_t>(task.rank) >= g_.ranks.size())
+        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no rank");
+      h.rank = task.rank;
+      h.stream = task.stream;
+      if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
+        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no memory list");
+      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
+        const int d = g_.deps[static_cast<size_t>(i)];
+        if (d < 0 || static_cast<size_t>(d) >= n || static_cast<size_t>(d) == t)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " has an invalid dependency");
+        ++dependents_offsets_[static_cast<size_t>(d) + 1];
+      }
+      h.pending = g_.dep_offsets[t + 1] - g_.dep_offsets[t];
+    }
+  }
+
+  // Every task in exactly one queue, its own rank's and stream's.
+  void index_queues() {
+    const size_t n = g_.tasks.size();
+    size_t queued = 0;
+    for (size_t q = 0; q < g_.queues.size(); ++q) {
+      queued += g_.queues[q].size();
+      for (int t : g_.queues[q]) {
+        if (t < 0 || static_cast<size_t>(t) >= n || hot_[static_cast<size_t>(t)].queue != -1)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
+        HotTask& h = hot_[static_cast<size_t>(t)];
+        if (static_cast<size_t>(h.rank) * kNumStreams + static_cast<size_t>(h.stream) != q)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
+        h.queue = static_cast<int32_t>(q);
+      }
+    }
+    if (queued != n)  // no task twice and n in all: every task is queued
+      for (size_t t = 0; t < n; ++t)
+        if (hot_[t].queue < 0)
+          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is in no queue");
+    heads_.assign(g_.ranks.size() * kNumStreams, 0);
+  }
+
+  // Reverse CSR: who waits on each task (dependents_offsets_ holds the counts from index_tasks).
+  void index_dependents() {
+    const size_t n = g_.tasks.size();
+    for (size_t t = 0; t < n; ++t) dependents_offsets_[t + 1] += dependents_offsets_[t];
+    dependents_.assign(static_cast<size_t>(dependents_offsets_[n]), 0);
+    std::vector<int> fill(dependents_offsets_.begin(), dependents_offsets_.end() - 1);
+    for (size_t t = 0; t < n; ++t)
+      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
+        const size_t d = static_cast<size_t>(g_.deps[static_cast<size_t>(i)]);
+        dependents_[static_cast<size_t>(fill[d]++)] = static_cast<int>(t);
+      }
   }
 
   // The cost model once per distinct work (ExecGraph::works), then per task by index.
