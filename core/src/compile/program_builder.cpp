@@ -335,12 +335,15 @@ class Builder {
     const uint64_t ordinal = ordinals_[static_cast<size_t>(axes) | (stream == Stream::DpComm ? 0x100u : 0u)]++;
     const uint64_t key = (static_cast<uint64_t>(group.front()) << 40) ^ (static_cast<uint64_t>(axes) << 32) ^
                          (stream == Stream::DpComm ? (1ull << 39) : 0) ^ ordinal;
+    // With the symmetry reduction, a group within one pipeline stage has one simulated member
+    // (the stage's representative): there is no other member's instance to match.
+    const bool shared = !in_.symmetric || (axes & axis_bit(kAxisPp)) || !explicit_group.empty();
+    const int* known = shared ? instance_.find(key) : nullptr;
     int cid;
-    const int* known = instance_.find(key);
     if (!known || exec_.collectives[*known].group != group) {
       cid = static_cast<int>(exec_.collectives.size());
       exec_.collectives.push_back({kind, bytes, axes, group, {}});
-      instance_.set(key, cid);
+      if (shared) instance_.set(key, cid);
     } else {
       cid = *known;
     }
