@@ -47,16 +47,17 @@ using exec::EventKind;
 
 enum class TaskState : uint8_t { Waiting, Ready, Running, Done };
 
-// What the event loop reads and writes per task, packed in 24 bytes (the ExecGraph's Task is
-// several cache lines' worth of cold fields).
+// What the event loop reads and writes per task, packed in 20 bytes: the rank and stream are
+// the queue's; a compute task's duration is its work's (work_s_), read when it starts.
 struct HotTask {
   int32_t queue = -1;       // rank * kNumStreams + stream
-  int32_t rank = 0;
   int32_t collective = -1;  // -1: a compute task
   int32_t pending = 0;      // dependencies not yet ended
   uint32_t version = 0;     // of its latest ComputeEnd event
-  Stream stream = Stream::Compute;
   TaskState state = TaskState::Waiting;
+
+  int rank() const { return queue / kNumStreams; }
+  Stream stream() const { return static_cast<Stream>(queue % kNumStreams); }
 };
 
 struct FlowState {
@@ -84,6 +85,7 @@ struct CollectiveState {
 struct RankState {
   // The compute-kind task running on the compute stream, and its progress.
   int compute_task = -1;
+  double compute_duration_s = 0;  // of compute_task, unslowed
   double compute_frac_left = 0;
   double compute_factor = 1;
   double compute_last_s = 0;
@@ -169,10 +171,8 @@ class Executor {
           throw Error("internal", "", "exec graph: collective task " + std::to_string(t) + " names no collective");
         h.collective = task.collective;
       }
-      if (task.rank < 0 || static_cast<size_t>(task.rank) >= g_.ranks.size())
-        throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no rank");
-      h.rank = task.rank;
-      h.stream = task.stream;
+      if (task.kind == TaskKind::Compute && (task.work < 0 || static_cast<size_t>(task.work) >= g_.works.size()))
+        throw Error("internal", "", "exec graph: compute task " + std::to_string(t) + " names no work");
       if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
         throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no memory list");
       for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
@@ -194,10 +194,10 @@ class Executor {
       for (int t : g_.queues[q]) {
         if (t < 0 || static_cast<size_t>(t) >= n || hot_[static_cast<size_t>(t)].queue != -1)
           throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
-        HotTask& h = hot_[static_cast<size_t>(t)];
-        if (static_cast<size_t>(h.rank) * kNumStreams + static_cast<size_t>(h.stream) != q)
+        const Task& task = g_.tasks[static_cast<size_t>(t)];
+        if (task.rank < 0 || static_cast<size_t>(task.rank) * kNumStreams + static_cast<size_t>(task.stream) != q)
           throw Error("internal", "", "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
-        h.queue = static_cast<int32_t>(q);
+        hot_[static_cast<size_t>(t)].queue = static_cast<int32_t>(q);
       }
     }
     if (queued != n)  // no task twice and n in all: every task is queued
@@ -220,20 +220,12 @@ class Executor {
       }
   }
 
-  // The cost model once per distinct work (ExecGraph::works), then per task by index.
+  // The cost model once per distinct work (ExecGraph::works).
   void precompute_durations() {
-    std::vector<double> work_s(g_.works.size());
-    for (size_t w = 0; w < g_.works.size(); ++w) work_s[w] = cost_.compute_time_s(g_.works[w]);
-    const size_t n = g_.tasks.size();
-    duration_s_.assign(n, 0.0);
-    for (size_t t = 0; t < n; ++t) {
-      const Task& task = g_.tasks[t];
-      if (task.kind != TaskKind::Compute) continue;
-      if (task.work < 0 || static_cast<size_t>(task.work) >= work_s.size())
-        throw Error("internal", "", "exec graph: compute task " + std::to_string(t) + " names no work");
-      duration_s_[t] = work_s[static_cast<size_t>(task.work)];
-    }
+    work_s_.resize(g_.works.size());
+    for (size_t w = 0; w < g_.works.size(); ++w) work_s_[w] = cost_.compute_time_s(g_.works[w]);
   }
+  double duration_s(int t) const { return work_s_[static_cast<size_t>(g_.tasks[static_cast<size_t>(t)].work)]; }
 
   void init_ranks() {
     ranks_.assign(g_.ranks.size(), RankState{});
@@ -380,7 +372,7 @@ class Executor {
 
   double collective_factor(int c) const {
     for (int t : g_.collectives[static_cast<size_t>(c)].member_tasks)
-      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank)].compute_task >= 0) return comm_slowdown_;
+      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].compute_task >= 0) return comm_slowdown_;
     return 1.0;
   }
 
@@ -406,17 +398,18 @@ class Executor {
     HotTask& h = hot_[ti];
     h.state = TaskState::Running;
     start_s_[ti] = now_s_;
-    ranks_[static_cast<size_t>(h.rank)].running[static_cast<size_t>(h.stream)] = t;
+    ranks_[static_cast<size_t>(h.rank())].running[static_cast<size_t>(h.stream())] = t;
     apply_memory(t, false);
-    mark_dirty(h.rank);
+    mark_dirty(h.rank());
   }
 
   void start_compute(int t) {
     begin_task(t);
     const HotTask& h = hot_[static_cast<size_t>(t)];
-    RankState& rs = ranks_[static_cast<size_t>(h.rank)];
-    if (h.stream == Stream::Compute) {
+    RankState& rs = ranks_[static_cast<size_t>(h.rank())];
+    if (h.stream() == Stream::Compute) {
       rs.compute_task = t;
+      rs.compute_duration_s = duration_s(t);
       rs.compute_frac_left = 1.0;
       rs.compute_last_s = now_s_;
       rs.compute_factor = rs.collectives_running > 0 ? compute_slowdown_ : 1.0;
@@ -424,13 +417,13 @@ class Executor {
     } else {
       // A compute-kind task on a communication stream (host-side work): not subject to
       // interference.
-      events_.push(now_s_ + duration_s_[static_cast<size_t>(t)], EventKind::ComputeEnd, t,
+      events_.push(now_s_ + duration_s(t), EventKind::ComputeEnd, t,
                    ++hot_[static_cast<size_t>(t)].version);
     }
   }
 
   void advance_compute(RankState& rs) {
-    const double d = duration_s_[static_cast<size_t>(rs.compute_task)] * rs.compute_factor;
+    const double d = rs.compute_duration_s * rs.compute_factor;
     if (d > 0) rs.compute_frac_left -= (now_s_ - rs.compute_last_s) / d;
     if (rs.compute_frac_left < 0) rs.compute_frac_left = 0;
     rs.compute_last_s = now_s_;
@@ -438,7 +431,7 @@ class Executor {
 
   void schedule_compute_end(RankState& rs) {
     const size_t t = static_cast<size_t>(rs.compute_task);
-    const double left_s = rs.compute_frac_left * duration_s_[t] * rs.compute_factor;
+    const double left_s = rs.compute_frac_left * rs.compute_duration_s * rs.compute_factor;
     events_.push(now_s_ + left_s, EventKind::ComputeEnd, rs.compute_task, ++hot_[t].version);
   }
 
@@ -446,7 +439,7 @@ class Executor {
     const Collective& col = g_.collectives[static_cast<size_t>(c)];
     for (int t : col.member_tasks) {
       begin_task(t);
-      ++ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank)].collectives_running;
+      ++ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].collectives_running;
     }
     CollectiveState& cs = coll_[static_cast<size_t>(c)];
     cs.factor = collective_factor(c);
@@ -516,7 +509,7 @@ class Executor {
 
   void end_collective(int c) {
     for (int t : g_.collectives[static_cast<size_t>(c)].member_tasks) {
-      --ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank)].collectives_running;
+      --ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].collectives_running;
       end_task(t);
     }
   }
@@ -529,14 +522,14 @@ class Executor {
     h.state = TaskState::Done;
     end_s_[ti] = now_s_;
     ++done_;
-    RankState& rs = ranks_[static_cast<size_t>(h.rank)];
-    RankTrace& tr = traces_[static_cast<size_t>(h.rank)];
-    tr.busy_s[static_cast<size_t>(h.stream)] += now_s_ - start_s_[ti];
+    RankState& rs = ranks_[static_cast<size_t>(h.rank())];
+    RankTrace& tr = traces_[static_cast<size_t>(h.rank())];
+    tr.busy_s[static_cast<size_t>(h.stream())] += now_s_ - start_s_[ti];
     if (now_s_ > tr.end_s) tr.end_s = now_s_;
-    rs.running[static_cast<size_t>(h.stream)] = -1;
+    rs.running[static_cast<size_t>(h.stream())] = -1;
     if (rs.compute_task == t) rs.compute_task = -1;
     apply_memory(t, true);
-    mark_dirty(h.rank);
+    mark_dirty(h.rank());
 
     const size_t q = static_cast<size_t>(h.queue);
     ++heads_[q];
@@ -555,7 +548,7 @@ class Executor {
     if (list < 0) return;
     const int begin = g_.mem_list_offsets[static_cast<size_t>(list)];
     const int end = g_.mem_list_offsets[static_cast<size_t>(list) + 1];
-    const int rank = hot_[ti].rank;
+    const int rank = hot_[ti].rank();
     RankState& rs = ranks_[static_cast<size_t>(rank)];
     bool changed = false;
     for (int i = begin; i < end; ++i) {
@@ -640,7 +633,8 @@ class Executor {
   // Per task
   std::vector<HotTask> hot_;
   std::vector<int> dependents_offsets_, dependents_;
-  std::vector<double> duration_s_, start_s_, end_s_;
+  std::vector<double> start_s_, end_s_;
+  std::vector<double> work_s_;  // per ExecGraph::works entry
   // Per queue: index of its head task
   std::vector<int> heads_;
   // Per collective, flow, rank
