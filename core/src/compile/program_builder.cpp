@@ -837,6 +837,7 @@ class Builder {
   void build_pass(const Pass& pass, int chunk) {
     const auto& ops = chunk_ops_[chunk];
     const int mb = pass.micro_batch;
+    apply_deferred_writes(mb);
     if (pass.kind == PassKind::F) {
       for (int op : ops) forward_op(op, mb, kFwd);
     } else if (pass.kind == PassKind::B) {
@@ -1012,22 +1013,64 @@ class Builder {
   static constexpr int kNoListYet = -2;
 
   // Instances share their memory lists: made at the first replay, in PassRecording::mem_lists.
+  // The task (or new pending receive) a reference means in the instance of micro-batch mb
+  // whose first task is `begin`.
+  int absolute(const RelRef& ref, int begin, const std::vector<int>& other_begin, int mb) {
+    switch (ref.kind) {
+      case RelRef::kInPass: return begin + static_cast<int>(ref.value);
+      case RelRef::kOtherPass: return other_begin[static_cast<size_t>(ref.slot)] + static_cast<int>(ref.value);
+      case RelRef::kPending: return pending_ref(kSendMb.with(static_cast<uint64_t>(ref.value), mb));
+      case RelRef::kAbsolute: break;
+    }
+    return static_cast<int>(ref.value);
+  }
+
+  static bool is_map_write(ReplayItem::Kind k) {
+    return k == ReplayItem::kProvider || k == ReplayItem::kGradProvider || k == ReplayItem::kRegathered ||
+           k == ReplayItem::kWGradDeps;
+  }
+
+  // An instance's writes to the builder's per-micro-batch maps are only read by op-by-op passes
+  // of the same micro-batch (the last one, or those of a failed template): they are applied
+  // when such a pass begins (apply_deferred_writes), not at every instance.
+  struct DeferredWrites {
+    const PassRecording* recording;
+    int begin;
+    std::vector<int> other_begin;
+  };
+
+  void apply_deferred_writes(int mb) {
+    if (static_cast<size_t>(mb) >= deferred_.size()) return;
+    for (const DeferredWrites& d : deferred_[static_cast<size_t>(mb)])
+      for (const ReplayItem& item : d.recording->items) {
+        if (!is_map_write(item.kind)) continue;
+        std::vector<int>& refs = replay_refs_;
+        refs.clear();
+        for (uint32_t i = item.ref_begin; i < item.ref_end; ++i)
+          refs.push_back(absolute(d.recording->refs[i], d.begin, d.other_begin, mb));
+        switch (item.kind) {
+          case ReplayItem::kProvider: providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
+          case ReplayItem::kGradProvider: grad_providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
+          case ReplayItem::kRegathered: regathered_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
+          case ReplayItem::kWGradDeps: w_grad_deps_[kWKeyMb.with(item.key, mb)] = refs; break;
+          default: break;
+        }
+      }
+    deferred_[static_cast<size_t>(mb)].clear();
+  }
+
   void replay(PassRecording& r, int mb) {
     if (r.mem_lists.size() != r.items.size()) r.mem_lists.assign(r.items.size(), kNoListYet);
     const int begin = static_cast<int>(exec_.tasks.size());
-    auto absolute = [&](const RelRef& ref) -> int {
-      switch (ref.kind) {
-        case RelRef::kInPass: return begin + static_cast<int>(ref.value);
-        case RelRef::kOtherPass: return other_begin_[static_cast<size_t>(ref.slot)] + static_cast<int>(ref.value);
-        case RelRef::kPending: return pending_ref(kSendMb.with(static_cast<uint64_t>(ref.value), mb));
-        case RelRef::kAbsolute: break;
-      }
-      return static_cast<int>(ref.value);
-    };
+    bool writes = false;
     std::vector<int>& refs = replay_refs_;
     for (const ReplayItem& item : r.items) {
+      if (is_map_write(item.kind)) {
+        writes = true;
+        continue;
+      }
       refs.clear();
-      for (uint32_t i = item.ref_begin; i < item.ref_end; ++i) refs.push_back(absolute(r.refs[i]));
+      for (uint32_t i = item.ref_begin; i < item.ref_end; ++i) refs.push_back(absolute(r.refs[i], begin, other_begin_, mb));
       switch (item.kind) {
         case ReplayItem::kCompute: {
           Task t = item.task;
@@ -1044,15 +1087,16 @@ class Builder {
         case ReplayItem::kSend:
           emit_send(item.dst_gpu, item.tensor, mb, item.backward, item.bytes, item.task.label, refs[0], item.chunk);
           break;
-        case ReplayItem::kProvider: providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
-        case ReplayItem::kGradProvider: grad_providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
-        case ReplayItem::kRegathered: regathered_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
-        case ReplayItem::kWGradDeps: w_grad_deps_[kWKeyMb.with(item.key, mb)] = refs; break;
         case ReplayItem::kWeightUse: ++w_done_[item.op]; break;
+        default: break;
       }
     }
-    last_compute_ = absolute(r.last_compute);
-    last_weight_compute_ = absolute(r.last_weight_compute);
+    last_compute_ = absolute(r.last_compute, begin, other_begin_, mb);
+    last_weight_compute_ = absolute(r.last_weight_compute, begin, other_begin_, mb);
+    if (writes) {
+      if (static_cast<size_t>(mb) >= deferred_.size()) deferred_.resize(static_cast<size_t>(mb) + 1);
+      deferred_[static_cast<size_t>(mb)].push_back({&r, begin, other_begin_});
+    }
   }
 
   // ---------- one rank ----------
@@ -1063,6 +1107,7 @@ class Builder {
     grad_providers_.clear();
     regathered_.clear();
     w_grad_deps_.clear();
+    for (auto& d : deferred_) d.clear();
     ordinals_.assign(0x200, 0);
     for (auto& g : group_cache_) g.clear();
     rank_stats_begin_ = stat_keys_.size();
@@ -1144,6 +1189,7 @@ class Builder {
   int rec_begin_ = 0, rec_mb_ = 0;
   std::vector<int> other_begin_, replay_refs_;
   IdMap comm_lists_;  // collective buffer size (bits of the double) -> memory list
+  std::vector<std::vector<DeferredWrites>> deferred_;  // by micro-batch, this rank
 
   // across ranks
   IdMap instance_;
