@@ -47,11 +47,12 @@ using exec::EventKind;
 
 enum class TaskState : uint8_t { Waiting, Ready, Running, Done };
 
-// What the event loop reads and writes per task, packed in 20 bytes: the rank and stream are
-// the queue's; a compute task's duration is its work's (work_s_), read when it starts.
+// What the event loop reads and writes per task, packed in 24 bytes (the ExecGraph's Task is
+// cold): the rank and stream are the queue's; a compute task's duration is its work's.
 struct HotTask {
   int32_t queue = -1;       // rank * kNumStreams + stream
   int32_t collective = -1;  // -1: a compute task
+  int32_t work = -1;        // a compute task: index into ExecGraph::works (and work_s_)
   int32_t pending = 0;      // dependencies not yet ended
   uint32_t version = 0;     // of its latest ComputeEnd event
   TaskState state = TaskState::Waiting;
@@ -173,6 +174,7 @@ class Executor {
       }
       if (task.kind == TaskKind::Compute && (task.work < 0 || static_cast<size_t>(task.work) >= g_.works.size()))
         throw Error("internal", "", "exec graph: compute task " + std::to_string(t) + " names no work");
+      h.work = task.work;
       if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
         throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no memory list");
       for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
@@ -225,7 +227,7 @@ class Executor {
     work_s_.resize(g_.works.size());
     for (size_t w = 0; w < g_.works.size(); ++w) work_s_[w] = cost_.compute_time_s(g_.works[w]);
   }
-  double duration_s(int t) const { return work_s_[static_cast<size_t>(g_.tasks[static_cast<size_t>(t)].work)]; }
+  double duration_s(int t) const { return work_s_[static_cast<size_t>(hot_[static_cast<size_t>(t)].work)]; }
 
   void init_ranks() {
     ranks_.assign(g_.ranks.size(), RankState{});
