@@ -275,9 +275,15 @@ WeightedPlan PlanCache::instantiate(const GroupPlans& group, size_t chosen, doub
   out.source_flows = static_cast<int64_t>(group.shapes.candidates[chosen].flows.size());
   out.flows.reserve(t.flows.size());
   for (const TemplateFlow& tf : t.flows) {
-    out.flows.push_back(tf.flow);
-    out.flows.back().bytes = tf.scale * bytes / tf.divisor;  // FlowShape::bytes_of
+    WeightedFlow wf;
+    wf.bytes = tf.scale * bytes / tf.divisor;  // FlowShape::bytes_of
+    wf.links = tf.flow.links;
+    wf.count = tf.flow.count;
+    out.flows.push_back(std::move(wf));
   }
+  // The solver links last and in one run: the executor reads them flow after flow for every
+  // collective it starts, and consecutive allocations keep them close in memory.
+  for (size_t i = 0; i < t.flows.size(); ++i) out.flows[i].solver_links = t.flows[i].flow.solver_links;
   return out;
 }
 
