@@ -181,7 +181,11 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
   std::array<double, std::size(kPhases)> by_phase{};
   std::array<double, std::size(kCollectiveKinds)> by_collective{};
   std::map<int, double> by_op_kind;            // OpKind value -> s
-  std::map<std::string, double> by_module;     // module kind -> s
+  // Module kind of each label, derived once per label (a rank runs each label per micro-batch);
+  // time summed per module in task order.
+  std::vector<int> module_of_label(g.labels.size() + 1, -1);  // last: tasks without a label
+  std::map<std::string, int> module_index;
+  std::vector<double> module_s;
   for (size_t t = 0; t < g.tasks.size() && t < trace.task_end_s.size(); ++t) {
     const Task& task = g.tasks[t];
     if (task.rank != busiest) continue;
@@ -192,10 +196,18 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
     }
     by_phase[static_cast<size_t>(task.phase)] += d;
     by_op_kind[static_cast<int>(g.work_of(task).op_kind)] += d;
-    const std::string label = task.label >= 0 && static_cast<size_t>(task.label) < g.labels.size()
-                                  ? g.labels[static_cast<size_t>(task.label)] : std::string("unlabelled");
-    by_module[module_kind(label)] += d;
+    const bool labelled = task.label >= 0 && static_cast<size_t>(task.label) < g.labels.size();
+    int& module = module_of_label[labelled ? static_cast<size_t>(task.label) : g.labels.size()];
+    if (module < 0) {
+      const std::string kind = module_kind(labelled ? g.labels[static_cast<size_t>(task.label)] : "unlabelled");
+      auto [it, inserted] = module_index.emplace(kind, static_cast<int>(module_s.size()));
+      if (inserted) module_s.push_back(0);
+      module = it->second;
+    }
+    module_s[static_cast<size_t>(module)] += d;
   }
+  std::map<std::string, double> by_module;     // module kind -> s
+  for (const auto& [kind, index] : module_index) by_module[kind] = module_s[static_cast<size_t>(index)];
 
   b["rank"] = g.ranks[static_cast<size_t>(busiest)].gpu;
   b["stage"] = g.ranks[static_cast<size_t>(busiest)].stage;
