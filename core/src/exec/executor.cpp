@@ -144,14 +144,7 @@ class Executor {
     index_tasks();
     index_queues();
     index_dependents();
-    for (size_t c = 0; c < g_.collectives.size(); ++c) {
-      const Collective& col = g_.collectives[c];
-      if (col.member_tasks.empty())
-        throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " has no member task");
-      for (int t : col.member_tasks)
-        if (t < 0 || static_cast<size_t>(t) >= n || g_.tasks[static_cast<size_t>(t)].collective != static_cast<int>(c))
-          throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " lists a task that is not its member");
-    }
+    index_members();
     start_s_.assign(n, 0.0);
     end_s_.assign(n, 0.0);
     coll_.assign(g_.collectives.size(), CollectiveState{});
@@ -208,6 +201,28 @@ class Executor {
           throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is in no queue");
     heads_.assign(g_.ranks.size() * kNumStreams, 0);
   }
+
+  // Member tasks of every collective, checked and copied into one flat array (the event loop
+  // reads them at every start and end; the graph keeps them in a vector per collective).
+  void index_members() {
+    const size_t n = g_.tasks.size();
+    member_offsets_.assign(1, 0);
+    member_offsets_.reserve(g_.collectives.size() + 1);
+    members_.clear();
+    for (size_t c = 0; c < g_.collectives.size(); ++c) {
+      const Collective& col = g_.collectives[c];
+      if (col.member_tasks.empty())
+        throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " has no member task");
+      for (int t : col.member_tasks) {
+        if (t < 0 || static_cast<size_t>(t) >= n || g_.tasks[static_cast<size_t>(t)].collective != static_cast<int>(c))
+          throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " lists a task that is not its member");
+        members_.push_back(t);
+      }
+      member_offsets_.push_back(static_cast<int>(members_.size()));
+    }
+  }
+  const int* members_begin(int c) const { return members_.data() + member_offsets_[static_cast<size_t>(c)]; }
+  const int* members_end(int c) const { return members_.data() + member_offsets_[static_cast<size_t>(c) + 1]; }
 
   // Reverse CSR: who waits on each task (dependents_offsets_ holds the counts from index_tasks).
   void index_dependents() {
@@ -373,8 +388,8 @@ class Executor {
   }
 
   double collective_factor(int c) const {
-    for (int t : g_.collectives[static_cast<size_t>(c)].member_tasks)
-      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].compute_task >= 0) return comm_slowdown_;
+    for (const int* t = members_begin(c); t != members_end(c); ++t)
+      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(*t)].rank())].compute_task >= 0) return comm_slowdown_;
     return 1.0;
   }
 
@@ -391,7 +406,7 @@ class Executor {
     }
     h.state = TaskState::Ready;
     const size_t c = static_cast<size_t>(h.collective);
-    if (++coll_[c].ready_members == static_cast<int>(g_.collectives[c].member_tasks.size()))
+    if (++coll_[c].ready_members == member_offsets_[c + 1] - member_offsets_[c])
       start_collective(h.collective);
   }
 
@@ -438,8 +453,8 @@ class Executor {
   }
 
   void start_collective(int c) {
-    const Collective& col = g_.collectives[static_cast<size_t>(c)];
-    for (int t : col.member_tasks) {
+    for (const int* m = members_begin(c); m != members_end(c); ++m) {
+      const int t = *m;
       begin_task(t);
       ++ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].collectives_running;
     }
@@ -510,7 +525,8 @@ class Executor {
   }
 
   void end_collective(int c) {
-    for (int t : g_.collectives[static_cast<size_t>(c)].member_tasks) {
+    for (const int* m = members_begin(c); m != members_end(c); ++m) {
+      const int t = *m;
       --ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].collectives_running;
       end_task(t);
     }
@@ -635,6 +651,7 @@ class Executor {
   // Per task
   std::vector<HotTask> hot_;
   std::vector<int> dependents_offsets_, dependents_;
+  std::vector<int> member_offsets_, members_;  // CSR: member tasks of each collective
   std::vector<double> start_s_, end_s_;
   std::vector<double> work_s_;  // per ExecGraph::works entry
   // Per queue: index of its head task
