@@ -12,17 +12,40 @@
 // touches; `incremental = false` re-solves everything (tests check both agree).
 // No I/O, no globals, integer ids.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
 namespace proteus {
 
+// A flow's links as add_flow takes them: (link id, weight) pairs in the caller's storage (a
+// plan keeps the links of all its flows in one array; no vector per flow to chase). A view:
+// made from a vector or a braced list, it is valid while that is (add_flow copies it).
+class LinkWeights {
+ public:
+  using value_type = std::pair<int, double>;
+  LinkWeights() = default;
+  LinkWeights(const value_type* first, const value_type* last) : first_(first), last_(last) {}
+  LinkWeights(const std::vector<value_type>& links) : LinkWeights(links.data(), links.data() + links.size()) {}
+  LinkWeights(std::initializer_list<value_type> links) : LinkWeights(links.begin(), links.end()) {}
+  const value_type* begin() const { return first_; }
+  const value_type* end() const { return last_; }
+  size_t size() const { return static_cast<size_t>(last_ - first_); }
+  bool empty() const { return first_ == last_; }
+  const value_type& operator[](size_t i) const { return first_[i]; }
+
+ private:
+  const value_type* first_ = nullptr;
+  const value_type* last_ = nullptr;
+};
+
 class BandwidthSharing {
  public:
   explicit BandwidthSharing(std::vector<double> link_capacity_Bps, bool incremental = true);
   // links: (link id, weight) pairs. Returns a flow id (ids are reused after removal).
-  int add_flow(const std::vector<std::pair<int, double>>& links);
+  int add_flow(LinkWeights links);
   void remove_flow(int flow);
   // Re-solves what changed since the last call; returns flows whose rate changed.
   const std::vector<int>& solve();

@@ -50,7 +50,7 @@ void BandwidthSharing::widen(size_t stride) {
   stride_ = stride;
 }
 
-int BandwidthSharing::add_flow(const std::vector<std::pair<int, double>>& links) {
+int BandwidthSharing::add_flow(LinkWeights links) {
   auto& fl = new_links_;
   fl.clear();
   bool canonical = true;  // already sorted by link id with no duplicates (the executor's case)

@@ -68,6 +68,23 @@ std::vector<std::pair<int, double>> solver_links_of(const WeightedFlow& f) {
   return s;
 }
 
+// Fills the solver_links of flow_at(0 .. n) from one new store (SolverLinkStore), returned.
+template <class FlowAt>
+SolverLinkStore fill_solver_links(size_t n, FlowAt flow_at) {
+  auto store = std::make_shared<std::vector<std::pair<int, double>>>();
+  std::vector<size_t> first;  // offsets: views are taken once the store stops growing
+  first.reserve(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    first.push_back(store->size());
+    const std::vector<std::pair<int, double>> links = solver_links_of(flow_at(i));
+    store->insert(store->end(), links.begin(), links.end());
+  }
+  first.push_back(store->size());
+  for (size_t i = 0; i < n; ++i)
+    flow_at(i).solver_links = LinkWeights(store->data() + first[i], store->data() + first[i + 1]);
+  return store;
+}
+
 // Merges identical flows (same bytes, same links; then also the same weights) into one with a
 // count, keeping the order of first appearance, and fills solver_links.
 void merge_identical_flows(WeightedPlan& plan) {
@@ -79,7 +96,7 @@ void merge_identical_flows(WeightedPlan& plan) {
     if (inserted) merged.push_back(std::move(f));
     else ++merged[it->second].count;
   }
-  for (WeightedFlow& f : merged) f.solver_links = solver_links_of(f);
+  plan.solver_link_store = fill_solver_links(merged.size(), [&](size_t i) -> WeightedFlow& { return merged[i]; });
   plan.flows = std::move(merged);
 }
 
@@ -263,7 +280,7 @@ const PlanCache::PlanTemplate& PlanCache::template_of(const Collective& c, Group
     tf.flow.links = std::move(links);
     t.flows.push_back(std::move(tf));
   }
-  for (TemplateFlow& tf : t.flows) tf.flow.solver_links = solver_links_of(tf.flow);
+  t.solver_link_store = fill_solver_links(t.flows.size(), [&](size_t i) -> WeightedFlow& { return t.flows[i].flow; });
   return t;
 }
 
@@ -279,11 +296,10 @@ WeightedPlan PlanCache::instantiate(const GroupPlans& group, size_t chosen, doub
     wf.bytes = tf.scale * bytes / tf.divisor;  // FlowShape::bytes_of
     wf.links = tf.flow.links;
     wf.count = tf.flow.count;
+    wf.solver_links = tf.flow.solver_links;
     out.flows.push_back(std::move(wf));
   }
-  // The solver links last and in one run: the executor reads them flow after flow for every
-  // collective it starts, and consecutive allocations keep them close in memory.
-  for (size_t i = 0; i < t.flows.size(); ++i) out.flows[i].solver_links = t.flows[i].flow.solver_links;
+  out.solver_link_store = t.solver_link_store;
   return out;
 }
 

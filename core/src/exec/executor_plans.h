@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+#include "proteus/bandwidth_sharing.h"
 #include "proteus/collective_flows.h"
 #include "proteus/exec_graph.h"
 #include "proteus/topology.h"
@@ -39,14 +40,22 @@ struct WeightedFlow {
   double bytes = 0;
   std::vector<std::pair<int, double>> links;  // (topology link id, symmetry weight), path order
   int count = 1;                              // identical flows this one stands for
-  // What the solver gets: links sorted by id, duplicates merged, weight * count.
-  std::vector<std::pair<int, double>> solver_links;
+  // What the solver gets: links sorted by id, duplicates merged, weight * count. A view into
+  // the plan's solver_link_store.
+  LinkWeights solver_links;
 };
+
+// The solver links of all the flows of a plan, flow after flow, in one array: the executor
+// hands them to the solver for every collective it starts (millions of flows in a large
+// simulation), and one run per plan keeps that a sequential read. Shared, not copied, by
+// the plans of every size of one group and algorithm (PlanCache); each plan keeps it alive.
+using SolverLinkStore = std::shared_ptr<const std::vector<std::pair<int, double>>>;
 
 struct WeightedPlan {
   std::vector<WeightedFlow> flows;
   double latency_s = 0;
   int64_t source_flows = 0;  // flows before merging (what Trace::flows counts)
+  SolverLinkStore solver_link_store;  // what the flows' solver_links point into
 };
 
 // The sibling groups of `collective` (the representative's own group first), each in the
@@ -93,6 +102,7 @@ class PlanCache {
   };
   struct PlanTemplate {
     std::vector<TemplateFlow> flows;  // merged, in order of first appearance
+    SolverLinkStore solver_link_store;  // of the flows' solver_links
     std::vector<double> weights;      // sibling weights of the candidate's links (empty: all 1)
     // Two merged flows with the same links and weights but different byte expressions: they
     // may have equal bytes at some sizes and then merge, so each size is merged on its own.
