@@ -119,6 +119,8 @@ class Builder {
     exec_.collectives.reserve(room(exec_.collectives.size()));
     instance_.reserve(room(instance_.size()));
     sends_.reserve(room(sends_.size()));
+    for (size_t q = kNumStreams; q < exec_.queues.size(); ++q)  // each rank's queues like the first's
+      exec_.queues[q].reserve(exec_.queues[q % kNumStreams].size() * 5 / 4);
   }
 
  private:
