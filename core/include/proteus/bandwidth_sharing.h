@@ -75,8 +75,8 @@ class BandwidthSharing {
     double weight_sum = 0;    // of the unfrozen flows (scratch)
     int unfrozen = 0;         // scratch
     uint32_t version = 0;     // of its live heap entry
-    uint64_t seen = 0;        // stamps
-    uint64_t touched = 0;
+    double heap_share = 0;    // the key of its live heap entry (scratch)
+    uint64_t seen = 0;        // stamp
     uint64_t dirty = 0;       // == solves_ + 1: already in dirty_links_
   };
   struct FlowState {
@@ -87,6 +87,8 @@ class BandwidthSharing {
   };
   void collect_component(int seed_link, uint64_t stamp);
   void solve_component();
+  void push_link(int link, double share);
+  void freeze_flows_of(int link, double level, uint64_t frozen);
   bool solve_single_flow(int seed_link, uint64_t stamp);
   void widen(size_t stride);
   const FlowLink* links_begin(int f) const { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
@@ -111,7 +113,7 @@ class BandwidthSharing {
   int active_ = 0;
   // Scratch, reused across calls (no allocation in steady state).
   uint64_t stamp_ = 0;
-  std::vector<int> stack_, comp_links_, comp_flows_, touched_;
+  std::vector<int> stack_, comp_links_, comp_flows_;
   std::vector<FlowLink> new_links_;  // add_flow's canonical form of its argument
   std::vector<HeapEntry> heap_;
 };

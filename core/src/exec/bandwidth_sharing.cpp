@@ -5,7 +5,8 @@
 //   All unfrozen flows share one rate level x; link l saturates at x_l = residual_l / W_l.
 //   Repeatedly take the link with the smallest x_l (a heap with lazy deletion, ties broken by
 //   link id), freeze every unfrozen flow through it at x = max(x_l, previous x), subtract
-//   w * x from the residual of each link those flows cross, and re-key the links touched.
+//   w * x from the residual of each link those flows cross, and re-key the links touched
+//   (lazily: only a link whose x_l falls is pushed at once; solve_component says why).
 //   Cost O((links + sum of path lengths) * log) per component.
 // Numerical care: a residual at or below 1e-12 of the link's capacity counts as zero (the
 // link is saturated); the level never decreases, so rounding cannot freeze a flow below the
@@ -201,7 +202,8 @@ void BandwidthSharing::solve_component() {
   for (int l : comp_links_) {
     LinkState& ls = links_[static_cast<size_t>(l)];
     ++ls.version;
-    heap_.push_back({ls.residual_Bps / ls.weight_sum, l, ls.version});
+    ls.heap_share = ls.residual_Bps / ls.weight_sum;
+    heap_.push_back({ls.heap_share, l, ls.version});
   }
   std::make_heap(heap_.begin(), heap_.end(), after);
 
@@ -211,39 +213,55 @@ void BandwidthSharing::solve_component() {
     const HeapEntry top = heap_.back();
     heap_.pop_back();
     const int l = top.link;
-    const LinkState& popped = links_[static_cast<size_t>(l)];
+    LinkState& popped = links_[static_cast<size_t>(l)];
     if (top.version != popped.version || popped.unfrozen == 0) continue;
-    level = std::max(level, top.share);
-    const uint64_t touch = ++stamp_;
-    touched_.clear();
-    for (const LinkFlow& lf : link_flows_[static_cast<size_t>(l)]) {
-      const int f = lf.flow;
-      FlowState& fs = flows_[static_cast<size_t>(f)];
-      if (fs.frozen == frozen) continue;
-      fs.frozen = frozen;
-      if (fs.rate_Bps != level) {
-        fs.rate_Bps = level;
-        changed_.push_back(f);
-      }
-      for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
-        LinkState& k = links_[static_cast<size_t>(x->link)];
-        k.residual_Bps -= x->weight * level;
-        if (k.residual_Bps <= kSaturatedRelative * k.capacity_Bps) k.residual_Bps = 0;
-        k.weight_sum -= x->weight;
-        if (--k.unfrozen == 0) k.weight_sum = 0;
-        if (k.touched != touch) {
-          k.touched = touch;
-          touched_.push_back(x->link);
-        }
-      }
+    // Lazy re-keying: a link's share rose since its entry was pushed (freezing flows at a
+    // level at most its share does that); put it back at its share now. Every live entry
+    // is a lower bound of its link's share, so an entry that is still exact is the least
+    // (share, id): the order of links, and so every rate, is that of re-keying eagerly.
+    const double share = popped.residual_Bps / popped.weight_sum;
+    if (share > top.share) {
+      push_link(l, share);
+      continue;
     }
-    for (int k : touched_) {
-      LinkState& ks = links_[static_cast<size_t>(k)];
-      ++ks.version;
-      if (ks.unfrozen > 0) {
-        heap_.push_back({ks.residual_Bps / ks.weight_sum, k, ks.version});
-        std::push_heap(heap_.begin(), heap_.end(), after);
+    level = std::max(level, top.share);
+    freeze_flows_of(l, level, frozen);
+  }
+}
+
+void BandwidthSharing::push_link(int link, double share) {
+  auto after = [](const HeapEntry& a, const HeapEntry& b) { return heap_after(a.share, a.link, b.share, b.link); };
+  LinkState& ls = links_[static_cast<size_t>(link)];
+  ++ls.version;
+  ls.heap_share = share;
+  heap_.push_back({share, link, ls.version});
+  std::push_heap(heap_.begin(), heap_.end(), after);
+}
+
+// Freezes the unfrozen flows through `link` at `level` and takes their bandwidth off every
+// link they cross. A link whose share falls (rounding, or a residual clamped to zero) is
+// pushed at once, keeping its entry a lower bound; one whose share rises waits to be popped.
+void BandwidthSharing::freeze_flows_of(int link, double level, uint64_t frozen) {
+  for (const LinkFlow& lf : link_flows_[static_cast<size_t>(link)]) {
+    const int f = lf.flow;
+    FlowState& fs = flows_[static_cast<size_t>(f)];
+    if (fs.frozen == frozen) continue;
+    fs.frozen = frozen;
+    if (fs.rate_Bps != level) {
+      fs.rate_Bps = level;
+      changed_.push_back(f);
+    }
+    for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
+      LinkState& k = links_[static_cast<size_t>(x->link)];
+      k.residual_Bps -= x->weight * level;
+      if (k.residual_Bps <= kSaturatedRelative * k.capacity_Bps) k.residual_Bps = 0;
+      k.weight_sum -= x->weight;
+      if (--k.unfrozen == 0) {
+        k.weight_sum = 0;
+        continue;
       }
+      const double share = k.residual_Bps / k.weight_sum;
+      if (!(share >= k.heap_share)) push_link(x->link, share);  // NaN too, as an eager push would
     }
   }
 }
