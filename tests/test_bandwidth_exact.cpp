@@ -119,20 +119,23 @@ class EagerReference {
 // Random adds and removes, solved every few changes; every live rate must equal the
 // reference's exactly. Weights and capacities that do not add up exactly in binary, and
 // paths over few links, so that shares tie, round and fall while flows freeze.
-void check_against_reference(uint64_t seed, int links, int max_live, int max_hops) {
+const std::vector<double> kUneven{1, 1.0 / 3, 0.7, 8.0 / 3, 2};  // the sorted summation path
+const std::vector<double> kIntegers{1, 3, 8, 7, 2};                // sums exact in any order
+
+void check_against_reference(uint64_t seed, int links, int max_live, int max_hops,
+                             const std::vector<double>& weights) {
   Lcg rng{seed};
   std::vector<double> capacity(static_cast<size_t>(links));
   for (double& c : capacity) c = 1.0 + rng.below(7) / 3.0;
   BandwidthSharing bw(capacity);
   EagerReference ref(capacity);
-  const double weights[] = {1, 1.0 / 3, 0.7, 8.0 / 3, 2};
   std::vector<int> live;
   int mismatches = 0;
   for (int step = 0; step < 4000; ++step) {
     if (live.size() < 5 || (static_cast<int>(live.size()) < max_live && rng.below(100) < 55)) {
       Path path;
       const int hops = 1 + rng.below(max_hops);
-      for (int h = 0; h < hops; ++h) path.push_back({rng.below(links), weights[rng.below(5)]});
+      for (int h = 0; h < hops; ++h) path.push_back({rng.below(links), weights[static_cast<size_t>(rng.below(static_cast<int>(weights.size())))]});
       const int id = bw.add_flow(path);
       ref.add(id, path);
       live.push_back(id);
@@ -156,7 +159,9 @@ void check_against_reference(uint64_t seed, int links, int max_live, int max_hop
 }  // namespace
 
 TEST_CASE("bandwidth sharing: rates equal the plain eager algorithm bit for bit") {
-  check_against_reference(7, 12, 40, 4);    // dense: large components, many ties
-  check_against_reference(99, 64, 200, 3);  // sparse: many small components and single flows
-  check_against_reference(2024, 6, 30, 6);  // few links, long paths with repeated links
+  for (const auto* weights : {&kUneven, &kIntegers}) {
+    check_against_reference(7, 12, 40, 4, *weights);    // dense: large components, many ties
+    check_against_reference(99, 64, 200, 3, *weights);  // sparse: many small components and single flows
+    check_against_reference(2024, 6, 30, 6, *weights);  // few links, long paths with repeated links
+  }
 }

@@ -87,6 +87,7 @@ class BandwidthSharing {
   };
   void collect_component(int seed_link, uint64_t stamp);
   void solve_component();
+  bool sum_weights(bool integers_only);
   void push_link(int link, double share);
   void freeze_flows_of(int link, double level, uint64_t frozen);
   bool solve_single_flow(int seed_link, uint64_t stamp);

@@ -14,9 +14,9 @@
 //
 // Incremental: add/remove mark the flow's links dirty; solve() re-solves the connected
 // components reached from dirty links, and only those. With incremental = false every
-// component is re-solved. Components are solved independently and canonically (their
-// flows sorted by id, their links popped in (share, id) order), so both modes produce
-// bit-identical rates.
+// component is re-solved. Components are solved independently and canonically (weights
+// summed in flow id order, or in any order where that is exact; links popped in (share, id)
+// order), so both modes produce bit-identical rates.
 // A flow that crosses no link is unconstrained: its rate is +infinity (it takes no time).
 #include <algorithm>
 #include <limits>
@@ -132,9 +132,8 @@ void BandwidthSharing::remove_flow(int flow) {
   free_ids_.push_back(flow);
 }
 
-// The component's links and flows; the flows sorted by id (the order solve_component sums
-// weights in, so that a component's rates do not depend on where the search started). The
-// links need no order: the heap orders them by (share, id).
+// The component's links and flows, in search order. The links need no order (the heap
+// orders them by (share, id)); the flows are put in id order by sum_weights when it matters.
 void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
   comp_links_.clear();
   comp_flows_.clear();
@@ -158,7 +157,6 @@ void BandwidthSharing::collect_component(int seed_link, uint64_t stamp) {
       }
     }
   }
-  std::sort(comp_flows_.begin(), comp_flows_.end());
 }
 
 // A component of one flow (the common case: a ring hop or a send whose links nothing else
@@ -191,12 +189,14 @@ void BandwidthSharing::solve_component() {
     ls.weight_sum = 0;
     ls.unfrozen = 0;
   }
-  for (int f : comp_flows_)
-    for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
-      LinkState& ls = links_[static_cast<size_t>(x->link)];
-      ls.weight_sum += x->weight;
-      ++ls.unfrozen;
+  if (!sum_weights(/*integers_only=*/true)) {
+    std::sort(comp_flows_.begin(), comp_flows_.end());
+    for (int l : comp_links_) {
+      links_[static_cast<size_t>(l)].weight_sum = 0;
+      links_[static_cast<size_t>(l)].unfrozen = 0;
     }
+    sum_weights(/*integers_only=*/false);
+  }
   auto after = [](const HeapEntry& a, const HeapEntry& b) { return heap_after(a.share, a.link, b.share, b.link); };
   heap_.clear();
   for (int l : comp_links_) {
@@ -227,6 +227,26 @@ void BandwidthSharing::solve_component() {
     level = std::max(level, top.share);
     freeze_flows_of(l, level, frozen);
   }
+}
+
+// Each link's weight sum and flow count over the component's flows. The canonical order of
+// the sums is by flow id, so that a component's rates do not depend on where the search
+// started. But integers add up exactly in any order (below 2^53: at most 2^20 flows of
+// weight at most 2^32), so with integer weights (the common case: counts of sibling and
+// identical flows) the search order gives the same bits, and the sort is skipped. With
+// integers_only, returns false at the first weight that is not one (the sums are partial).
+bool BandwidthSharing::sum_weights(bool integers_only) {
+  constexpr double kMaxExactWeight = 4294967296.0;  // 2^32
+  if (integers_only && comp_flows_.size() > (size_t{1} << 20)) return false;
+  for (int f : comp_flows_)
+    for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
+      const double w = x->weight;
+      if (integers_only && !(w <= kMaxExactWeight && static_cast<double>(static_cast<int64_t>(w)) == w)) return false;
+      LinkState& ls = links_[static_cast<size_t>(x->link)];
+      ls.weight_sum += w;
+      ++ls.unfrozen;
+    }
+  return true;
 }
 
 void BandwidthSharing::push_link(int link, double share) {
