@@ -127,3 +127,31 @@ TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel,
   check_same_graph(preset("dlrm-table-parallel"));
   CHECK(check_same_graph(preset("gpt3-175b-megatron", R"(,"training":{"global_batch":64})")) > 0);
 }
+
+TEST_CASE("collective signatures: equal signature means equal kind, axes, bytes and group") {
+  // The executor plans a signature once (Collective::signature); a signature shared by two
+  // different collectives would give one of them the other's flows.
+  for (const std::string& config : {preset("gpt3-175b-megatron", R"(,"training":{"global_batch":64})"),
+                                    preset("gpt2-1.5b-proteus", R"(,"simulation":{"symmetry":false})"),
+                                    preset("mixtral-8x7b-ep", R"(,"training":{"global_batch":16,"seq_len":1024})")}) {
+    CAPTURE(config);
+    const CompiledModel m = compile(parse_config(config));
+    std::vector<int> first(m.exec.collectives.size(), -1);
+    size_t signed_collectives = 0, mismatches = 0;
+    for (size_t c = 0; c < m.exec.collectives.size(); ++c) {
+      const Collective& x = m.exec.collectives[c];
+      if (x.signature < 0) continue;
+      ++signed_collectives;
+      REQUIRE(static_cast<size_t>(x.signature) < first.size());
+      int& f = first[static_cast<size_t>(x.signature)];
+      if (f < 0) {
+        f = static_cast<int>(c);
+        continue;
+      }
+      const Collective& y = m.exec.collectives[static_cast<size_t>(f)];
+      mismatches += (x.kind == y.kind && x.axes == y.axes && x.bytes == y.bytes && x.group == y.group) ? 0 : 1;
+    }
+    CHECK(signed_collectives > 0);
+    CHECK(mismatches == 0);
+  }
+}

@@ -62,6 +62,9 @@ struct Collective {
   AxisMask axes = 0;             // mesh axes the group spans (pp for send-recv)
   std::vector<int> group;        // GPU ids of all members, in ring order
   std::vector<int> member_tasks; // one task per simulated member rank (in the same ExecGraph)
+  // Collectives with the same signature (>= 0) have equal kind, axes, bytes and group, so the
+  // executor plans them once without comparing groups; -1: not interned (compared by value).
+  int signature = -1;
 };
 
 struct SimRank {

@@ -344,7 +344,7 @@ class Builder {
     int cid;
     if (!known || exec_.collectives[*known].group != group) {
       cid = static_cast<int>(exec_.collectives.size());
-      exec_.collectives.push_back({kind, bytes, axes, group, {}});
+      exec_.collectives.push_back({kind, bytes, axes, group, {}, explicit_group.empty() ? signature(kind, axes, bytes) : -1});
       if (shared) instance_.set(key, cid);
     } else {
       cid = *known;
@@ -355,6 +355,18 @@ class Builder {
     exec_.collectives[cid].member_tasks.push_back(id);
     record_stat(kind, axes, purpose, static_cast<int>(group.size()), bytes);
     return id;
+  }
+
+  // Signature of a collective of this rank's group along `axes` (Collective::signature): the
+  // group is fixed by the rank and the axes, so (axes, kind, bytes) names it within the rank.
+  int signature(CollectiveKind kind, AxisMask axes, double bytes) {
+    uint64_t bits = 0;
+    const double b = bytes + 0.0;  // -0.0 and +0.0 alike
+    std::memcpy(&bits, &b, sizeof bits);
+    IdMap& by_bytes = signatures_[static_cast<size_t>(axes) * kNumCollectiveKinds + static_cast<size_t>(kind)];
+    if (const int* known = by_bytes.find(bits)) return *known;
+    by_bytes.set(bits, next_signature_);
+    return next_signature_++;
   }
 
   // A collective's buffer, held while it runs: one memory list per size.
@@ -1112,6 +1124,7 @@ class Builder {
     for (auto& d : deferred_) d.clear();
     ordinals_.assign(0x200, 0);
     for (auto& g : group_cache_) g.clear();
+    for (IdMap& m : signatures_) m.clear();
     rank_stats_begin_ = stat_keys_.size();
     w_done_.assign(g_.ops.size(), 0);
     param_gather_ready_.assign(g_.ops.size(), -1);
@@ -1172,6 +1185,9 @@ class Builder {
   std::unordered_map<uint64_t, std::vector<int>> w_grad_deps_;
   std::vector<uint64_t> ordinals_;
   std::array<std::vector<int>, 1u << kNumMeshAxes> group_cache_;  // by AxisMask
+  static constexpr size_t kNumCollectiveKinds = static_cast<size_t>(CollectiveKind::SendRecv) + 1;
+  std::vector<IdMap> signatures_ = std::vector<IdMap>((1u << kNumMeshAxes) * kNumCollectiveKinds);  // this rank's
+  int next_signature_ = 0;
   std::vector<int> w_done_;
   std::vector<int> param_gather_ready_;
   std::vector<Bucket> buckets_;

@@ -215,6 +215,10 @@ PlanCache::PlanCache(const ExecGraph& graph, const Topology& topology)
 
 const WeightedPlan& PlanCache::plan_of(int collective) {
   int& id = plan_id_[static_cast<size_t>(collective)];
+  // Collectives interned by the compiler (Collective::signature) find their plan by index.
+  const int signature = graph_.collectives[static_cast<size_t>(collective)].signature;
+  if (id < 0 && signature >= 0 && static_cast<size_t>(signature) < plan_of_signature_.size())
+    id = plan_of_signature_[static_cast<size_t>(signature)];
   if (id < 0) {
     auto it = ids_.find(collective);
     if (it != ids_.end()) {
@@ -223,6 +227,11 @@ const WeightedPlan& PlanCache::plan_of(int collective) {
       plans_.push_back(plan(graph_.collectives[static_cast<size_t>(collective)]));
       id = static_cast<int>(plans_.size()) - 1;
       ids_.emplace(collective, id);
+    }
+    if (signature >= 0) {
+      if (static_cast<size_t>(signature) >= plan_of_signature_.size())
+        plan_of_signature_.resize(static_cast<size_t>(signature) + 1, -1);
+      plan_of_signature_[static_cast<size_t>(signature)] = id;
     }
   }
   return plans_[static_cast<size_t>(id)];

@@ -119,6 +119,7 @@ class PlanCache {
   const ExecGraph& graph_;
   const Topology& topology_;
   std::vector<int> plan_id_;  // per collective, -1 until planned
+  std::vector<int> plan_of_signature_;  // per Collective::signature, -1 until planned
   std::unordered_map<int, int, SignatureHash, SignatureEq> ids_;  // first collective -> plan id
   std::vector<WeightedPlan> plans_;
 };
