@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 #include "proteus/bandwidth_sharing.h"
+#include "test_random.h"
 
 using proteus::BandwidthSharing;
 
@@ -15,14 +16,7 @@ namespace {
 
 using Path = std::vector<std::pair<int, double>>;
 
-struct Lcg {  // deterministic, platform-independent
-  uint64_t s;
-  uint32_t next() {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<uint32_t>(s >> 33);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint32_t>(n)); }
-};
+using proteus::test::Lcg;
 
 // The plain algorithm, with the solver's arithmetic in the solver's order: a flow's links
 // sorted by id with duplicates merged; per link, its flows in the order the solver lists

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 #include "proteus/bandwidth_sharing.h"
+#include "test_random.h"
 
 using proteus::BandwidthSharing;
 
@@ -49,14 +50,7 @@ std::vector<double> reference_rates(const std::vector<double>& capacity,
   return rate;
 }
 
-struct Lcg {  // deterministic, platform-independent
-  uint64_t s;
-  uint32_t next() {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<uint32_t>(s >> 33);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint32_t>(n)); }
-};
+using proteus::test::Lcg;
 
 }  // namespace
 

@@ -942,39 +942,39 @@ class Builder {
     return rec_->items.back();
   }
 
-  void record_compute(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) {
-    ReplayItem& item = record_item(ReplayItem::kCompute, deps, n_deps, true);
+  // A task's shape: without the instance's micro-batch and collective.
+  ReplayItem& record_task(ReplayItem::Kind kind, const Task& t, const int* deps, size_t n_deps) {
+    ReplayItem& item = record_item(kind, deps, n_deps, true);
     item.task = t;
     item.task.micro_batch = -1;
+    item.task.collective = -1;
+    if (t.micro_batch != rec_mb_) rec_->valid = false;
+    return item;
+  }
+
+  void record_compute(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) {
+    ReplayItem& item = record_task(ReplayItem::kCompute, t, deps, n_deps);
     rec_->mem.insert(rec_->mem.end(), mem, mem + n_mem);
     item.mem_end = static_cast<uint32_t>(rec_->mem.size());
-    if (t.micro_batch != rec_mb_) rec_->valid = false;
   }
 
   void record_collective(const Task& t, CollectiveKind kind, AxisMask axes, double bytes, const std::vector<int>& deps,
                          const char* purpose, bool explicit_group) {
-    ReplayItem& item = record_item(ReplayItem::kCollective, deps.data(), deps.size(), true);
-    item.task = t;
-    item.task.micro_batch = -1;
-    item.task.collective = -1;
+    ReplayItem& item = record_task(ReplayItem::kCollective, t, deps.data(), deps.size());
     item.ckind = kind;
     item.axes = axes;
     item.bytes = bytes;
     item.purpose = purpose;
-    if (explicit_group || t.micro_batch != rec_mb_) rec_->valid = false;
+    if (explicit_group) rec_->valid = false;
   }
 
   void record_send(const Task& t, int dst_gpu, int tensor, bool backward, double bytes, int dep, int chunk) {
-    ReplayItem& item = record_item(ReplayItem::kSend, &dep, 1, true);
-    item.task = t;
-    item.task.micro_batch = -1;
-    item.task.collective = -1;
+    ReplayItem& item = record_task(ReplayItem::kSend, t, &dep, 1);
     item.dst_gpu = dst_gpu;
     item.tensor = tensor;
     item.backward = backward;
     item.bytes = bytes;
     item.chunk = chunk;
-    if (t.micro_batch != rec_mb_) rec_->valid = false;
   }
 
   void record_key(ReplayItem::Kind kind, uint64_t key, const MbField& field, const int* values, size_t n,
