@@ -101,13 +101,8 @@ Run run_once(const std::string& text) {
   const proteus::Topology topology = proteus::build_topology(config.cluster);
   r.topology_ms = ms_since(t);
   t = Clock::now();
-  proteus::CostModel cost;
-  cost.gpu = config.cluster.gpu;
-  cost.precision = config.training.precision;
-  proteus::ExecOptions options;
-  options.max_events = config.simulation.max_events;
-  options.record_memory_curve = false;
-  const proteus::Trace trace = proteus::execute(compiled.exec, cost, topology, options);
+  const proteus::Trace trace = proteus::execute(compiled.exec, proteus::cost_model_of(config), topology,
+                                                proteus::exec_options_of(config, false));
   r.execute_ms = ms_since(t);
   t = Clock::now();
   const std::string json = proteus::result_json({config, compiled.exec, trace, 0.0}, proteus::SimulateOptions{});

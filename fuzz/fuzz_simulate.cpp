@@ -72,13 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)proteus::compile_stats_json(compiled);
     (void)proteus::tree_to_text(compiled.tree, compiled.graph);
     const proteus::Topology topology = proteus::build_topology(config.cluster);
-    proteus::CostModel cost;
-    cost.gpu = config.cluster.gpu;
-    cost.precision = config.training.precision;
-    proteus::ExecOptions options;
-    options.max_events = config.simulation.max_events;
-    options.record_memory_curve = true;
-    const proteus::Trace trace = proteus::execute(compiled.exec, cost, topology, options);
+    const proteus::Trace trace = proteus::execute(compiled.exec, proteus::cost_model_of(config), topology,
+                                                  proteus::exec_options_of(config, true));
     if (!std::isfinite(trace.iteration_time_s) || !(trace.iteration_time_s > 0)) {
       finding("iteration time " + std::to_string(trace.iteration_time_s) + " for\n" + shown);
     }

@@ -45,6 +45,12 @@ struct ExecOptions {
   bool record_memory_curve = true;
 };
 
+// What a config asks of the executor: its GPUs' cost model at its training precision, and
+// its simulation limits. The one place the CLI, the bindings, the benchmark and the fuzzer
+// turn a config into executor inputs.
+CostModel cost_model_of(const Config& config);
+ExecOptions exec_options_of(const Config& config, bool record_memory_curve);
+
 // HTAE: plays the graph. Pure function; throws Error("limit_exceeded", ...) past max_events.
 Trace execute(const ExecGraph& graph, const CostModel& cost, const Topology& topology,
               const ExecOptions& options);

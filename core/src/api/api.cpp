@@ -94,13 +94,7 @@ Simulated run_simulation(const std::string& config_text, bool memory_curve) {
   s.config = parse_config(config_text);
   s.compiled = compile(s.config);
   const Topology topology = build_topology(s.config.cluster);
-  CostModel cost;
-  cost.gpu = s.config.cluster.gpu;
-  cost.precision = s.config.training.precision;
-  ExecOptions options;
-  options.max_events = s.config.simulation.max_events;
-  options.record_memory_curve = memory_curve;
-  s.trace = execute(s.compiled.exec, cost, topology, options);
+  s.trace = execute(s.compiled.exec, cost_model_of(s.config), topology, exec_options_of(s.config, memory_curve));
   s.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

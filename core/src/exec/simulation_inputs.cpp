@@ -1,0 +1,19 @@
+#include "proteus/simulation.h"
+
+namespace proteus {
+
+CostModel cost_model_of(const Config& config) {
+  CostModel cost;
+  cost.gpu = config.cluster.gpu;
+  cost.precision = config.training.precision;
+  return cost;
+}
+
+ExecOptions exec_options_of(const Config& config, bool record_memory_curve) {
+  ExecOptions options;
+  options.max_events = config.simulation.max_events;
+  options.record_memory_curve = record_memory_curve;
+  return options;
+}
+
+}  // namespace proteus
