@@ -7,11 +7,20 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "proteus/error.h"
 
 namespace proteus {
+
+// The IdMap key of a double (a byte count): its bits, with -0.0 and +0.0 alike.
+inline uint64_t id_key(double d) {
+  d += 0.0;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &d, sizeof bits);
+  return bits;
+}
 
 class IdMap {
  public:

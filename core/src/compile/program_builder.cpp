@@ -360,9 +360,7 @@ class Builder {
   // Signature of a collective of this rank's group along `axes` (Collective::signature): the
   // group is fixed by the rank and the axes, so (axes, kind, bytes) names it within the rank.
   int signature(CollectiveKind kind, AxisMask axes, double bytes) {
-    uint64_t bits = 0;
-    const double b = bytes + 0.0;  // -0.0 and +0.0 alike
-    std::memcpy(&bits, &b, sizeof bits);
+    const uint64_t bits = id_key(bytes);
     IdMap& by_bytes = signatures_[static_cast<size_t>(axes) * kNumCollectiveKinds + static_cast<size_t>(kind)];
     if (const int* known = by_bytes.find(bits)) return *known;
     by_bytes.set(bits, next_signature_);
@@ -371,9 +369,7 @@ class Builder {
 
   // A collective's buffer, held while it runs: one memory list per size.
   int comm_buffer_list(double bytes) {
-    uint64_t bits = 0;
-    const double b = bytes + 0.0;  // -0.0 and +0.0 alike
-    std::memcpy(&bits, &b, sizeof bits);
+    const uint64_t bits = id_key(bytes);
     if (const int* known = comm_lists_.find(bits)) return *known;
     const MemEvent events[2] = {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}};
     const int list = exec_.add_mem_list(events, 2);
