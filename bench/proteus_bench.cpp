@@ -80,7 +80,8 @@ std::string read_config(const std::string& arg) {
 }
 
 struct Run {
-  double parse_ms = 0, compile_ms = 0, topology_ms = 0, execute_ms = 0, report_ms = 0, total_ms = 0, cpu_ms = 0;
+  double parse_ms = 0, compile_ms = 0, topology_ms = 0, execute_ms = 0, report_ms = 0, total_ms = 0,
+         cpu_ms = 0;
   int64_t tasks = 0, events = 0, flows = 0, gpus = 0, ranks = 0;
   double iteration_s = 0;
   size_t result_bytes = 0;
@@ -105,7 +106,8 @@ Run run_once(const std::string& text) {
                                                 proteus::exec_options_of(config, false));
   r.execute_ms = ms_since(t);
   t = Clock::now();
-  const std::string json = proteus::result_json({config, compiled.exec, trace, 0.0}, proteus::SimulateOptions{});
+  const std::string json =
+      proteus::result_json({config, compiled.exec, trace, 0.0}, proteus::SimulateOptions{});
   r.report_ms = ms_since(t);
   r.total_ms = ms_since(t0);
   r.cpu_ms = cpu_ms() - c0;
@@ -156,9 +158,9 @@ int main(int argc, char** argv) {
   const char* platform = "native";
 #endif
   if (!json)
-    std::printf("%-28s %6s %9s %9s %9s %9s %9s %9s %9s %10s %10s %11s %8s %14s\n", "case", "gpus", "median_ms", "cpu_ms",
-                "parse", "compile", "topology", "execute", "report", "tasks", "events", "events/s", "peak_MiB",
-                "iteration_s");
+    std::printf("%-28s %6s %9s %9s %9s %9s %9s %9s %9s %10s %10s %11s %8s %14s\n", "case", "gpus",
+                "median_ms", "cpu_ms", "parse", "compile", "topology", "execute", "report", "tasks", "events",
+                "events/s", "peak_MiB", "iteration_s");
   for (const std::string& path : configs) {
     try {
       const std::string text = read_config(path);
@@ -182,16 +184,18 @@ int main(int argc, char** argv) {
             "\"min_ms\":%.3f,\"cpu_ms\":%.3f,\"parse_ms\":%.3f,\"compile_ms\":%.3f,\"topology_ms\":%.3f,\"execute_ms\":%.3f,"
             "\"report_ms\":%.3f,\"tasks\":%lld,\"events\":%lld,\"flows\":%lld,\"events_per_s\":%.0f,"
             "\"peak_mib\":%.1f,\"iteration_s\":%.9g}\n",
-            name.c_str(), platform, runs, static_cast<long long>(r0.gpus), static_cast<long long>(r0.ranks), total,
-            min_ms, med(&Run::cpu_ms), med(&Run::parse_ms), med(&Run::compile_ms), med(&Run::topology_ms), exec, med(&Run::report_ms),
-            static_cast<long long>(r0.tasks), static_cast<long long>(r0.events), static_cast<long long>(r0.flows), eps,
-            peak_mib(), r0.iteration_s);
+            name.c_str(), platform, runs, static_cast<long long>(r0.gpus), static_cast<long long>(r0.ranks),
+            total, min_ms, med(&Run::cpu_ms), med(&Run::parse_ms), med(&Run::compile_ms),
+            med(&Run::topology_ms), exec, med(&Run::report_ms), static_cast<long long>(r0.tasks),
+            static_cast<long long>(r0.events), static_cast<long long>(r0.flows), eps, peak_mib(),
+            r0.iteration_s);
       } else {
-        std::printf("%-28s %6lld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %10lld %10lld %11.3g %8.1f %14.9g\n",
-                    name.c_str(), static_cast<long long>(r0.gpus), total, med(&Run::cpu_ms), med(&Run::parse_ms),
-                    med(&Run::compile_ms), med(&Run::topology_ms), exec, med(&Run::report_ms),
-                    static_cast<long long>(r0.tasks), static_cast<long long>(r0.events), eps, peak_mib(),
-                    r0.iteration_s);
+        std::printf(
+            "%-28s %6lld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %10lld %10lld %11.3g %8.1f %14.9g\n",
+            name.c_str(), static_cast<long long>(r0.gpus), total, med(&Run::cpu_ms), med(&Run::parse_ms),
+            med(&Run::compile_ms), med(&Run::topology_ms), exec, med(&Run::report_ms),
+            static_cast<long long>(r0.tasks), static_cast<long long>(r0.events), eps, peak_mib(),
+            r0.iteration_s);
       }
       std::fflush(stdout);
     } catch (const std::exception& e) {

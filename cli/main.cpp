@@ -38,7 +38,8 @@ std::string read_config(const std::string& arg) {
   std::ifstream f(arg, std::ios::binary);
   if (f) return read_stream(f);
   if (proteus::find_preset(proteus::PresetKind::Scenario, arg)) return "{\"preset\": \"" + arg + "\"}";
-  throw proteus::Error("invalid_request", "", "cannot read config '" + arg + "': no such file or scenario preset");
+  throw proteus::Error("invalid_request", "",
+                       "cannot read config '" + arg + "': no such file or scenario preset");
 }
 
 void write_output(const std::string& text, const std::string& path) {
@@ -65,11 +66,13 @@ int validate(const std::vector<std::string>& args) {
   std::printf("%-30s %12s %12s %9s\n", "case", "published_s", "predicted_s", "error");
   for (const auto& c : r["cases"]) {
     std::snprintf(line, sizeof line, "%-30s %12.3f %12.3f %+8.1f%%", c["id"].get<std::string>().c_str(),
-                  c["published_s"].get<double>(), c["predicted_s"].get<double>(), c["error_pct"].get<double>());
+                  c["published_s"].get<double>(), c["predicted_s"].get<double>(),
+                  c["error_pct"].get<double>());
     std::cout << line << "\n";
   }
   const auto& t = r["time"];
-  std::snprintf(line, sizeof line, "time: %d cases, mean absolute error %.2f%% (target %.0f%%), worst %.2f%% %s (target %.0f%%)",
+  std::snprintf(line, sizeof line,
+                "time: %d cases, mean absolute error %.2f%% (target %.0f%%), worst %.2f%% %s (target %.0f%%)",
                 t["cases"].get<int>(), t["mape_pct"].get<double>(), t["target_mape_pct"].get<double>(),
                 t["max_abs_error_pct"].get<double>(), t["worst_case"].get<std::string>().c_str(),
                 t["target_max_pct"].get<double>());
@@ -79,17 +82,17 @@ int validate(const std::vector<std::string>& args) {
               << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT") << "\n";
   }
   if (!r["memory_cases"].empty()) {
-    std::printf("%-24s %-34s %5s %10s %10s %9s\n", "memory case", "quantity", "stage", "published", "predicted",
-                "error");
+    std::printf("%-24s %-34s %5s %10s %10s %9s\n", "memory case", "quantity", "stage", "published",
+                "predicted", "error");
     for (const auto& m : r["memory_cases"]) {
-      std::snprintf(line, sizeof line, "%-24s %-34s %5d %8.2fGiB %8.2fGiB %+8.1f%%%s", m["id"].get<std::string>().c_str(),
-                    m["quantity"].get<std::string>().c_str(), m["stage"].get<int>(), m["published_GiB"].get<double>(),
-                    m["predicted_GiB"].get<double>(), m["error_pct"].get<double>(),
-                    m.contains("known_issue") ? "  (known issue)" : "");
+      std::snprintf(line, sizeof line, "%-24s %-34s %5d %8.2fGiB %8.2fGiB %+8.1f%%%s",
+                    m["id"].get<std::string>().c_str(), m["quantity"].get<std::string>().c_str(),
+                    m["stage"].get<int>(), m["published_GiB"].get<double>(), m["predicted_GiB"].get<double>(),
+                    m["error_pct"].get<double>(), m.contains("known_issue") ? "  (known issue)" : "");
       std::cout << line << "\n";
     }
-    std::snprintf(line, sizeof line, "memory: worst %.2f%% (target %.0f%%)", r["memory"]["max_abs_error_pct"].get<double>(),
-                  r["memory"]["target_pct"].get<double>());
+    std::snprintf(line, sizeof line, "memory: worst %.2f%% (target %.0f%%)",
+                  r["memory"]["max_abs_error_pct"].get<double>(), r["memory"]["target_pct"].get<double>());
     std::cout << line << "\n";
   }
   const bool met = r["targets_met"].get<bool>();
@@ -121,11 +124,16 @@ int run(const std::vector<std::string>& args) {
   std::string out_path, trace_path;
   for (size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--tree") tree = true;
-    else if (a == "--timeline") options.timeline = true;
-    else if (a == "--memory-curve") options.memory_curve = true;
-    else if (a == "--wall-time") options.wall_time = true;
-    else if ((a == "-o" || a == "--trace") && i + 1 < args.size()) (a == "-o" ? out_path : trace_path) = args[++i];
+    if (a == "--tree")
+      tree = true;
+    else if (a == "--timeline")
+      options.timeline = true;
+    else if (a == "--memory-curve")
+      options.memory_curve = true;
+    else if (a == "--wall-time")
+      options.wall_time = true;
+    else if ((a == "-o" || a == "--trace") && i + 1 < args.size())
+      (a == "-o" ? out_path : trace_path) = args[++i];
     else {
       std::cerr << "proteus " << cmd << ": unknown option '" << a << "'\n" << kUsage;
       return 2;

@@ -11,8 +11,8 @@
 // them. Build and run with fuzz/run.sh.
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "proteus/api.h"
@@ -37,7 +37,8 @@ constexpr int64_t kFuzzMaxSpans = 2'000;
 
 void check_error(const proteus::Error& e, const char* stage) {
   const std::string code = e.code;
-  if (code != "invalid_json" && code != "invalid_config" && code != "unknown_preset" && code != "limit_exceeded") {
+  if (code != "invalid_json" && code != "invalid_config" && code != "unknown_preset" &&
+      code != "limit_exceeded") {
     finding(std::string(stage) + ": error code \"" + code + "\" (" + e.path + "): " + e.what());
   }
   if (std::string(e.what()).empty()) finding(std::string(stage) + ": empty error message at " + e.path);

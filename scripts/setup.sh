@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Proteus needs on Debian 12, only where it is missing.
-#   scripts/setup.sh          native build and tests: cmake, g++, nlohmann-json, doctest
+#   scripts/setup.sh          native build and tests: cmake, g++, nlohmann-json, doctest, clang-format
 #   scripts/setup.sh --web    also the WebAssembly toolchain (emscripten), Node.js and Chromium
 set -euo pipefail
 want_web=0
@@ -11,6 +11,7 @@ command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
 [[ -f /usr/include/nlohmann/json.hpp ]] || need+=(nlohmann-json3-dev)
 [[ -f /usr/include/doctest/doctest.h ]] || need+=(doctest-dev)
+command -v clang-format >/dev/null || need+=(clang-format)
 if ((want_web)); then
   command -v em++ >/dev/null || need+=(emscripten)
   command -v node >/dev/null || need+=(nodejs npm)

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --web
+bash scripts/format.sh --check
 bash scripts/build.sh
 (cd build && ctest --output-on-failure)
 (

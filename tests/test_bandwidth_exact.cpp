@@ -23,16 +23,20 @@ using proteus::test::Lcg;
 // them (appended on add, swap-removed on remove), which is the order residuals are reduced in.
 class EagerReference {
  public:
-  explicit EagerReference(std::vector<double> capacity) : capacity_(std::move(capacity)), on_link_(capacity_.size()) {}
+  explicit EagerReference(std::vector<double> capacity)
+      : capacity_(std::move(capacity)), on_link_(capacity_.size()) {}
 
   void add(int id, const Path& path) {
     Path canon;
     for (const auto& p : path) {  // stable: duplicates add up in path order
       auto it = std::find_if(canon.begin(), canon.end(), [&](const auto& c) { return c.first == p.first; });
-      if (it == canon.end()) canon.push_back(p);
-      else it->second += p.second;
+      if (it == canon.end())
+        canon.push_back(p);
+      else
+        it->second += p.second;
     }
-    std::stable_sort(canon.begin(), canon.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::stable_sort(canon.begin(), canon.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
     if (id >= static_cast<int>(paths_.size())) paths_.resize(static_cast<size_t>(id) + 1);
     paths_[static_cast<size_t>(id)] = canon;
     for (const auto& lw : canon) on_link_[static_cast<size_t>(lw.first)].push_back(id);
@@ -53,7 +57,8 @@ class EagerReference {
     std::vector<double> rate(paths_.size(), 0);
     std::vector<int> component(capacity_.size(), -1);
     for (size_t seed = 0; seed < capacity_.size(); ++seed)
-      if (component[seed] < 0 && !on_link_[seed].empty()) solve_component(static_cast<int>(seed), component, rate);
+      if (component[seed] < 0 && !on_link_[seed].empty())
+        solve_component(static_cast<int>(seed), component, rate);
     return rate;
   }
 
@@ -76,7 +81,8 @@ class EagerReference {
     std::vector<double> residual(capacity_), weight_sum(n, 0);
     std::vector<int> unfrozen(n, 0);
     for (int f : flows)
-      for (const auto& [l, w] : paths_[static_cast<size_t>(f)]) weight_sum[static_cast<size_t>(l)] += w, ++unfrozen[static_cast<size_t>(l)];
+      for (const auto& [l, w] : paths_[static_cast<size_t>(f)])
+        weight_sum[static_cast<size_t>(l)] += w, ++unfrozen[static_cast<size_t>(l)];
     std::vector<char> frozen(paths_.size(), 0);
     double level = 0;
     for (;;) {
@@ -114,7 +120,7 @@ class EagerReference {
 // reference's exactly. Weights and capacities that do not add up exactly in binary, and
 // paths over few links, so that shares tie, round and fall while flows freeze.
 const std::vector<double> kUneven{1, 1.0 / 3, 0.7, 8.0 / 3, 2};  // the sorted summation path
-const std::vector<double> kIntegers{1, 3, 8, 7, 2};                // sums exact in any order
+const std::vector<double> kIntegers{1, 3, 8, 7, 2};              // sums exact in any order
 
 void check_against_reference(uint64_t seed, int links, int max_live, int max_hops,
                              const std::vector<double>& weights) {
@@ -129,7 +135,9 @@ void check_against_reference(uint64_t seed, int links, int max_live, int max_hop
     if (live.size() < 5 || (static_cast<int>(live.size()) < max_live && rng.below(100) < 55)) {
       Path path;
       const int hops = 1 + rng.below(max_hops);
-      for (int h = 0; h < hops; ++h) path.push_back({rng.below(links), weights[static_cast<size_t>(rng.below(static_cast<int>(weights.size())))]});
+      for (int h = 0; h < hops; ++h)
+        path.push_back(
+            {rng.below(links), weights[static_cast<size_t>(rng.below(static_cast<int>(weights.size())))]});
       const int id = bw.add_flow(path);
       ref.add(id, path);
       live.push_back(id);

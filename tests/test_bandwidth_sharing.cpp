@@ -16,7 +16,6 @@ namespace {
 // seconds or microseconds. Compare relatively.
 inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
 
-
 // Reference: textbook progressive filling over all flows at once, O(links^2), no heap, no
 // components. Rates of live flows (ids as in the solver under test).
 std::vector<double> reference_rates(const std::vector<double>& capacity,
@@ -36,7 +35,8 @@ std::vector<double> reference_rates(const std::vector<double>& capacity,
     double best = INFINITY;
     int best_link = -1;
     for (size_t l = 0; l < nl; ++l)
-      if (wsum[l] > 0 && residual[l] / wsum[l] < best) best = residual[l] / wsum[l], best_link = static_cast<int>(l);
+      if (wsum[l] > 0 && residual[l] / wsum[l] < best)
+        best = residual[l] / wsum[l], best_link = static_cast<int>(l);
     for (size_t f = 0; f < nf; ++f) {
       if (frozen[f]) continue;
       bool through = false;
@@ -162,7 +162,8 @@ TEST_CASE("bandwidth sharing: incremental and full re-solve agree over 10,000 ra
       const int hops = 1 + rng.below(4);
       // Local paths (a window of links) so components form, merge and split.
       const int start = rng.below(links);
-      for (int h = 0; h < hops; ++h) path.push_back({(start + h * (1 + rng.below(3))) % links, weights[rng.below(4)]});
+      for (int h = 0; h < hops; ++h)
+        path.push_back({(start + h * (1 + rng.below(3))) % links, weights[rng.below(4)]});
       const int id = inc.add_flow(path);
       const int id2 = full.add_flow(path);
       CHECK(id == id2);
@@ -171,7 +172,10 @@ TEST_CASE("bandwidth sharing: incremental and full re-solve agree over 10,000 ra
       std::vector<std::pair<int, double>> merged;
       for (auto p : path) {
         auto it = std::find_if(merged.begin(), merged.end(), [&](auto& m) { return m.first == p.first; });
-        if (it == merged.end()) merged.push_back(p); else it->second += p.second;
+        if (it == merged.end())
+          merged.push_back(p);
+        else
+          it->second += p.second;
       }
       flows[id] = merged;
       alive[id] = 1;

@@ -28,8 +28,8 @@ struct CollCount {
 
 // Collectives of one kind on the given axes whose label starts with `prefix`, in `phase`,
 // for micro-batch 0 on simulated rank 0.
-CollCount count(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase, const std::string& prefix,
-                int rank = 0) {
+CollCount count(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase,
+                const std::string& prefix, int rank = 0) {
   CollCount out;
   for (const Task& t : c.exec.tasks) {
     if (t.kind != TaskKind::Collective || t.rank != rank || t.phase != phase) continue;
@@ -124,8 +124,9 @@ TEST_CASE("layers split evenly, first and last chunks lighter") {
 TEST_CASE("Megatron tensor parallelism: 2 all-reduces per layer forward and backward, s*b*h*2 bytes") {
   const int h = 1024, heads = 16, s = 512, t = 4;
   const int b = 2;
-  const std::string cfg = config_json(gpt_model(2, h, heads, s, 32000), R"({"preset":"dgx-a100-80g","nodes":1})", 2 * b * 2,
-                                      R"({"dp":2,"tp":4,"pp":1,"micro_batch":2})");
+  const std::string cfg =
+      config_json(gpt_model(2, h, heads, s, 32000), R"({"preset":"dgx-a100-80g","nodes":1})", 2 * b * 2,
+                  R"({"dp":2,"tp":4,"pp":1,"micro_batch":2})");
   const CompiledModel c = compile_text(cfg);
   const double bytes = double(s) * b * h * 2;  // activation [b, s, h] in bf16, per data-parallel rank
   const AxisMask tp = axis_bit(kAxisTp);
@@ -139,10 +140,12 @@ TEST_CASE("Megatron tensor parallelism: 2 all-reduces per layer forward and back
   (void)t;
 }
 
-TEST_CASE("sequence parallelism: 2 all-gathers + 2 reduce-scatters per layer, same bytes, backward mirrored") {
+TEST_CASE(
+    "sequence parallelism: 2 all-gathers + 2 reduce-scatters per layer, same bytes, backward mirrored") {
   const int h = 1024, heads = 16, s = 512, b = 1;
-  const std::string cfg = config_json(gpt_model(2, h, heads, s, 32000), R"({"preset":"dgx-a100-80g","nodes":1})", 8,
-                                      R"({"dp":2,"tp":4,"pp":1,"micro_batch":1,"sequence_parallel":true})");
+  const std::string cfg =
+      config_json(gpt_model(2, h, heads, s, 32000), R"({"preset":"dgx-a100-80g","nodes":1})", 8,
+                  R"({"dp":2,"tp":4,"pp":1,"micro_batch":1,"sequence_parallel":true})");
   const CompiledModel c = compile_text(cfg);
   const double bytes = double(s) * b * h * 2;
   const AxisMask tp = axis_bit(kAxisTp);
@@ -158,7 +161,8 @@ TEST_CASE("sequence parallelism: 2 all-gathers + 2 reduce-scatters per layer, sa
   CHECK(count(c, CollectiveKind::ReduceScatter, tp, Phase::BackwardInput, "layers.0.").count == 2);
 }
 
-TEST_CASE("data-parallel gradients: all-reduce of parameters x 4 bytes; ZeRO-2 reduce-scatter; ZeRO-3 weight gathers") {
+TEST_CASE(
+    "data-parallel gradients: all-reduce of parameters x 4 bytes; ZeRO-2 reduce-scatter; ZeRO-3 weight gathers") {
   const std::string model = gpt_model(2, 512, 8, 256, 8000);
   auto grad_bytes = [&](const CompiledModel& c, CollectiveKind kind) {
     double sum = 0;
@@ -172,12 +176,12 @@ TEST_CASE("data-parallel gradients: all-reduce of parameters x 4 bytes; ZeRO-2 r
   const double params = static_cast<double>(z0.stats.parameters);
   CHECK(grad_bytes(z0, CollectiveKind::AllReduce) == doctest::Approx(params * 4));
   CHECK(grad_bytes(z0, CollectiveKind::ReduceScatter) == 0);
-  const CompiledModel z2 = compile_text(
-      config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16, R"({"dp":8,"micro_batch":1,"zero":2})"));
+  const CompiledModel z2 = compile_text(config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16,
+                                                    R"({"dp":8,"micro_batch":1,"zero":2})"));
   CHECK(grad_bytes(z2, CollectiveKind::AllReduce) == 0);
   CHECK(grad_bytes(z2, CollectiveKind::ReduceScatter) == doctest::Approx(params * 4));
-  const CompiledModel z3 = compile_text(
-      config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16, R"({"dp":8,"micro_batch":1,"zero":3})"));
+  const CompiledModel z3 = compile_text(config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16,
+                                                    R"({"dp":8,"micro_batch":1,"zero":3})"));
   int64_t weight_gathers = 0;
   for (const CollectiveStat& s : z3.stats.collectives)
     if (s.purpose == "weight" && s.kind == "all_gather") weight_gathers += s.count;
@@ -189,11 +193,12 @@ TEST_CASE("data-parallel gradients: all-reduce of parameters x 4 bytes; ZeRO-2 r
   CHECK(grad_bytes(z3, CollectiveKind::ReduceScatter) == doctest::Approx(params * 4));
 }
 
-TEST_CASE("pipeline: p2p of s*b*h*2 bytes per micro-batch per boundary, both directions; tied embedding all-reduce") {
+TEST_CASE(
+    "pipeline: p2p of s*b*h*2 bytes per micro-batch per boundary, both directions; tied embedding all-reduce") {
   const int h = 512, s = 256, b = 2;
-  const CompiledModel c = compile_text(config_json(gpt_model(8, h, 8, s, 8000),
-                                                   R"({"preset":"dgx-a100-80g","nodes":1})", 16,
-                                                   R"({"dp":2,"pp":4,"micro_batch":2})"));
+  const CompiledModel c =
+      compile_text(config_json(gpt_model(8, h, 8, s, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 16,
+                               R"({"dp":2,"pp":4,"micro_batch":2})"));
   REQUIRE(c.stats.p2p_bytes_per_boundary.size() == 3);
   for (double bytes : c.stats.p2p_bytes_per_boundary) CHECK(bytes == doctest::Approx(double(s) * b * h * 2));
   // Stage 1 sends activations forward and gradients backward for each of its 4 micro-batches.
@@ -205,7 +210,10 @@ TEST_CASE("pipeline: p2p of s*b*h*2 bytes per micro-batch per boundary, both dir
   // Tied input/output embeddings live on stages 0 and 3: one all-reduce between them.
   int tied = 0;
   for (const CollectiveStat& st : c.stats.collectives)
-    if (st.purpose == "tied_embedding") { tied += static_cast<int>(st.count); CHECK(st.group_size == 2); }
+    if (st.purpose == "tied_embedding") {
+      tied += static_cast<int>(st.count);
+      CHECK(st.group_size == 2);
+    }
   CHECK(tied == 2);  // one on stage 0 and one on stage 3
 }
 
@@ -221,22 +229,25 @@ TEST_CASE("invalid strategies name their JSON path") {
   const std::string model = gpt_model(4, 512, 8, 256, 8000);
   const std::string node = R"({"preset":"dgx-a100-80g","nodes":1})";
   CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"tp":3})")) != "no error");
-  CHECK(path_of(config_json(gpt_model(4, 512, 32, 256, 8000), node, 16, R"({"dp":8,"micro_batch":1,"tp":1,"pp":1})")) ==
-        "no error");
+  CHECK(path_of(config_json(gpt_model(4, 512, 32, 256, 8000), node, 16,
+                            R"({"dp":8,"micro_batch":1,"tp":1,"pp":1})")) == "no error");
   CHECK(path_of(config_json(model, node, 16, R"({"dp":1,"tp":1,"pp":8})")) == "strategy.pp");
   CHECK(path_of(config_json(model, node, 16, R"({"dp":4,"tp":1,"pp":1})")).rfind("strategy", 0) == 0);
   CHECK(path_of(config_json(model, node, 12, R"({"dp":8})")) == "training.global_batch");
-  CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"overrides":[{"path":"nothing.here","map":{"dp":null}}]})")) ==
+  CHECK(path_of(config_json(model, node, 16,
+                            R"({"dp":8,"overrides":[{"path":"nothing.here","map":{"dp":null}}]})")) ==
         "strategy.overrides[0].path");
 }
 
 TEST_CASE("MoE with expert parallelism: two all-to-alls per MoE layer per direction, of the routed tokens") {
   // 4 experts, top-2, ep=4 inside dp=4; seq 128, micro-batch 1, hidden 256, bf16.
-  const std::string model = R"({"kind":"transformer","name":"tiny-moe","layers":2,"hidden":256,"heads":4,"kv_heads":4,
+  const std::string model =
+      R"({"kind":"transformer","name":"tiny-moe","layers":2,"hidden":256,"heads":4,"kv_heads":4,
       "ffn_hidden":512,"seq_len":128,"vocab":1000,"mlp":"swiglu","norm":"rmsnorm","tied_embeddings":false,"bias":false,
       "dropout":false,"learned_positions":false,"moe":{"experts":4,"top_k":2}})";
-  const CompiledModel c = compile_text(config_json(model, R"({"preset":"dgx-h100","nodes":1,"gpus_per_node":4})", 8,
-                                                   R"({"dp":4,"ep":4,"micro_batch":1})"));
+  const CompiledModel c =
+      compile_text(config_json(model, R"({"preset":"dgx-h100","nodes":1,"gpus_per_node":4})", 8,
+                               R"({"dp":4,"ep":4,"micro_batch":1})"));
   // Routed tensor per rank: E x c x h x 2 bytes for the rank's own sample, c = ceil(1.0*128*2/4) = 64
   // slots per expert: 4 * 64 * 256 * 2 = 131072 bytes, sent as one all-to-all over ep.
   const AxisMask ep = axis_bit(kAxisEp);

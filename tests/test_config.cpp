@@ -37,13 +37,13 @@ Error error_of(const std::string& text) {
 Error error_of(const json& config) { return error_of(config.dump()); }
 Error error_of(const char* text) { return error_of(std::string(text)); }
 
-#define CHECK_ERROR(config, expected_code, expected_path)                   \
-  do {                                                                      \
-    Error error_ = error_of(config);                                        \
-    INFO("message: " << error_.what());                                     \
-    CHECK(error_.code == (expected_code));                                  \
-    CHECK(error_.path == (expected_path));                                  \
-    CHECK(std::string(error_.what()).size() > 10);                          \
+#define CHECK_ERROR(config, expected_code, expected_path) \
+  do {                                                    \
+    Error error_ = error_of(config);                      \
+    INFO("message: " << error_.what());                   \
+    CHECK(error_.code == (expected_code));                \
+    CHECK(error_.path == (expected_path));                \
+    CHECK(std::string(error_.what()).size() > 10);        \
   } while (false)
 
 }  // namespace
@@ -90,7 +90,8 @@ TEST_CASE("config: preset objects merge deeply") {
 TEST_CASE("config: a scenario preset with overrides") {
   Config plain = parse_config(R"({"preset": "default"})");
   CHECK(plain.strategy.tp == 4);
-  Config c = parse_config(R"({"preset": "default", "strategy": {"tp": 2, "dp": 8}, "model": {"layers": 16}})");
+  Config c =
+      parse_config(R"({"preset": "default", "strategy": {"tp": 2, "dp": 8}, "model": {"layers": 16}})");
   CHECK(c.strategy.tp == 2);
   CHECK(c.strategy.dp == 8);
   CHECK(c.strategy.pp == 2);  // kept from the scenario
@@ -284,7 +285,8 @@ TEST_CASE("config: model checks") {
   CHECK_ERROR(j, "invalid_config", "model.moe.top_k");
   j["model"] = json::parse(R"({"preset": "llama3-8b", "moe": {"experts": 8}})");
   CHECK_ERROR(j, "invalid_config", "model.moe.top_k");
-  j["model"] = json::parse(R"({"preset": "llama3-8b", "moe": {"experts": 8, "top_k": 2, "capacity_factor": 0}})");
+  j["model"] =
+      json::parse(R"({"preset": "llama3-8b", "moe": {"experts": 8, "top_k": 2, "capacity_factor": 0}})");
   CHECK_ERROR(j, "invalid_config", "model.moe.capacity_factor");
   j["model"] = json::parse(R"({"preset": "resnet50", "image_size": 16})");  // five halvings need >= 32
   j["strategy"] = {{"dp", 32}};
@@ -351,7 +353,8 @@ TEST_CASE("config: cluster checks") {
   j["cluster"]["intra_node"] = {{"links", json::parse(R"([[0,1,1,2,2,0,0,0],[1,0,2,1,0,2,0,0]])")}};
   CHECK_ERROR(j, "invalid_config", "cluster.intra_node.links");
   j = base_config();
-  j["cluster"] = json::parse(R"({"preset": "gtx1080ti-1ib", "nodes": 4, "intra_node": {"pcie_fanout": [2, 2, 1]}})");
+  j["cluster"] =
+      json::parse(R"({"preset": "gtx1080ti-1ib", "nodes": 4, "intra_node": {"pcie_fanout": [2, 2, 1]}})");
   CHECK_ERROR(j, "invalid_config", "cluster.intra_node.pcie_fanout");
   j["cluster"]["intra_node"] = {{"pcie_fanout", json::array()}};
   CHECK_ERROR(j, "invalid_config", "cluster.intra_node.pcie_fanout");
@@ -468,7 +471,8 @@ TEST_CASE("config: batch checks") {
   j["strategy"] = {{"dp", 8}, {"tp", 4}, {"micro_batch", 8}};
   Error e = error_of(j);
   CHECK(e.path == "strategy.micro_batch");
-  CHECK(std::string(e.what()) == "micro_batch=8 is larger than the per-replica batch 4 (global_batch 32 / dp 8)");
+  CHECK(std::string(e.what()) ==
+        "micro_batch=8 is larger than the per-replica batch 4 (global_batch 32 / dp 8)");
   j["strategy"]["micro_batch"] = 3;  // 4 % 3 != 0
   CHECK_ERROR(j, "invalid_config", "training.global_batch");
   j["strategy"]["micro_batch"] = 0;

@@ -12,7 +12,6 @@ namespace {
 // seconds or microseconds. Compare relatively.
 inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
 
-
 // A100 SXM4 80GB-like: 108 SMs, 312 TFLOPS bf16, 19.5 fp32, 2039 GB/s HBM; calibration:
 // gemm_max_efficiency 0.8, 128 x 128 tiles, attention 0.5, memory-bound 0.8, 4 us per launch.
 CostModel a100() {

@@ -46,12 +46,13 @@ TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-sh
   for (const proteus::Task& t : compiled.exec.tasks) {
     if (t.kind != proteus::TaskKind::Compute) continue;
     const proteus::ComputeWork& w = compiled.exec.work_of(t);
-    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention)) continue;
+    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
+      continue;
     compiler.insert(proteus::op_signature(w, proteus::Precision::Fp16));
   }
-  const std::string listed =
-      run("python3 " PROTEUS_SOURCE_DIR "/scripts/measure_ops.py --list --precision fp16 --tp 4 --micro-batch 2 "
-          "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
+  const std::string listed = run("python3 " PROTEUS_SOURCE_DIR
+                                 "/scripts/measure_ops.py --list --precision fp16 --tp 4 --micro-batch 2 "
+                                 "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
   std::set<std::string> script;
   std::istringstream lines(listed);
   for (std::string line; std::getline(lines, line);)

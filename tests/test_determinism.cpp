@@ -18,7 +18,8 @@ std::string first_difference(const std::string& a, const std::string& b) {
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   const size_t line_start = a.rfind('\n', i == 0 ? 0 : i - 1);
   const size_t from = line_start == std::string::npos ? 0 : line_start + 1;
-  return "at byte " + std::to_string(i) + ": \"" + a.substr(from, 120) + "\" vs \"" + b.substr(from, 120) + "\"";
+  return "at byte " + std::to_string(i) + ": \"" + a.substr(from, 120) + "\" vs \"" + b.substr(from, 120) +
+         "\"";
 }
 
 void check_same(const std::string& what, const std::string& a, const std::string& b) {
@@ -46,7 +47,8 @@ TEST_CASE("determinism: every scenario preset gives byte-identical results run a
     timeline.timeline = true;
     const std::string with_timeline = proteus::simulate_json(config, timeline);
     CHECK(with_timeline.find("\"timeline\"") != std::string::npos);
-    check_same(preset.name + " result with timeline", with_timeline, proteus::simulate_json(config, timeline));
+    check_same(preset.name + " result with timeline", with_timeline,
+               proteus::simulate_json(config, timeline));
   }
   CHECK(scenarios >= 8);
 }
@@ -55,7 +57,8 @@ TEST_CASE("determinism: the Chrome trace and the resolved config are byte-identi
   for (const char* name : {"default", "mixtral-8x7b-ep", "alexnet-hybrid", "dlrm-table-parallel"}) {
     CAPTURE(name);
     const std::string config = scenario_config(name);
-    check_same(std::string(name) + " trace", proteus::chrome_trace_json(config), proteus::chrome_trace_json(config));
+    check_same(std::string(name) + " trace", proteus::chrome_trace_json(config),
+               proteus::chrome_trace_json(config));
     check_same(std::string(name) + " show", proteus::show_json(config), proteus::show_json(config));
   }
 }

@@ -63,8 +63,8 @@ Task compute_task(ExecGraph& g, int rank, double flops, Stream stream = Stream::
 }
 
 // A collective over `members` (rank r = GPU r); returns its member task ids.
-std::vector<int> add_collective(ExecGraph& g, CollectiveKind kind, const std::vector<int>& members, double bytes,
-                                Stream stream, const std::vector<std::vector<int>>& deps = {}) {
+std::vector<int> add_collective(ExecGraph& g, CollectiveKind kind, const std::vector<int>& members,
+                                double bytes, Stream stream, const std::vector<std::vector<int>>& deps = {}) {
   Collective c;
   c.kind = kind;
   c.bytes = bytes;
@@ -159,7 +159,8 @@ TEST_CASE("a collective starts when every member is at the head of its stream, a
   const double latency = plan_collective(topo, CollectiveKind::AllReduce, {0, 1}, S).latency_s;
   for (int t : ar) {
     CHECK(tr.task_start_s[static_cast<size_t>(t)] == doctest::Approx(dB).epsilon(1e-12));
-    CHECK(tr.task_end_s[static_cast<size_t>(t)] == doctest::Approx(dB + S / kNvlink_Bps + latency).epsilon(1e-9));
+    CHECK(tr.task_end_s[static_cast<size_t>(t)] ==
+          doctest::Approx(dB + S / kNvlink_Bps + latency).epsilon(1e-9));
   }
   CHECK(tr.ranks[0].busy_s[static_cast<size_t>(Stream::TpComm)] ==
         doctest::Approx(S / kNvlink_Bps + latency).epsilon(1e-9));
@@ -290,8 +291,9 @@ TEST_CASE("memory: static bytes plus events at task start and end; breakdown at 
   ExecGraph g = plain_graph(1);
   g.ranks[0].static_bytes = {10 * GiB, 0, 5 * GiB, 0, 0};
   const int a = g.add_task(compute_task(g, 0, 1e12), {}, {{MemCategory::Activations, false, 2 * GiB}});
-  const int b = g.add_task(compute_task(g, 0, 1e12), {a},
-                           {{MemCategory::Activations, false, 3 * GiB}, {MemCategory::Activations, true, -1 * GiB}});
+  const int b =
+      g.add_task(compute_task(g, 0, 1e12), {a},
+                 {{MemCategory::Activations, false, 3 * GiB}, {MemCategory::Activations, true, -1 * GiB}});
   g.add_task(compute_task(g, 0, 1e12), {b},
              {{MemCategory::CommBuffers, false, 1 * GiB},
               {MemCategory::CommBuffers, true, -1 * GiB},
@@ -300,7 +302,8 @@ TEST_CASE("memory: static bytes plus events at task start and end; breakdown at 
   const RankTrace& r = tr.ranks[0];
   CHECK(r.peak_memory_bytes == doctest::Approx(20 * GiB));
   CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::Weights)] == doctest::Approx(10 * GiB));
-  CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::OptimizerStates)] == doctest::Approx(5 * GiB));
+  CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::OptimizerStates)] ==
+        doctest::Approx(5 * GiB));
   CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::Activations)] == doctest::Approx(5 * GiB));
   CHECK(r.memory_at_peak_bytes[static_cast<size_t>(MemCategory::CommBuffers)] == 0.0);
   REQUIRE(r.memory_curve.size() == 6);
@@ -364,7 +367,8 @@ namespace {
 
 // Simulates the same programs reduced (one rank per stage) and in full (every GPU); the
 // iteration time and the representative's busy times must agree to 1e-9.
-void check_symmetry(const ClusterSpec& cl, const Mesh& mesh, const std::vector<std::vector<ProgramOp>>& programs) {
+void check_symmetry(const ClusterSpec& cl, const Mesh& mesh,
+                    const std::vector<std::vector<ProgramOp>>& programs) {
   const Topology topo = build_topology(cl);
   const CostModel cost = test_cost(cl);
   const ExecGraph reduced = build_graph(mesh, programs, true);
@@ -380,7 +384,8 @@ void check_symmetry(const ClusterSpec& cl, const Mesh& mesh, const std::vector<s
     for (int s = 0; s < kNumStreams; ++s)
       CHECK(close_rel(tr.ranks[r].busy_s[static_cast<size_t>(s)] + 1e-300,
                       tf.ranks[static_cast<size_t>(gpu)].busy_s[static_cast<size_t>(s)] + 1e-300));
-    CHECK(close_rel(tr.ranks[r].exposed_comm_s + 1e-300, tf.ranks[static_cast<size_t>(gpu)].exposed_comm_s + 1e-300));
+    CHECK(close_rel(tr.ranks[r].exposed_comm_s + 1e-300,
+                    tf.ranks[static_cast<size_t>(gpu)].exposed_comm_s + 1e-300));
   }
   CHECK(tr.iteration_time_s > 0);
 }
@@ -396,15 +401,17 @@ TEST_CASE("symmetry: data-parallel all-reduces of 8 groups sharing one NIC per n
   cl.gpu.comm_slowdown_with_compute = 1.1;
   const AxisMask tp = axis_bit(kAxisTp), dp = axis_bit(kAxisDp);
   std::vector<ProgramOp> p;
-  p.push_back(compute_op("layers.0.fc", Phase::Forward, 2e12));                                      // 0
-  p.push_back(collective_op("layers.0.tp_ar", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {0}));  // 1
-  p.push_back(compute_op("layers.1.fc", Phase::Forward, 2e12, {1}));                                 // 2
-  p.push_back(compute_op("layers.1.fc", Phase::BackwardInput, 4e12, {2}));                           // 3
+  p.push_back(compute_op("layers.0.fc", Phase::Forward, 2e12));  // 0
+  p.push_back(
+      collective_op("layers.0.tp_ar", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {0}));         // 1
+  p.push_back(compute_op("layers.1.fc", Phase::Forward, 2e12, {1}));                                      // 2
+  p.push_back(compute_op("layers.1.fc", Phase::BackwardInput, 4e12, {2}));                                // 3
   p.push_back(collective_op("grad.bucket1", CollectiveKind::AllReduce, dp, 300e6, Stream::DpComm, {3}));  // 4
-  p.push_back(compute_op("layers.0.fc", Phase::BackwardInput, 4e12, {3}));                           // 5
-  p.push_back(collective_op("layers.0.tp_ar_b", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {5}));  // 6
+  p.push_back(compute_op("layers.0.fc", Phase::BackwardInput, 4e12, {3}));                                // 5
+  p.push_back(
+      collective_op("layers.0.tp_ar_b", CollectiveKind::AllReduce, tp, 64e6, Stream::TpComm, {5}));       // 6
   p.push_back(collective_op("grad.bucket0", CollectiveKind::AllReduce, dp, 200e6, Stream::DpComm, {6}));  // 7
-  p.push_back(compute_op("optimizer", Phase::Optimizer, 1e11, {4, 7}));                              // 8
+  p.push_back(compute_op("optimizer", Phase::Optimizer, 1e11, {4, 7}));                                   // 8
   check_symmetry(cl, make_mesh(1, 2, 8), {p});
 }
 
@@ -416,13 +423,13 @@ TEST_CASE("symmetry: tensor- and data-parallel traffic contending on NVSwitch, w
   cl.gpu.comm_slowdown_with_compute = 1.15;
   const AxisMask tp = axis_bit(kAxisTp), dp = axis_bit(kAxisDp);
   std::vector<ProgramOp> p;
-  p.push_back(compute_op("a", Phase::Forward, 1e12));                                                // 0
-  p.push_back(collective_op("tp1", CollectiveKind::AllReduce, tp, 500e6, Stream::TpComm, {0}));      // 1
-  p.push_back(collective_op("dp1", CollectiveKind::AllReduce, dp, 700e6, Stream::DpComm, {0}));      // 2
-  p.push_back(compute_op("b", Phase::Forward, 3e12, {0}));                                           // 3
-  p.push_back(collective_op("ag", CollectiveKind::AllGather, tp, 400e6, Stream::TpComm, {3}));       // 4
-  p.push_back(collective_op("rs", CollectiveKind::ReduceScatter, dp, 400e6, Stream::DpComm, {4}));   // 5
-  p.push_back(compute_op("c", Phase::BackwardInput, 2e12, {4}));                                     // 6
+  p.push_back(compute_op("a", Phase::Forward, 1e12));                                               // 0
+  p.push_back(collective_op("tp1", CollectiveKind::AllReduce, tp, 500e6, Stream::TpComm, {0}));     // 1
+  p.push_back(collective_op("dp1", CollectiveKind::AllReduce, dp, 700e6, Stream::DpComm, {0}));     // 2
+  p.push_back(compute_op("b", Phase::Forward, 3e12, {0}));                                          // 3
+  p.push_back(collective_op("ag", CollectiveKind::AllGather, tp, 400e6, Stream::TpComm, {3}));      // 4
+  p.push_back(collective_op("rs", CollectiveKind::ReduceScatter, dp, 400e6, Stream::DpComm, {4}));  // 5
+  p.push_back(compute_op("c", Phase::BackwardInput, 2e12, {4}));                                    // 6
   check_symmetry(cl, make_mesh(1, 2, 4), {p});
 }
 
@@ -434,27 +441,27 @@ TEST_CASE("symmetry: a 2-stage pipeline with send-recv across nodes") {
   const AxisMask tp = axis_bit(kAxisTp);
   const double act = 50e6;
   std::vector<ProgramOp> s0, s1;
-  s0.push_back(compute_op("s0.f", Phase::Forward, 1e12, {}, 0));                                          // 0
-  s0.push_back(collective_op("s0.tp.f0", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {0}, 0));   // 1
-  s0.push_back(p2p_op("act0", 1, true, act, {1}, 0));                                                     // 2
-  s0.push_back(compute_op("s0.f", Phase::Forward, 1e12, {1}, 1));                                         // 3
-  s0.push_back(collective_op("s0.tp.f1", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {3}, 1));   // 4
-  s0.push_back(p2p_op("act1", 1, true, act, {4}, 1));                                                     // 5
-  s0.push_back(p2p_op("grad0", 1, false, act, {}, 0));                                                    // 6
-  s0.push_back(p2p_op("grad1", 1, false, act, {}, 1));                                                    // 7
-  s0.push_back(compute_op("s0.b", Phase::BackwardInput, 2e12, {6, 4}, 0));                                // 8
-  s0.push_back(compute_op("s0.b", Phase::BackwardInput, 2e12, {7, 8}, 1));                                // 9
+  s0.push_back(compute_op("s0.f", Phase::Forward, 1e12, {}, 0));                                         // 0
+  s0.push_back(collective_op("s0.tp.f0", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {0}, 0));  // 1
+  s0.push_back(p2p_op("act0", 1, true, act, {1}, 0));                                                    // 2
+  s0.push_back(compute_op("s0.f", Phase::Forward, 1e12, {1}, 1));                                        // 3
+  s0.push_back(collective_op("s0.tp.f1", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {3}, 1));  // 4
+  s0.push_back(p2p_op("act1", 1, true, act, {4}, 1));                                                    // 5
+  s0.push_back(p2p_op("grad0", 1, false, act, {}, 0));                                                   // 6
+  s0.push_back(p2p_op("grad1", 1, false, act, {}, 1));                                                   // 7
+  s0.push_back(compute_op("s0.b", Phase::BackwardInput, 2e12, {6, 4}, 0));                               // 8
+  s0.push_back(compute_op("s0.b", Phase::BackwardInput, 2e12, {7, 8}, 1));                               // 9
 
-  s1.push_back(p2p_op("act0", 0, false, act, {}, 0));                                                     // 0
-  s1.push_back(p2p_op("act1", 0, false, act, {}, 1));                                                     // 1
-  s1.push_back(compute_op("s1.f", Phase::Forward, 1.5e12, {0}, 0));                                       // 2
-  s1.push_back(collective_op("s1.tp.f0", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {2}, 0));   // 3
-  s1.push_back(compute_op("s1.f", Phase::Forward, 1.5e12, {1, 3}, 1));                                    // 4
-  s1.push_back(collective_op("s1.tp.f1", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {4}, 1));   // 5
-  s1.push_back(compute_op("s1.b", Phase::BackwardInput, 3e12, {5}, 0));                                   // 6
-  s1.push_back(p2p_op("grad0", 0, true, act, {6}, 0));                                                    // 7
-  s1.push_back(compute_op("s1.b", Phase::BackwardInput, 3e12, {6}, 1));                                   // 8
-  s1.push_back(p2p_op("grad1", 0, true, act, {8}, 1));                                                    // 9
+  s1.push_back(p2p_op("act0", 0, false, act, {}, 0));                                                    // 0
+  s1.push_back(p2p_op("act1", 0, false, act, {}, 1));                                                    // 1
+  s1.push_back(compute_op("s1.f", Phase::Forward, 1.5e12, {0}, 0));                                      // 2
+  s1.push_back(collective_op("s1.tp.f0", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {2}, 0));  // 3
+  s1.push_back(compute_op("s1.f", Phase::Forward, 1.5e12, {1, 3}, 1));                                   // 4
+  s1.push_back(collective_op("s1.tp.f1", CollectiveKind::AllReduce, tp, 30e6, Stream::TpComm, {4}, 1));  // 5
+  s1.push_back(compute_op("s1.b", Phase::BackwardInput, 3e12, {5}, 0));                                  // 6
+  s1.push_back(p2p_op("grad0", 0, true, act, {6}, 0));                                                   // 7
+  s1.push_back(compute_op("s1.b", Phase::BackwardInput, 3e12, {6}, 1));                                  // 8
+  s1.push_back(p2p_op("grad1", 0, true, act, {8}, 1));                                                   // 9
   // Queue order on each stage's pp stream follows program order: s0 sends act0, act1 then
   // receives grad0, grad1; s1 receives act0, act1 then sends grad0, grad1: consistent.
   check_symmetry(cl, make_mesh(2, 1, 4), {s0, s1});
@@ -501,7 +508,8 @@ TEST_CASE("more events than simulation.max_events is a limit error") {
   const ClusterSpec cl = test_cluster(1, 1, 1);
   ExecGraph g = plain_graph(1);
   int prev = -1;
-  for (int i = 0; i < 10; ++i) prev = g.add_task(compute_task(g, 0, 1e10), prev < 0 ? std::vector<int>{} : std::vector<int>{prev});
+  for (int i = 0; i < 10; ++i)
+    prev = g.add_task(compute_task(g, 0, 1e10), prev < 0 ? std::vector<int>{} : std::vector<int>{prev});
   ExecOptions o;
   o.max_events = 5;
   try {

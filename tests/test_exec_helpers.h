@@ -23,13 +23,13 @@ struct ProgramOp {
   Stream stream = Stream::Compute;
   int mb = 0;
   std::string label;
-  ComputeWork work;                     // compute
+  ComputeWork work;  // compute
   CollectiveKind kind = CollectiveKind::AllReduce;
-  AxisMask axes = 0;                    // collective (send-recv: pp)
+  AxisMask axes = 0;  // collective (send-recv: pp)
   double bytes = 0;
-  int peer_stage = -1;                  // send-recv: the stage at the other end
-  bool sender = true;                   // send-recv: this stage sends (group = {me, peer}) or receives
-  std::vector<int> deps;                // op indices in the same program
+  int peer_stage = -1;    // send-recv: the stage at the other end
+  bool sender = true;     // send-recv: this stage sends (group = {me, peer}) or receives
+  std::vector<int> deps;  // op indices in the same program
   std::vector<MemEvent> mem;
 };
 
@@ -120,7 +120,8 @@ inline ExecGraph build_graph(const Mesh& mesh, const std::vector<std::vector<Pro
         if (op.kind == CollectiveKind::SendRecv) {
           auto peer = coords;
           peer[kAxisPp] = op.peer_stage;
-          group = op.sender ? std::vector<int>{gpu, mesh.gpu_of(peer)} : std::vector<int>{mesh.gpu_of(peer), gpu};
+          group =
+              op.sender ? std::vector<int>{gpu, mesh.gpu_of(peer)} : std::vector<int>{mesh.gpu_of(peer), gpu};
         } else {
           group = mesh.group(gpu, op.axes);
         }

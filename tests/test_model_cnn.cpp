@@ -22,7 +22,9 @@ ModelSpec cnn(CnnArch arch, int64_t image = 224) {
   return m;
 }
 
-OpGraph build(const ModelSpec& m, int64_t batch = 1) { return build_op_graph(m, training(0, Precision::Fp32), batch); }
+OpGraph build(const ModelSpec& m, int64_t batch = 1) {
+  return build_op_graph(m, training(0, Precision::Fp32), batch);
+}
 
 double gemm_macs_per_sample(const OpGraph& g) {
   double macs = 0;
@@ -53,7 +55,8 @@ TEST_CASE("model: CNN multiply-accumulates match torchvision's tables") {
   CHECK(gemm_macs_per_sample(build(cnn(CnnArch::AlexNet), 2)) == doctest::Approx(0.71e9).epsilon(0.01));
   CHECK(gemm_macs_per_sample(build(cnn(CnnArch::Vgg19), 2)) == doctest::Approx(19.63e9).epsilon(0.01));
   CHECK(gemm_macs_per_sample(build(cnn(CnnArch::ResNet50), 2)) == doctest::Approx(4.09e9).epsilon(0.01));
-  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::InceptionV3, 299), 2)) == doctest::Approx(5.71e9).epsilon(0.01));
+  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::InceptionV3, 299), 2)) ==
+        doctest::Approx(5.71e9).epsilon(0.01));
 }
 
 TEST_CASE("model: every CNN is a valid DAG") {
@@ -135,7 +138,8 @@ TEST_CASE("model: CNN classifiers use in/out dims; AlexNet and VGG-19 blocks") {
   CHECK(find_module(a, "features.conv5") >= 0);
   std::vector<std::string> cls;
   for (int o : a.modules[find_module(a, "classifier")].ops) cls.push_back(a.ops[o].name);
-  CHECK(cls == std::vector<std::string>{"dropout1", "fc1", "relu1", "dropout2", "fc2", "relu2", "fc3", "loss"});
+  CHECK(cls ==
+        std::vector<std::string>{"dropout1", "fc1", "relu1", "dropout2", "fc2", "relu2", "fc3", "loss"});
   const Op* fc1 = find_op(a, "classifier", "fc1");
   CHECK(fc1->dims[fc1->find_dim("in")].size == 9216);
   CHECK(fc1->dims[fc1->find_dim("out")].size == 4096);

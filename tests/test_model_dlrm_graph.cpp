@@ -118,7 +118,7 @@ TEST_CASE("model: an explicit op list becomes a chain with one module per op") {
   const Op* c = find_op(g, "conv", "conv");
   REQUIRE(c != nullptr);
   CHECK(c->fwd_flops == 2.0 * 4 * 16 * 32 * 32 * 3 * 9 + 4 * 16 * 32 * 32);  // GEMM + bias
-  CHECK(c->bwd_input_flops == 0);  // reads only the model input
+  CHECK(c->bwd_input_flops == 0);                                            // reads only the model input
   const Op* f = find_op(g, "fc", "fc");
   CHECK(dim_names(*f) == "batch,out,in");
   CHECK(f->dims[2].size == 16384);

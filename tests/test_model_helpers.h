@@ -117,7 +117,8 @@ inline std::string check_graph(const OpGraph& g) {
       if (auto e = check_use(u, "input"); !e.empty()) return e;
       const Tensor& t = g.tensors[u.tensor];
       if (t.is_weight) return op.name + " reads a weight as an input";
-      if (t.producer >= 0 && !produced[u.tensor]) return op.name + " reads " + t.name + " before it is produced";
+      if (t.producer >= 0 && !produced[u.tensor])
+        return op.name + " reads " + t.name + " before it is produced";
     }
     for (const TensorUse& u : op.weights) {
       if (auto e = check_use(u, "weight"); !e.empty()) return e;
@@ -139,9 +140,11 @@ inline std::string check_graph(const OpGraph& g) {
       for (const TensorUse& u : op.inputs) saved_as_input[u.tensor] = 1;
   for (const Op& op : g.ops)
     for (const TensorUse& u : op.saved_extra)
-      if (saved_as_input[u.tensor]) return op.name + " lists " + g.tensors[u.tensor].name + " in saved_extra again";
+      if (saved_as_input[u.tensor])
+        return op.name + " lists " + g.tensors[u.tensor].name + " in saved_extra again";
   for (size_t m = 1; m < g.modules.size(); ++m)
-    if (g.modules[m].parent < 0 || g.modules[m].parent >= static_cast<int>(m)) return g.modules[m].path + ": parent";
+    if (g.modules[m].parent < 0 || g.modules[m].parent >= static_cast<int>(m))
+      return g.modules[m].path + ": parent";
   return "";
 }
 

@@ -15,14 +15,14 @@ using namespace proteus::test_model;
 TEST_CASE("model: every model preset builds a valid graph") {
   // sum(p.numel()) of the HuggingFace / torchvision checkpoints.
   const std::map<std::string, int64_t> released = {
-      {"gpt2-small", 124'439'808},       // openai-community/gpt2
-      {"llama2-7b", 6'738'415'616},      // meta-llama/Llama-2-7b-hf
-      {"llama2-70b", 68'976'648'192},    // meta-llama/Llama-2-70b-hf
-      {"llama3-8b", 8'030'261'248},      // meta-llama/Meta-Llama-3-8B
-      {"resnet50", 25'557'032},          // torchvision
-      {"inception-v3", 27'161'264},      // torchvision, with the auxiliary head
-      {"vgg19", 143'667'240},            // torchvision
-      {"alexnet", 61'100'840},           // torchvision
+      {"gpt2-small", 124'439'808},     // openai-community/gpt2
+      {"llama2-7b", 6'738'415'616},    // meta-llama/Llama-2-7b-hf
+      {"llama2-70b", 68'976'648'192},  // meta-llama/Llama-2-70b-hf
+      {"llama3-8b", 8'030'261'248},    // meta-llama/Meta-Llama-3-8B
+      {"resnet50", 25'557'032},        // torchvision
+      {"inception-v3", 27'161'264},    // torchvision, with the auxiliary head
+      {"vgg19", 143'667'240},          // torchvision
+      {"alexnet", 61'100'840},         // torchvision
   };
   int models = 0;
   for (const Preset& p : embedded_presets()) {

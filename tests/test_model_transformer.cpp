@@ -69,7 +69,8 @@ TEST_CASE("model: a tied LM head reads the embedding's weight tensor and counts 
   CHECK(emb->weights[0].tensor == head->weights[0].tensor);
   m.tied_embeddings = false;
   const OpGraph untied = build_op_graph(m, training(128), 1);
-  CHECK(find_op(untied, "head", "lm_head")->weights[0].tensor != find_op(untied, "embedding", "word_embedding")->weights[0].tensor);
+  CHECK(find_op(untied, "head", "lm_head")->weights[0].tensor !=
+        find_op(untied, "embedding", "word_embedding")->weights[0].tensor);
   CHECK(untied.parameter_count() - tied.parameter_count() == 1000 * 256);
 }
 
@@ -170,11 +171,13 @@ TEST_CASE("model: transformer module tree") {
   std::vector<std::string> attn_ops, mlp_ops;
   for (int o : g.modules[find_module(g, "layers.0.attention")].ops) attn_ops.push_back(g.ops[o].name);
   for (int o : g.modules[find_module(g, "layers.0.mlp")].ops) mlp_ops.push_back(g.ops[o].name);
-  CHECK(attn_ops == std::vector<std::string>{"ln1", "q_proj", "kv_proj", "attn", "o_proj", "attn_dropout", "attn_residual"});
+  CHECK(attn_ops == std::vector<std::string>{"ln1", "q_proj", "kv_proj", "attn", "o_proj", "attn_dropout",
+                                             "attn_residual"});
   CHECK(mlp_ops == std::vector<std::string>{"ln2", "fc1", "act", "fc2", "mlp_dropout", "mlp_residual"});
   std::vector<std::string> emb_ops;
   for (int o : g.modules[find_module(g, "embedding")].ops) emb_ops.push_back(g.ops[o].name);
-  CHECK(emb_ops == std::vector<std::string>{"word_embedding", "position_embedding", "embedding_add", "embedding_dropout"});
+  CHECK(emb_ops == std::vector<std::string>{"word_embedding", "position_embedding", "embedding_add",
+                                            "embedding_dropout"});
   CHECK(check_graph(g) == "");
 }
 

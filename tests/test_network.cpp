@@ -18,7 +18,6 @@ namespace {
 // seconds or microseconds. Compare relatively.
 inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
 
-
 // 8 GPUs per node on NVSwitch (A100-like): 300 GB/s per GPU per direction at 0.8 bus
 // efficiency -> 240e9 B/s; PCIe gen4 31.5 GB/s at 0.8 -> 25.2e9 B/s; NICs 25 GB/s at 0.9 ->
 // 22.5e9 B/s.
@@ -390,8 +389,8 @@ TEST_CASE("collectives: all-to-all, send-recv, groups of one") {
   for (const auto& f : a2a.flows) {
     CHECK(f.bytes == approx(1e6));
     if (f.src_gpu / 8 != f.dst_gpu / 8)  // through the sender's own NIC
-      CHECK(t.links[f.links[1]].name == "node" + std::to_string(f.src_gpu / 8) + ".nic" +
-                                             std::to_string(f.src_gpu % 8) + ".tx");
+      CHECK(t.links[f.links[1]].name ==
+            "node" + std::to_string(f.src_gpu / 8) + ".nic" + std::to_string(f.src_gpu % 8) + ".tx");
   }
   CHECK(a2a.latency_s == approx(9.6e-6));
   // Send-recv: one flow of S from GPU 3 to GPU 11 through NIC 3; one network hop of latency.

@@ -35,7 +35,8 @@ TEST_CASE("identical flows of a plan are merged into one weighted flow") {
       total += f.count;
       // solver_links: sorted, unique, weight * count.
       REQUIRE(f.solver_links.size() == f.links.size());
-      for (size_t i = 0; i + 1 < f.solver_links.size(); ++i) CHECK(f.solver_links[i].first < f.solver_links[i + 1].first);
+      for (size_t i = 0; i + 1 < f.solver_links.size(); ++i)
+        CHECK(f.solver_links[i].first < f.solver_links[i + 1].first);
       for (const auto& [link, w] : f.links) {
         bool found = false;
         for (const auto& [l2, w2] : f.solver_links)

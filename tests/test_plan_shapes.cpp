@@ -55,11 +55,12 @@ TEST_CASE("a group's plans at many sizes: the cache equals planning each size af
       CollectiveKind kind;
       AxisMask axes;
     };
-    const Kind kinds[] = {{CollectiveKind::AllReduce, axis_bit(kAxisDp)},
-                          {CollectiveKind::AllGather, axis_bit(kAxisDp)},
-                          {CollectiveKind::ReduceScatter, axis_bit(kAxisTp)},
-                          {CollectiveKind::AllReduce, static_cast<AxisMask>(axis_bit(kAxisDp) | axis_bit(kAxisTp))},
-                          {CollectiveKind::AllToAll, axis_bit(kAxisTp)}};
+    const Kind kinds[] = {
+        {CollectiveKind::AllReduce, axis_bit(kAxisDp)},
+        {CollectiveKind::AllGather, axis_bit(kAxisDp)},
+        {CollectiveKind::ReduceScatter, axis_bit(kAxisTp)},
+        {CollectiveKind::AllReduce, static_cast<AxisMask>(axis_bit(kAxisDp) | axis_bit(kAxisTp))},
+        {CollectiveKind::AllToAll, axis_bit(kAxisTp)}};
     for (const Kind& k : kinds)
       for (int rank : {0, 3})
         for (double bytes : bucket_sizes()) {

@@ -20,18 +20,20 @@ bool same(const MoeSpec& a, const MoeSpec& b) {
          a.capacity_factor == b.capacity_factor;
 }
 bool same(const GraphOpSpec& a, const GraphOpSpec& b) {
-  return a.name == b.name && a.type == b.type && a.in_features == b.in_features && a.out_features == b.out_features &&
-         a.in_channels == b.in_channels && a.out_channels == b.out_channels && a.kernel == b.kernel &&
-         a.stride == b.stride && a.image == b.image && a.elements == b.elements &&
-         a.flops_per_sample == b.flops_per_sample && a.bytes_per_sample == b.bytes_per_sample && a.params == b.params;
+  return a.name == b.name && a.type == b.type && a.in_features == b.in_features &&
+         a.out_features == b.out_features && a.in_channels == b.in_channels &&
+         a.out_channels == b.out_channels && a.kernel == b.kernel && a.stride == b.stride &&
+         a.image == b.image && a.elements == b.elements && a.flops_per_sample == b.flops_per_sample &&
+         a.bytes_per_sample == b.bytes_per_sample && a.params == b.params;
 }
 bool same(const ModelSpec& a, const ModelSpec& b) {
   bool ops = a.ops.size() == b.ops.size();
   for (size_t i = 0; ops && i < a.ops.size(); ++i) ops = same(a.ops[i], b.ops[i]);
   return ops && a.kind == b.kind && a.name == b.name && a.layers == b.layers && a.hidden == b.hidden &&
-         a.heads == b.heads && a.kv_heads == b.kv_heads && a.ffn_hidden == b.ffn_hidden && a.seq_len == b.seq_len &&
-         a.vocab == b.vocab && a.mlp == b.mlp && a.norm == b.norm && a.tied_embeddings == b.tied_embeddings &&
-         a.bias == b.bias && a.dropout == b.dropout && a.flash_attention == b.flash_attention && a.causal == b.causal &&
+         a.heads == b.heads && a.kv_heads == b.kv_heads && a.ffn_hidden == b.ffn_hidden &&
+         a.seq_len == b.seq_len && a.vocab == b.vocab && a.mlp == b.mlp && a.norm == b.norm &&
+         a.tied_embeddings == b.tied_embeddings && a.bias == b.bias && a.dropout == b.dropout &&
+         a.flash_attention == b.flash_attention && a.causal == b.causal &&
          a.learned_positions == b.learned_positions && a.type_vocab == b.type_vocab && a.pooler == b.pooler &&
          same(a.moe, b.moe) && a.arch == b.arch && a.image_size == b.image_size && a.channels == b.channels &&
          a.classes == b.classes && a.aux_logits == b.aux_logits && a.dense_features == b.dense_features &&
@@ -49,8 +51,9 @@ bool same(const ClusterSpec& a, const ClusterSpec& b) {
          g.peak_fp16_TFLOPS == h.peak_fp16_TFLOPS && g.peak_bf16_TFLOPS == h.peak_bf16_TFLOPS &&
          g.peak_fp8_TFLOPS == h.peak_fp8_TFLOPS && g.gemm_max_efficiency == h.gemm_max_efficiency &&
          g.gemm_tile_m == h.gemm_tile_m && g.gemm_tile_n == h.gemm_tile_n &&
-         g.attention_efficiency == h.attention_efficiency && g.memory_bound_efficiency == h.memory_bound_efficiency &&
-         g.kernel_launch_us == h.kernel_launch_us && g.compute_slowdown_with_comm == h.compute_slowdown_with_comm &&
+         g.attention_efficiency == h.attention_efficiency &&
+         g.memory_bound_efficiency == h.memory_bound_efficiency && g.kernel_launch_us == h.kernel_launch_us &&
+         g.compute_slowdown_with_comm == h.compute_slowdown_with_comm &&
          g.comm_slowdown_with_compute == h.comm_slowdown_with_compute && n.kind == m.kind &&
          n.link_GBps == m.link_GBps && n.links == m.links && n.bus_efficiency == m.bus_efficiency &&
          n.latency_us == m.latency_us && n.pcie_GBps == m.pcie_GBps && n.pcie_fanout == m.pcie_fanout &&
@@ -76,7 +79,8 @@ bool same(const Config& a, const Config& b) {
          a.training.global_batch == b.training.global_batch && a.training.seq_len == b.training.seq_len &&
          a.training.precision == b.training.precision && a.training.optimizer == b.training.optimizer &&
          same(a.strategy, b.strategy) && a.simulation.symmetry == b.simulation.symmetry &&
-         a.simulation.max_tasks == b.simulation.max_tasks && a.simulation.max_events == b.simulation.max_events &&
+         a.simulation.max_tasks == b.simulation.max_tasks &&
+         a.simulation.max_events == b.simulation.max_events &&
          a.simulation.max_timeline_spans == b.simulation.max_timeline_spans;
 }
 
@@ -102,16 +106,17 @@ double llama_params(const ModelSpec& m) {
   const double h = m.hidden, kv = h * m.kv_heads / m.heads;
   const double experts = m.moe.experts > 0 ? m.moe.experts : 1;
   const double ffn = m.moe.experts > 0 ? m.moe.expert_ffn_hidden : m.ffn_hidden;
-  const double per_layer = 2 * h * h + 2 * h * kv + experts * 3 * h * ffn + (m.moe.experts > 0 ? h * experts : 0) + 2 * h;
+  const double per_layer =
+      2 * h * h + 2 * h * kv + experts * 3 * h * ffn + (m.moe.experts > 0 ? h * experts : 0) + 2 * h;
   return m.layers * per_layer + (m.tied_embeddings ? 1 : 2) * m.vocab * h + h;
 }
 
 }  // namespace
 
 TEST_CASE("presets: the embedded set holds every documented preset") {
-  for (const char* name : {"gpt1", "gpt2-small", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "bert-large", "llama2-7b",
-                           "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "alexnet", "vgg19",
-                           "resnet50", "inception-v3", "dlrm"}) {
+  for (const char* name : {"gpt1", "gpt2-small", "gpt2-1.5b", "gpt3-1.3b", "gpt3-175b", "bert-large",
+                           "llama2-7b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
+                           "mixtral-8x7b", "alexnet", "vgg19", "resnet50", "inception-v3", "dlrm"}) {
     INFO(std::string(name));
     CHECK(find_preset(PresetKind::Model, name) != nullptr);
   }
@@ -120,8 +125,8 @@ TEST_CASE("presets: the embedded set holds every documented preset") {
     INFO(std::string(name));
     CHECK(find_preset(PresetKind::Cluster, name) != nullptr);
   }
-  for (const char* name : {"default", "gpt3-175b-megatron", "gpt2-1.5b-proteus", "gpt-12l-dp32", "alexnet-hybrid",
-                           "dlrm-table-parallel", "mixtral-8x7b-ep", "llama3-405b-16k"}) {
+  for (const char* name : {"default", "gpt3-175b-megatron", "gpt2-1.5b-proteus", "gpt-12l-dp32",
+                           "alexnet-hybrid", "dlrm-table-parallel", "mixtral-8x7b-ep", "llama3-405b-16k"}) {
     INFO(std::string(name));
     CHECK(find_preset(PresetKind::Scenario, name) != nullptr);
   }
@@ -229,9 +234,9 @@ TEST_CASE("presets: interconnect facts") {
   for (int i = 0; i < 8; ++i) {
     int links = 0;
     for (int j = 0; j < 8; ++j) links += dgx1.intra_node.links[i][j];
-    CHECK(links == 6);                                     // six NVLink2 ports per V100
+    CHECK(links == 6);  // six NVLink2 ports per V100
     CHECK(links * dgx1.intra_node.link_GBps == 150);
-    CHECK(dgx1.intra_node.links[i][i ^ 4] >= 1);           // the cross links 0-4, 1-5, 2-6, 3-7
+    CHECK(dgx1.intra_node.links[i][i ^ 4] >= 1);  // the cross links 0-4, 1-5, 2-6, 3-7
   }
   // Each quad (0-3, 4-7) is fully connected.
   for (int q = 0; q < 8; q += 4)
@@ -249,11 +254,11 @@ TEST_CASE("presets: interconnect facts") {
   CHECK(cluster("dgx-a100-80g").inter_node.nics_per_node == 8);
   CHECK(cluster("dgx-a100-80g").inter_node.nic_GBps == 25);  // HDR 200 Gb/s
   CHECK(cluster("dgx-h100").inter_node.nics_per_node == 8);
-  CHECK(cluster("dgx-h100").inter_node.nic_GBps == 50);      // NDR 400 Gb/s
+  CHECK(cluster("dgx-h100").inter_node.nic_GBps == 50);  // NDR 400 Gb/s
   ClusterSpec gtx = cluster("gtx1080ti-1ib");
   CHECK(gtx.intra_node.kind == IntraNodeKind::PcieTree);
-  CHECK(gtx.intra_node.pcie_GBps == 15.75);  // PCIe 3.0 x16
-  CHECK(gtx.inter_node.nic_GBps == 7);       // FDR 56 Gb/s
+  CHECK(gtx.intra_node.pcie_GBps == 15.75);                     // PCIe 3.0 x16
+  CHECK(gtx.inter_node.nic_GBps == 7);                          // FDR 56 Gb/s
   CHECK(cluster("titanxp-pcie").inter_node.nic_GBps == 0.125);  // 1 GbE
   // NCCL per-hop latencies: NVLink 3.4 us, PCIe 5.7 us, network 9.6 us.
   CHECK(dgx1.intra_node.latency_us == 3.4);
@@ -326,7 +331,8 @@ TEST_CASE("presets: scenario facts") {
   Config proteus_gpt = scenario("gpt2-1.5b-proteus");
   CHECK(proteus_gpt.cluster.gpus() == 64);
   // 8 micro-batches (REFERENCE.md section 1): 64 / (dp 4 * micro_batch 2)
-  CHECK(proteus_gpt.training.global_batch / (proteus_gpt.strategy.dp * proteus_gpt.strategy.micro_batch) == 8);
+  CHECK(proteus_gpt.training.global_batch / (proteus_gpt.strategy.dp * proteus_gpt.strategy.micro_batch) ==
+        8);
   CHECK(proteus_gpt.training.precision == Precision::Fp32);
   Config dp32 = scenario("gpt-12l-dp32");
   CHECK(dp32.model.layers == 12);

@@ -105,7 +105,8 @@ TEST_CASE("result keys are in the schema's order") {
   // nlohmann::json sorts keys; the text itself must follow the schema's order.
   const std::string text = result_json(ReportInputs{f.config, f.graph, f.trace}, SimulateOptions{});
   size_t last = 0;
-  for (const char* k : {"\"ok\"", "\"schema\"", "\"summary\"", "\"devices\"", "\"breakdown\"", "\"warnings\"", "\"stats\""}) {
+  for (const char* k :
+       {"\"ok\"", "\"schema\"", "\"summary\"", "\"devices\"", "\"breakdown\"", "\"warnings\"", "\"stats\""}) {
     const size_t at = text.find(k);
     REQUIRE(at != std::string::npos);
     CHECK(at >= last);
@@ -141,7 +142,9 @@ TEST_CASE("warnings: pipeline bubble over 20%, exposed communication over 30%") 
   f.graph.micro_batches = 8;
   f.trace.ranks[0].compute_busy_s = 0.66;
   json r = result(f);
-  CHECK(has_warning(r, "Pipeline bubble is 34% of the iteration: more micro-batches (now 8) or interleaving would shrink it."));
+  CHECK(has_warning(
+      r,
+      "Pipeline bubble is 34% of the iteration: more micro-batches (now 8) or interleaving would shrink it."));
   CHECK(r["warnings"].size() == 1);
   // bubble 0.19: no warning.
   f.trace.ranks[0].compute_busy_s = 0.81;
@@ -172,7 +175,8 @@ TEST_CASE("warnings: out of memory and memory over 90% of capacity") {
   r = result(f);
   CHECK(!r["summary"]["oom"].get<bool>());
   REQUIRE(r["warnings"].size() == 1);
-  CHECK(r["warnings"][0].get<std::string>().rfind("Memory is tight: stage 0 peaks at 75.0 GiB, 94% of the GPU's 80 GiB", 0) == 0);
+  CHECK(r["warnings"][0].get<std::string>().rfind(
+            "Memory is tight: stage 0 peaks at 75.0 GiB, 94% of the GPU's 80 GiB", 0) == 0);
   // 70 GiB = 87.5%: none.
   f.trace.ranks[0].peak_memory_bytes = 70 * GiB;
   CHECK(result(f)["warnings"].empty());
@@ -233,8 +237,9 @@ TEST_CASE("timeline: one span per task, named label + phase, capped with a warni
   r = result(f, o);
   CHECK(r["timeline"].size() == 2);
   // All three spans start at t = 0: the cap keeps the first two in queue order.
-  CHECK(has_warning(r, "The timeline shows 2 of the 3 spans: every rank up to t = 0 s (raise "
-                       "simulation.max_timeline_spans to see more)."));
+  CHECK(has_warning(r,
+                    "The timeline shows 2 of the 3 spans: every rank up to t = 0 s (raise "
+                    "simulation.max_timeline_spans to see more)."));
   o.wall_time = true;
   CHECK(result(f, o)["stats"].contains("wall_ms"));
 }

@@ -83,19 +83,19 @@ json small(int gpus_per_node, int nodes = 1) {
   return j;
 }
 
-#define CHECK_REFUSED(answer_expr, expected_code, expected_path, fragment)                      \
-  do {                                                                                         \
-    const Answer a_ = (answer_expr);                                                           \
-    INFO("message: " << a_.message);                                                           \
-    REQUIRE_FALSE(a_.ok);                                                                      \
-    CHECK(a_.code == (expected_code));                                                         \
-    CHECK(a_.path == (expected_path));                                                         \
-    CHECK(a_.message.find(fragment) != std::string::npos);                                     \
-    CHECK(a_.seconds < kSecond);                                                               \
-    const json e_ = json::parse(a_.text);                                                      \
-    CHECK(e_["ok"] == false);                                                                  \
-    CHECK(e_["error"]["path"] == (expected_path));                                             \
-    CHECK(e_["error"]["message"] == a_.message);                                               \
+#define CHECK_REFUSED(answer_expr, expected_code, expected_path, fragment) \
+  do {                                                                     \
+    const Answer a_ = (answer_expr);                                       \
+    INFO("message: " << a_.message);                                       \
+    REQUIRE_FALSE(a_.ok);                                                  \
+    CHECK(a_.code == (expected_code));                                     \
+    CHECK(a_.path == (expected_path));                                     \
+    CHECK(a_.message.find(fragment) != std::string::npos);                 \
+    CHECK(a_.seconds < kSecond);                                           \
+    const json e_ = json::parse(a_.text);                                  \
+    CHECK(e_["ok"] == false);                                              \
+    CHECK(e_["error"]["path"] == (expected_path));                         \
+    CHECK(e_["error"]["message"] == a_.message);                           \
   } while (false)
 
 // The summary of a successful simulation, after checking every number in it is finite.
@@ -114,7 +114,8 @@ json summary_of(const Answer& a) {
 }  // namespace
 
 TEST_CASE("robustness: malformed JSON names line and column") {
-  CHECK_REFUSED(simulate(std::string("{\"model\": \"llama3-8b\",\n \"cluster\": ")), "invalid_json", "", "line 2");
+  CHECK_REFUSED(simulate(std::string("{\"model\": \"llama3-8b\",\n \"cluster\": ")), "invalid_json", "",
+                "line 2");
   CHECK_REFUSED(simulate(std::string("")), "invalid_json", "", "not valid JSON");
   CHECK_REFUSED(simulate(std::string("{\"model\": 'llama3-8b'}")), "invalid_json", "", "line 1, column 11");
   CHECK_REFUSED(simulate(std::string("[]")), "invalid_config", "", "must be a JSON object");
@@ -129,7 +130,8 @@ TEST_CASE("robustness: wrong types name the field and the type expected") {
                 "strategy.sequence_parallel", "must be true or false");
   CHECK_REFUSED(simulate(with(base(), "/cluster/nodes"_json_pointer, json::array({4}))), "invalid_config",
                 "cluster.nodes", "nodes must be an integer, got an array");
-  CHECK_REFUSED(simulate(with(base(), "/model"_json_pointer, 7)), "invalid_config", "model", "model must be a preset name or an object, got 7");
+  CHECK_REFUSED(simulate(with(base(), "/model"_json_pointer, 7)), "invalid_config", "model",
+                "model must be a preset name or an object, got 7");
   CHECK_REFUSED(simulate(with(base(), "/strategy"_json_pointer, json::array())), "invalid_config", "strategy",
                 "strategy must be an object, got an array");
 }
@@ -164,19 +166,19 @@ TEST_CASE("robustness: zero, negative, fractional, NaN and huge numbers") {
   CHECK_REFUSED(simulate(with(base(), "/cluster/gpu"_json_pointer, {{"memory_GiB", -80}})), "invalid_config",
                 "cluster.gpu.memory_GiB", "must be greater than 0");
   // JSON has no NaN: the literal is a syntax error, the string a type error.
-  CHECK_REFUSED(simulate(std::string(R"({"model": "llama3-8b", "training": {"global_batch": NaN}})")), "invalid_json",
-                "", "line 1, column 53");
+  CHECK_REFUSED(simulate(std::string(R"({"model": "llama3-8b", "training": {"global_batch": NaN}})")),
+                "invalid_json", "", "line 1, column 53");
   CHECK_REFUSED(simulate(with(base(), "/strategy/grad_bucket_MB"_json_pointer, "NaN")), "invalid_config",
                 "strategy.grad_bucket_MB", "must be a number, got the string \"NaN\"");
   CHECK_REFUSED(simulate(with(base(), "/training/global_batch"_json_pointer, 1e308)), "invalid_config",
                 "training.global_batch", "global_batch must be at most 2147483647");
-  CHECK_REFUSED(simulate(with(base(), "/strategy/tp"_json_pointer, 18446744073709551615ull)), "invalid_config",
-                "strategy.tp", "tp must be at most 1048576");
+  CHECK_REFUSED(simulate(with(base(), "/strategy/tp"_json_pointer, 18446744073709551615ull)),
+                "invalid_config", "strategy.tp", "tp must be at most 1048576");
   CHECK_REFUSED(simulate(with(base(), "/strategy/grad_bucket_MB"_json_pointer, 1e7)), "invalid_config",
                 "strategy.grad_bucket_MB", "at most 1000000");
   // Beyond double's range the number cannot even be read: the path is still the field's.
-  CHECK_REFUSED(simulate(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 1e400}})")), "invalid_json",
-                "training.global_batch", "number overflow");
+  CHECK_REFUSED(simulate(std::string(R"({"model": "llama3-8b", "training": {"global_batch": 1e400}})")),
+                "invalid_json", "training.global_batch", "number overflow");
   CHECK_REFUSED(simulate(std::string(R"({"strategy": {"stage_layers": [16, -1e999]}})")), "invalid_json",
                 "strategy.stage_layers[1]", "number overflow");
 }
@@ -186,16 +188,17 @@ TEST_CASE("robustness: rates so small that every time would overflow are refused
   // makes them infinite, which the result JSON would print as null.
   json j = small(8, 2);
   j["strategy"] = {{"dp", 16}};
-  CHECK_REFUSED(simulate(with(j, "/cluster/inter_node"_json_pointer, {{"nic_GBps", 4e-320}})), "invalid_config",
-                "cluster.inter_node.nic_GBps", "nic_GBps must be at least 0.001");
-  CHECK_REFUSED(simulate(with(j, "/cluster/intra_node"_json_pointer, {{"link_GBps", 1e-300}})), "invalid_config",
-                "cluster.intra_node.link_GBps", "at least 0.001");
+  CHECK_REFUSED(simulate(with(j, "/cluster/inter_node"_json_pointer, {{"nic_GBps", 4e-320}})),
+                "invalid_config", "cluster.inter_node.nic_GBps", "nic_GBps must be at least 0.001");
+  CHECK_REFUSED(simulate(with(j, "/cluster/intra_node"_json_pointer, {{"link_GBps", 1e-300}})),
+                "invalid_config", "cluster.intra_node.link_GBps", "at least 0.001");
   CHECK_REFUSED(simulate(with(j, "/cluster/gpu"_json_pointer, {{"hbm_GBps", 5e-324}})), "invalid_config",
                 "cluster.gpu.hbm_GBps", "at least 0.001");
-  CHECK_REFUSED(simulate(with(j, "/cluster/gpu"_json_pointer, {{"peak_TFLOPS", {{"fp32", 1e-9}, {"bf16", 0}}}})),
-                "invalid_config", "cluster.gpu.peak_TFLOPS.fp32", "at least 0.001");
-  CHECK_REFUSED(simulate(with(j, "/cluster/gpu"_json_pointer, {{"attention_efficiency", 1e-200}})), "invalid_config",
-                "cluster.gpu.attention_efficiency", "at least 0.001");
+  CHECK_REFUSED(
+      simulate(with(j, "/cluster/gpu"_json_pointer, {{"peak_TFLOPS", {{"fp32", 1e-9}, {"bf16", 0}}}})),
+      "invalid_config", "cluster.gpu.peak_TFLOPS.fp32", "at least 0.001");
+  CHECK_REFUSED(simulate(with(j, "/cluster/gpu"_json_pointer, {{"attention_efficiency", 1e-200}})),
+                "invalid_config", "cluster.gpu.attention_efficiency", "at least 0.001");
   // At the stated minimum the simulation is slow hardware, not an overflow.
   summary_of(simulate(with(j, "/cluster/inter_node"_json_pointer, {{"nic_GBps", 0.001}})));
 }
@@ -231,13 +234,13 @@ TEST_CASE("robustness: parallel degrees that do not divide heads, layers, batch 
 TEST_CASE("robustness: unknown preset names list the available ones") {
   CHECK_REFUSED(simulate(with(base(), "/model"_json_pointer, "llama9-8b")), "unknown_preset", "model",
                 "unknown model preset \"llama9-8b\"; available: ");
-  CHECK_REFUSED(simulate(with(base(), "/cluster/preset"_json_pointer, "dgx-z")), "unknown_preset", "cluster.preset",
-                "unknown cluster preset \"dgx-z\"");
+  CHECK_REFUSED(simulate(with(base(), "/cluster/preset"_json_pointer, "dgx-z")), "unknown_preset",
+                "cluster.preset", "unknown cluster preset \"dgx-z\"");
   CHECK_REFUSED(simulate(std::string(R"({"preset": "no-such-scenario"})")), "unknown_preset", "preset",
                 "unknown scenario preset");
   // A preset name is a string of at most 4096 characters like any other.
-  CHECK_REFUSED(simulate(with(base(), "/model"_json_pointer, std::string(10000, 'x'))), "invalid_config", "model",
-                "strings are limited to 4096");
+  CHECK_REFUSED(simulate(with(base(), "/model"_json_pointer, std::string(10000, 'x'))), "invalid_config",
+                "model", "strings are limited to 4096");
 }
 
 TEST_CASE("robustness: 10^5 levels of nesting and a 100 MB string are refused at once") {
@@ -248,14 +251,16 @@ TEST_CASE("robustness: 10^5 levels of nesting and a 100 MB string are refused at
   objects += "1" + std::string(100000, '}');
   CHECK_REFUSED(simulate(objects), "invalid_json", "", "more than 256 levels deep");
   const std::string huge = "{\"name\": \"" + std::string(size_t{100} << 20, 'a') + "\"}";
-  CHECK_REFUSED(simulate(huge), "invalid_json", "", "the config is 104857612 bytes; the limit is 16777216 bytes");
+  CHECK_REFUSED(simulate(huge), "invalid_json", "",
+                "the config is 104857612 bytes; the limit is 16777216 bytes");
   // Millions of values in 16 MiB are read in linear time (the parser once rescanned the array
   // after every object, which took minutes); millions of objects are refused before they are
   // built (5.6 million {} took 1 GB).
   std::string objects_array = "{\"model\": [{}";
   while (objects_array.size() < (size_t{16} << 20) - 8) objects_array += ",{}";
   objects_array += "]}";
-  CHECK_REFUSED(simulate(objects_array), "invalid_json", "model", "more than 250000 objects and arrays in one config");
+  CHECK_REFUSED(simulate(objects_array), "invalid_json", "model",
+                "more than 250000 objects and arrays in one config");
   std::string numbers_array = "{\"model\": [0";
   while (numbers_array.size() < (size_t{16} << 20) - 8) numbers_array += ",0";
   numbers_array += "]}";
@@ -266,11 +271,13 @@ TEST_CASE("robustness: 10^5 levels of nesting and a 100 MB string are refused at
   many += "]";
   for (int i = 0; i < 248990; ++i) many += ",{}";
   many += "]}";
-  CHECK_REFUSED(simulate(many), "invalid_config", "model", "model must be a preset name or an object, got an array");
+  CHECK_REFUSED(simulate(many), "invalid_config", "model",
+                "model must be a preset name or an object, got an array");
   // Under the size limit, a long string is refused by the string limit, at its path.
   json j = base();
   j["name"] = std::string(size_t{15} << 20, 'a');
-  CHECK_REFUSED(simulate(j), "invalid_config", "name", "name is 15728640 characters long; strings are limited to 4096");
+  CHECK_REFUSED(simulate(j), "invalid_config", "name",
+                "name is 15728640 characters long; strings are limited to 4096");
   // A long key is refused as a string too, and the message does not repeat it whole.
   const std::string long_key = "{\"strategy\": {\"" + std::string(size_t{15} << 20, 'k') + "\": 1}}";
   const Answer key = simulate(long_key);
@@ -292,10 +299,11 @@ TEST_CASE("robustness: 10^6 layers and 10^6 GPUs are refused by stated limits") 
 
 TEST_CASE("robustness: simulation.max_tasks and max_events stop big simulations with a clear error") {
   // The default scenario needs far more than 100 tasks and 1000 events.
-  CHECK_REFUSED(simulate(std::string(R"({"preset": "default", "simulation": {"max_tasks": 100}})")), "limit_exceeded",
-                "simulation.max_tasks", "more than simulation.max_tasks = 100");
+  CHECK_REFUSED(simulate(std::string(R"({"preset": "default", "simulation": {"max_tasks": 100}})")),
+                "limit_exceeded", "simulation.max_tasks", "more than simulation.max_tasks = 100");
   CHECK_REFUSED(simulate(std::string(R"({"preset": "default", "simulation": {"max_events": 1000}})")),
-                "limit_exceeded", "simulation.max_events", "more than 1000 events; raise simulation.max_events");
+                "limit_exceeded", "simulation.max_events",
+                "more than 1000 events; raise simulation.max_events");
   // A 2-layer model on one GPU, 16 micro-batches, fits in 5000 tasks and 100,000 events.
   json j = small(1);
   j["simulation"] = {{"max_tasks", 5000}, {"max_events", 100000}};
@@ -343,7 +351,8 @@ TEST_CASE("robustness: a batch of 2^31 samples is refused, not wrapped to a nega
 TEST_CASE("robustness: many overrides matching many modules stay cheap") {
   json j = small(1);
   j["strategy"]["overrides"] = json::array();
-  for (int i = 0; i < 1001; ++i) j["strategy"]["overrides"].push_back({{"path", "layers.**"}, {"recompute", "full"}});
+  for (int i = 0; i < 1001; ++i)
+    j["strategy"]["overrides"].push_back({{"path", "layers.**"}, {"recompute", "full"}});
   CHECK_REFUSED(simulate(j), "invalid_config", "strategy.overrides", "at most 1000 are allowed");
   // Each node records once what it sets, however many overrides set it (the list used to grow
   // with overrides x modules: 20,000 overrides on 1,000 layers took 1.9 GB).

@@ -13,7 +13,8 @@ using nlohmann::json;
 
 // A cluster where communication is (nearly) free: huge links, no latency, no interference.
 std::string free_network_cluster(int nodes, int gpus_per_node) {
-  return R"({"name":"ideal","nodes":)" + std::to_string(nodes) + R"(,"gpus_per_node":)" + std::to_string(gpus_per_node) +
+  return R"({"name":"ideal","nodes":)" + std::to_string(nodes) + R"(,"gpus_per_node":)" +
+         std::to_string(gpus_per_node) +
          R"(,"gpu":{"name":"ideal","memory_GiB":80,"hbm_GBps":2000,"sm_count":108,
             "peak_TFLOPS":{"fp32":19.5,"tf32":156,"fp16":312,"bf16":312},"kernel_launch_us":0,
             "compute_slowdown_with_comm":1,"comm_slowdown_with_compute":1},
@@ -27,10 +28,11 @@ std::string free_network_cluster(int nodes, int gpus_per_node) {
 std::string uniform_chain(int layers, int width) {
   std::string ops = R"({"name":"input","type":"custom","flops_per_sample":1,"bytes_per_sample":1})";
   for (int i = 0; i < layers; ++i) {
-    ops += R"(,{"name":"fc)" + std::to_string(i) + R"(","type":"linear","in_features":)" + std::to_string(width) +
-           R"(,"out_features":)" + std::to_string(width) + "}";
+    ops += R"(,{"name":"fc)" + std::to_string(i) + R"(","type":"linear","in_features":)" +
+           std::to_string(width) + R"(,"out_features":)" + std::to_string(width) + "}";
   }
-  return R"({"kind":"graph","name":"chain","input_elements":)" + std::to_string(width) + R"(,"ops":[)" + ops + "]}";
+  return R"({"kind":"graph","name":"chain","input_elements":)" + std::to_string(width) + R"(,"ops":[)" + ops +
+         "]}";
 }
 
 json simulate(const std::string& cfg) {
@@ -43,11 +45,12 @@ double pipeline_bubble(int p, int m, const std::string& schedule, int v) {
   // Two layers per chunk; the first chunk also holds the negligible input op.
   std::string stage_layers = "3";
   for (int c = 1; c < p * v; ++c) stage_layers += ",2";
-  const std::string cfg = R"({"model":)" + uniform_chain(p * v * 2, 16384) + R"(,"cluster":)" + free_network_cluster(1, p) +
-                          R"(,"training":{"global_batch":)" + std::to_string(m * 256) +
+  const std::string cfg = R"({"model":)" + uniform_chain(p * v * 2, 16384) + R"(,"cluster":)" +
+                          free_network_cluster(1, p) + R"(,"training":{"global_batch":)" +
+                          std::to_string(m * 256) +
                           R"(,"precision":"bf16","optimizer":"sgd"},"strategy":{"pp":)" + std::to_string(p) +
-                          R"(,"micro_batch":256,"schedule":")" + schedule + R"(","virtual_stages":)" + std::to_string(v) +
-                          R"(,"stage_layers":[)" + stage_layers + "]}}";
+                          R"(,"micro_batch":256,"schedule":")" + schedule + R"(","virtual_stages":)" +
+                          std::to_string(v) + R"(,"stage_layers":[)" + stage_layers + "]}}";
   const json r = simulate(cfg);
   // The bubble of the pipeline itself: stage 0 idles between its passes; the optimizer step at
   // the end is compute, so remove it from both the busy time and the span (every stage holds
@@ -78,7 +81,8 @@ namespace {
 
 json gpt_on(const std::string& cluster_patch, const std::string& strategy) {
   return simulate(R"({"model":{"preset":"gpt3-1.3b","layers":8},"cluster":)" + cluster_patch +
-                  R"(,"training":{"global_batch":64,"seq_len":2048,"precision":"bf16"},"strategy":)" + strategy + "}");
+                  R"(,"training":{"global_batch":64,"seq_len":2048,"precision":"bf16"},"strategy":)" +
+                  strategy + "}");
 }
 
 double iteration_s(const json& r) { return r["summary"]["iteration_time_s"].get<double>(); }
@@ -92,8 +96,8 @@ TEST_CASE("more bandwidth or more FLOPS never makes an iteration slower") {
       iteration_s(gpt_on(R"({"preset":"dgx-a100-80g","nodes":4,"inter_node":{"nic_GBps":50}})", strategy));
   const double faster_nvlink =
       iteration_s(gpt_on(R"({"preset":"dgx-a100-80g","nodes":4,"intra_node":{"link_GBps":600}})", strategy));
-  const double faster_gpu = iteration_s(
-      gpt_on(R"({"preset":"dgx-a100-80g","nodes":4,"gpu":{"peak_TFLOPS":{"bf16":624,"fp16":624}}})", strategy));
+  const double faster_gpu = iteration_s(gpt_on(
+      R"({"preset":"dgx-a100-80g","nodes":4,"gpu":{"peak_TFLOPS":{"bf16":624,"fp16":624}}})", strategy));
   const double slower_nic =
       iteration_s(gpt_on(R"({"preset":"dgx-a100-80g","nodes":4,"inter_node":{"nic_GBps":5}})", strategy));
   CHECK(faster_nic <= base);

@@ -10,8 +10,9 @@
 namespace {
 
 nlohmann::json run(const std::string& scenario, bool symmetry, const std::string& extra = "") {
-  const std::string cfg = "{\"preset\":\"" + scenario + "\",\"simulation\":{\"symmetry\":" +
-                          (symmetry ? "true" : "false") + "}" + extra + "}";
+  const std::string cfg = "{\"preset\":\"" + scenario +
+                          "\",\"simulation\":{\"symmetry\":" + (symmetry ? "true" : "false") + "}" + extra +
+                          "}";
   return nlohmann::json::parse(proteus::simulate_json(cfg, {}));
 }
 
@@ -54,9 +55,10 @@ TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
 TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to rounding") {
   // Same physics; the weighted flows sum rates in another order than the individual flows,
   // and the difference (~3e-8 here) is floating-point rounding carried through the pipeline.
-  check_equal("default",
-              R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"schedule":"interleaved-1f1b","virtual_stages":2})",
-              1e-6);
+  check_equal(
+      "default",
+      R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"schedule":"interleaved-1f1b","virtual_stages":2})",
+      1e-6);
 }
 
 TEST_CASE("symmetry: where the hardware itself is asymmetric the reduction is an approximation") {

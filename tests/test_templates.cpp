@@ -16,15 +16,17 @@ using namespace proteus;
 
 bool same_work(const ComputeWork& x, const ComputeWork& y) {
   return x.op_kind == y.op_kind && x.flops == y.flops && x.bytes == y.bytes && x.gemm_m == y.gemm_m &&
-         x.gemm_n == y.gemm_n && x.gemm_k == y.gemm_k && x.gemm_batch == y.gemm_batch && x.kernels == y.kernels;
+         x.gemm_n == y.gemm_n && x.gemm_k == y.gemm_k && x.gemm_batch == y.gemm_batch &&
+         x.kernels == y.kernels;
 }
 
 bool same_task(const ExecGraph& ga, const Task& a, const ExecGraph& gb, const Task& b) {
-  const bool works_match = a.kind == TaskKind::Compute ? b.kind == TaskKind::Compute && same_work(ga.work_of(a), gb.work_of(b))
-                                                       : a.work == b.work;
+  const bool works_match = a.kind == TaskKind::Compute
+                               ? b.kind == TaskKind::Compute && same_work(ga.work_of(a), gb.work_of(b))
+                               : a.work == b.work;
   return a.kind == b.kind && a.phase == b.phase && a.stream == b.stream && a.rank == b.rank &&
-         a.micro_batch == b.micro_batch && a.label == b.label && a.stage == b.stage && a.collective == b.collective &&
-         works_match;
+         a.micro_batch == b.micro_batch && a.label == b.label && a.stage == b.stage &&
+         a.collective == b.collective && works_match;
 }
 
 bool same_mem(const MemEvent& a, const MemEvent& b) {
@@ -50,7 +52,8 @@ int64_t check_same_graph(const std::string& config_text) {
   CHECK(templated.stats.passes == op_by_op.stats.passes);
   REQUIRE(a.tasks.size() == b.tasks.size());
   size_t task_mismatches = 0;
-  for (size_t t = 0; t < a.tasks.size(); ++t) task_mismatches += same_task(a, a.tasks[t], b, b.tasks[t]) ? 0 : 1;
+  for (size_t t = 0; t < a.tasks.size(); ++t)
+    task_mismatches += same_task(a, a.tasks[t], b, b.tasks[t]) ? 0 : 1;
   CHECK(task_mismatches == 0);
   CHECK(a.dep_offsets == b.dep_offsets);
   CHECK(a.deps == b.deps);
@@ -111,12 +114,17 @@ TEST_CASE("templates: every schedule, ZeRO stage, recompute mode and SP gives th
 
 TEST_CASE("templates: every rank simulated, overlap switched off, uneven stages") {
   CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"simulation":{"symmetry":false})")) > 0);
-  CHECK(check_same_graph(preset("gpt2-1.5b-proteus",
-                                R"(,"strategy":{"zero":1,"overlap_grad_reduce":false,"overlap_param_gather":false})")) > 0);
-  CHECK(check_same_graph(preset("gpt2-1.5b-proteus",
-                                R"(,"strategy":{"schedule":"interleaved-1f1b","virtual_stages":2,"stage_layers":[5,7,6,6,6,6,6,6]})")) > 0);
-  CHECK(check_same_graph(preset("gpt2-1.5b-proteus",
-                                R"(,"strategy":{"schedule":"interleaved-1f1b","virtual_stages":3,"micro_batch":1})")) > 0);
+  CHECK(check_same_graph(preset(
+            "gpt2-1.5b-proteus",
+            R"(,"strategy":{"zero":1,"overlap_grad_reduce":false,"overlap_param_gather":false})")) > 0);
+  CHECK(
+      check_same_graph(preset(
+          "gpt2-1.5b-proteus",
+          R"(,"strategy":{"schedule":"interleaved-1f1b","virtual_stages":2,"stage_layers":[5,7,6,6,6,6,6,6]})")) >
+      0);
+  CHECK(check_same_graph(
+            preset("gpt2-1.5b-proteus",
+                   R"(,"strategy":{"schedule":"interleaved-1f1b","virtual_stages":3,"micro_batch":1})")) > 0);
 }
 
 TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel, Llama)") {
@@ -131,9 +139,10 @@ TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel,
 TEST_CASE("collective signatures: equal signature means equal kind, axes, bytes and group") {
   // The executor plans a signature once (Collective::signature); a signature shared by two
   // different collectives would give one of them the other's flows.
-  for (const std::string& config : {preset("gpt3-175b-megatron", R"(,"training":{"global_batch":64})"),
-                                    preset("gpt2-1.5b-proteus", R"(,"simulation":{"symmetry":false})"),
-                                    preset("mixtral-8x7b-ep", R"(,"training":{"global_batch":16,"seq_len":1024})")}) {
+  for (const std::string& config :
+       {preset("gpt3-175b-megatron", R"(,"training":{"global_batch":64})"),
+        preset("gpt2-1.5b-proteus", R"(,"simulation":{"symmetry":false})"),
+        preset("mixtral-8x7b-ep", R"(,"training":{"global_batch":16,"seq_len":1024})")}) {
     CAPTURE(config);
     const CompiledModel m = compile(parse_config(config));
     std::vector<int> first(m.exec.collectives.size(), -1);
@@ -149,7 +158,8 @@ TEST_CASE("collective signatures: equal signature means equal kind, axes, bytes 
         continue;
       }
       const Collective& y = m.exec.collectives[static_cast<size_t>(f)];
-      mismatches += (x.kind == y.kind && x.axes == y.axes && x.bytes == y.bytes && x.group == y.group) ? 0 : 1;
+      mismatches +=
+          (x.kind == y.kind && x.axes == y.axes && x.bytes == y.bytes && x.group == y.group) ? 0 : 1;
     }
     CHECK(signed_collectives > 0);
     CHECK(mismatches == 0);

@@ -24,8 +24,12 @@ std::string guarded(F&& f) {
   }
 }
 
-std::string version() { return guarded([] { return proteus::version(); }); }
-std::string presets_json() { return guarded([] { return proteus::presets_json(); }); }
+std::string version() {
+  return guarded([] { return proteus::version(); });
+}
+std::string presets_json() {
+  return guarded([] { return proteus::presets_json(); });
+}
 std::string preset_text(const std::string& kind, const std::string& name) {
   return guarded([&] { return proteus::preset_text(kind, name); });
 }
@@ -39,8 +43,7 @@ std::string compile_json(const std::string& config) {
   return guarded([&] { return proteus::compile_json(config); });
 }
 // Flags instead of a struct: plain values cross the Embind boundary without registration.
-std::string simulate_json(const std::string& config, bool timeline, bool memory_curve,
-                          bool wall_time) {
+std::string simulate_json(const std::string& config, bool timeline, bool memory_curve, bool wall_time) {
   return guarded([&] {
     proteus::SimulateOptions options;
     options.timeline = timeline;

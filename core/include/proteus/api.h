@@ -7,23 +7,23 @@
 namespace proteus {
 
 struct SimulateOptions {
-  bool timeline = false;     // include "timeline" spans in the result
-  bool memory_curve = false; // include per-rank memory curves
-  bool wall_time = false;    // include stats.wall_ms (off by default: results stay byte-identical)
+  bool timeline = false;      // include "timeline" spans in the result
+  bool memory_curve = false;  // include per-rank memory curves
+  bool wall_time = false;     // include stats.wall_ms (off by default: results stay byte-identical)
 };
 
 std::string version();
-std::string presets_json();                               // {"models":[{name,..}],"clusters":[..],"scenarios":[..]}
+std::string presets_json();  // {"models":[{name,..}],"clusters":[..],"scenarios":[..]}
 std::string preset_text(const std::string& kind, const std::string& name);  // the preset's JSON
-std::string show_json(const std::string& config_text);    // resolved config
-std::string tree_text(const std::string& config_text);    // resolved strategy tree, printable
-std::string compile_json(const std::string& config_text); // compile statistics
+std::string show_json(const std::string& config_text);                      // resolved config
+std::string tree_text(const std::string& config_text);     // resolved strategy tree, printable
+std::string compile_json(const std::string& config_text);  // compile statistics
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options);
 std::string chrome_trace_json(const std::string& config_text);
 // Simulates every case of a validation file (tests/validation/published.json, docs/fidelity.md)
 // and returns per-case predicted vs published, the mean absolute percentage error, memory
 // cases, rankings and whether the targets are met.
 std::string validate_json(const std::string& validation_text);
-std::string error_json(const Error& error);               // {"ok":false,"error":{code,path,message}}
+std::string error_json(const Error& error);  // {"ok":false,"error":{code,path,message}}
 
 }  // namespace proteus

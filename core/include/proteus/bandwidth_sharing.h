@@ -28,7 +28,8 @@ class LinkWeights {
   using value_type = std::pair<int, double>;
   LinkWeights() = default;
   LinkWeights(const value_type* first, const value_type* last) : first_(first), last_(last) {}
-  LinkWeights(const std::vector<value_type>& links) : LinkWeights(links.data(), links.data() + links.size()) {}
+  LinkWeights(const std::vector<value_type>& links)
+      : LinkWeights(links.data(), links.data() + links.size()) {}
   LinkWeights(std::initializer_list<value_type> links) : LinkWeights(links.begin(), links.end()) {}
   const value_type* begin() const { return first_; }
   const value_type* end() const { return last_; }
@@ -106,10 +107,10 @@ class BandwidthSharing {
   size_t stride_ = 4;
   std::vector<std::vector<LinkFlow>> link_flows_;  // per link, flows through it
   std::vector<int> free_ids_;
-  std::vector<int> dirty_links_;       // touched by add/remove since the last solve, once each
+  std::vector<int> dirty_links_;  // touched by add/remove since the last solve, once each
   uint64_t solves_ = 0;
   void mark_dirty(int link);
-  std::vector<int> dirty_unlinked_;    // added flows that cross no link
+  std::vector<int> dirty_unlinked_;  // added flows that cross no link
   std::vector<int> changed_;
   int active_ = 0;
   // Scratch, reused across calls (no allocation in steady state).

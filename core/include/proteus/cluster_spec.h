@@ -17,41 +17,41 @@ struct GpuSpec {
   double peak_fp32_TFLOPS = 0, peak_tf32_TFLOPS = 0, peak_fp16_TFLOPS = 0, peak_bf16_TFLOPS = 0,
          peak_fp8_TFLOPS = 0;
   // Calibration (each with its source in the preset)
-  double gemm_max_efficiency = 0.8;      // ceiling for large, square GEMMs
+  double gemm_max_efficiency = 0.8;  // ceiling for large, square GEMMs
   int gemm_tile_m = 128, gemm_tile_n = 128;
-  double attention_efficiency = 0.5;     // fused/unfused attention kernels vs peak
-  double memory_bound_efficiency = 0.8;  // fraction of HBM bandwidth elementwise kernels reach
-  double kernel_launch_us = 4;           // per kernel
+  double attention_efficiency = 0.5;        // fused/unfused attention kernels vs peak
+  double memory_bound_efficiency = 0.8;     // fraction of HBM bandwidth elementwise kernels reach
+  double kernel_launch_us = 4;              // per kernel
   double compute_slowdown_with_comm = 1.1;  // compute beside NCCL kernels (Proteus: 1.1 V100)
   double comm_slowdown_with_compute = 1.0;  // NCCL beside compute kernels
   // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
   // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
   std::map<std::string, double> measured_us;
-  double peak_TFLOPS(Precision p) const;    // with fallback to a wider precision
+  double peak_TFLOPS(Precision p) const;  // with fallback to a wider precision
 };
 
 enum class IntraNodeKind { NvSwitch, NvLinkMesh, PcieTree };
 
 struct IntraNodeSpec {
   IntraNodeKind kind = IntraNodeKind::NvSwitch;
-  double link_GBps = 0;      // nvswitch: per GPU per direction; nvlink-mesh: per link per direction
+  double link_GBps = 0;  // nvswitch: per GPU per direction; nvlink-mesh: per link per direction
   std::vector<std::vector<int>> links;  // nvlink-mesh: links between GPU i and j (symmetric)
   double bus_efficiency = 0.8;          // fraction of link bandwidth NCCL reaches
   double latency_us = 3.4;              // per ring hop
   // PCIe tree (also the path GPU <-> NIC on every kind of node)
-  double pcie_GBps = 31.5;              // x16 link per direction
-  std::vector<int> pcie_fanout;         // pcie-tree: {gpus per switch, switches per CPU root, roots}
-  double cpu_link_GBps = 0;             // pcie-tree: socket-to-socket (QPI/UPI) per direction
+  double pcie_GBps = 31.5;       // x16 link per direction
+  std::vector<int> pcie_fanout;  // pcie-tree: {gpus per switch, switches per CPU root, roots}
+  double cpu_link_GBps = 0;      // pcie-tree: socket-to-socket (QPI/UPI) per direction
   double pcie_latency_us = 5.7;
 };
 
 struct InterNodeSpec {
   int nics_per_node = 1;
-  double nic_GBps = 12.5;        // per NIC per direction
-  double latency_us = 5;         // per ring hop through the network
+  double nic_GBps = 12.5;  // per NIC per direction
+  double latency_us = 5;   // per ring hop through the network
   double bus_efficiency = 0.9;
-  double oversubscription = 1.0; // leaf uplink : downlink bandwidth = 1 / oversubscription
-  int nodes_per_leaf = 0;        // 0 = one non-blocking switch for all nodes
+  double oversubscription = 1.0;  // leaf uplink : downlink bandwidth = 1 / oversubscription
+  int nodes_per_leaf = 0;         // 0 = one non-blocking switch for all nodes
 };
 
 // The collective library's own cost (NCCL's tuning model, src/graph/tuning.cc): a fixed

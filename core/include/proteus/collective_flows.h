@@ -18,17 +18,17 @@ namespace proteus {
 struct FlowSpec {
   int src_gpu = 0, dst_gpu = 0;
   double bytes = 0;
-  std::vector<int> links;   // topology link ids on its path
+  std::vector<int> links;  // topology link ids on its path
 };
 
 struct CollectivePlan {
   std::vector<FlowSpec> flows;
-  double latency_s = 0;     // added after the last flow ends
-  std::string algorithm;    // "ring", "tree", "direct", "p2p"
+  double latency_s = 0;   // added after the last flow ends
+  std::string algorithm;  // "ring", "tree", "direct", "p2p"
 };
 
-CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind,
-                               const std::vector<int>& group, double bytes);
+CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
+                               double bytes);
 
 // The same plans with the size left symbolic, for callers that plan one (kind, group) at many
 // sizes (gradient buckets): the paths, ring/tree orders and latencies do not depend on the
@@ -56,7 +56,7 @@ struct PlanShape {
   std::vector<int> links;        // the flows' paths, back to back (flows may share a path)
   double latency_s = 0;          // without the library's base latency
   std::string algorithm;
-  LinkLoads loads;               // filled only when the plan competes with another
+  LinkLoads loads;  // filled only when the plan competes with another
   const int* path_begin(const FlowShape& f) const { return links.data() + f.first_link; }
   const int* path_end(const FlowShape& f) const { return links.data() + f.first_link + f.link_count; }
 };
@@ -66,7 +66,8 @@ struct CollectiveShapes {
   bool moves = false;                 // two distinct members: the call pays the base latency
 };
 
-CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind, const std::vector<int>& group);
+CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind,
+                                   const std::vector<int>& group);
 // Index of the candidate a collective of `bytes` runs.
 size_t choose_plan(const Topology& topology, const CollectiveShapes& shapes, double bytes);
 CollectivePlan instantiate_plan(const Topology& topology, const CollectiveShapes& shapes, size_t chosen,

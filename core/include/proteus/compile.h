@@ -16,11 +16,11 @@ namespace proteus {
 
 // One kind of collective as the compiler emitted it, for `proteus compile`.
 struct CollectiveStat {
-  std::string kind;       // "all_reduce", ...
-  std::string axes;       // "tp", "dp+cp", "pp"
-  std::string purpose;    // "activation", "gradient", "weight", "pipeline", "tied_embedding"
+  std::string kind;     // "all_reduce", ...
+  std::string axes;     // "tp", "dp+cp", "pp"
+  std::string purpose;  // "activation", "gradient", "weight", "pipeline", "tied_embedding"
   int group_size = 0;
-  int64_t count = 0;      // per representative rank of the stage, per iteration
+  int64_t count = 0;          // per representative rank of the stage, per iteration
   double bytes_per_rank = 0;  // total S over `count`
   int stage = 0;
 };
@@ -29,14 +29,14 @@ struct CompileStats {
   int64_t parameters = 0;
   double model_flops_per_iteration = 0;
   double hardware_flops_per_iteration = 0;
-  std::map<std::string, int64_t> tasks_by_kind;    // "compute", "collective", "p2p"
+  std::map<std::string, int64_t> tasks_by_kind;  // "compute", "collective", "p2p"
   std::map<std::string, int64_t> tasks_by_phase;
   std::vector<CollectiveStat> collectives;
-  std::vector<double> p2p_bytes_per_boundary;      // per micro-batch, per direction, chunk c -> c+1
-  std::vector<std::string> stage_orders;           // "F0 F1 B0 ..." per physical stage
+  std::vector<double> p2p_bytes_per_boundary;  // per micro-batch, per direction, chunk c -> c+1
+  std::vector<std::string> stage_orders;       // "F0 F1 B0 ..." per physical stage
   std::vector<std::array<double, kNumMemCategories>> static_bytes_per_stage;
   std::vector<double> activation_bytes_per_microbatch_per_stage;  // what one micro-batch keeps
-  int64_t passes = 0;                 // F/B/W passes built, all simulated ranks
+  int64_t passes = 0;                                             // F/B/W passes built, all simulated ranks
   int64_t passes_from_templates = 0;  // of which instantiated from a micro-batch template
 };
 

@@ -13,7 +13,7 @@ namespace proteus {
 
 // Simulation switches (top-level "simulation" object, optional).
 struct SimulationSpec {
-  bool symmetry = true;          // simulate one rank per class of identical ranks
+  bool symmetry = true;  // simulate one rank per class of identical ranks
   // Refuse graphs bigger than this (clear error): a task costs ~150-200 bytes compiled and
   // simulated, so 5M tasks stay near 1 GB, inside a WebAssembly page's memory. The biggest
   // scenario preset has ~1M tasks with symmetry (docs/robustness.md).

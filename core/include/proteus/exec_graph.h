@@ -29,28 +29,28 @@ constexpr int kNumMemCategories = 5;
 struct ComputeWork {
   OpKind op_kind = OpKind::Custom;
   double flops = 0;
-  double bytes = 0;     // HBM traffic
+  double bytes = 0;                                            // HBM traffic
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // per-GPU GEMM shape, 0 if none
-  int kernels = 1;      // kernel launches
+  int kernels = 1;                                             // kernel launches
 };
 
 // A memory change applied when a task starts (at_end = false) or ends (at_end = true).
 struct MemEvent {
   MemCategory category = MemCategory::Activations;
   bool at_end = false;
-  double bytes = 0;     // + allocate, - free
+  double bytes = 0;  // + allocate, - free
 };
 
 struct Task {
   TaskKind kind = TaskKind::Compute;
   Phase phase = Phase::Forward;
   Stream stream = Stream::Compute;
-  int rank = -1;          // index into ExecGraph::ranks
-  int micro_batch = -1;   // -1: once per iteration
-  int label = -1;         // index into ExecGraph::labels ("layers.3.mlp.fc1")
-  int stage = 0;          // pipeline stage (virtual stage for interleaved schedules)
-  int work = -1;          // kind == Compute: index into ExecGraph::works
-  int collective = -1;    // kind == Collective: index into ExecGraph::collectives
+  int rank = -1;         // index into ExecGraph::ranks
+  int micro_batch = -1;  // -1: once per iteration
+  int label = -1;        // index into ExecGraph::labels ("layers.3.mlp.fc1")
+  int stage = 0;         // pipeline stage (virtual stage for interleaved schedules)
+  int work = -1;         // kind == Compute: index into ExecGraph::works
+  int collective = -1;   // kind == Collective: index into ExecGraph::collectives
 };
 
 struct Collective {
@@ -59,9 +59,9 @@ struct Collective {
   // output; reduce-scatter the unreduced input; all-to-all what each rank sends in total
   // (its own share included); send-recv the message.
   double bytes = 0;
-  AxisMask axes = 0;             // mesh axes the group spans (pp for send-recv)
-  std::vector<int> group;        // GPU ids of all members, in ring order
-  std::vector<int> member_tasks; // one task per simulated member rank (in the same ExecGraph)
+  AxisMask axes = 0;              // mesh axes the group spans (pp for send-recv)
+  std::vector<int> group;         // GPU ids of all members, in ring order
+  std::vector<int> member_tasks;  // one task per simulated member rank (in the same ExecGraph)
   // Collectives with the same signature (>= 0) have equal kind, axes, bytes and group, so the
   // executor plans them once without comparing groups; -1: not interned (compared by value).
   int signature = -1;
@@ -69,17 +69,17 @@ struct Collective {
 
 struct SimRank {
   int gpu = 0;
-  int stage = 0;          // physical pipeline stage
-  int multiplicity = 1;   // GPUs this rank stands for
+  int stage = 0;                                         // physical pipeline stage
+  int multiplicity = 1;                                  // GPUs this rank stands for
   std::array<double, kNumMemCategories> static_bytes{};  // held for the whole iteration
 };
 
 struct ExecGraph {
   Mesh mesh;
-  bool symmetric = true;           // true: ranks are representatives of their stage
+  bool symmetric = true;  // true: ranks are representatives of their stage
   std::vector<SimRank> ranks;
   std::vector<Task> tasks;
-  std::vector<int> dep_offsets{0}; // CSR: deps of task t are deps[dep_offsets[t] .. dep_offsets[t+1])
+  std::vector<int> dep_offsets{0};  // CSR: deps of task t are deps[dep_offsets[t] .. dep_offsets[t+1])
   std::vector<int> deps;
   // Memory events, in shared lists (every micro-batch's forward of an op allocates alike):
   // task t applies list task_mem[t] (-1: none), the events
@@ -106,8 +106,8 @@ struct ExecGraph {
 
   // Builder helpers (the compiler appends tasks in program order per queue).
   int add_task(const Task& t, const std::vector<int>& task_deps, const std::vector<MemEvent>& mem = {});
-  int label_id(const std::string& label);  // interns
-  int add_work(const ComputeWork& work);    // appends; returns the index for Task::work
+  int label_id(const std::string& label);              // interns
+  int add_work(const ComputeWork& work);               // appends; returns the index for Task::work
   int add_mem_list(const MemEvent* events, size_t n);  // appends; -1 when n == 0
   const ComputeWork& work_of(const Task& t) const { return works[static_cast<size_t>(t.work)]; }
   std::unordered_map<std::string, int> label_index;  // for label_id

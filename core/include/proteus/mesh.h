@@ -23,7 +23,7 @@ struct Mesh {
   std::vector<int> group(int gpu, AxisMask axes) const;
 };
 
-const char* axis_name(MeshAxis a);        // "pp", "dp", "ep", "cp", "tp"
+const char* axis_name(MeshAxis a);         // "pp", "dp", "ep", "cp", "tp"
 std::string axes_name(AxisMask axes);      // "dp+cp", "tp", ...
 int axis_from_name(const std::string& n);  // -1 if unknown
 

@@ -18,8 +18,8 @@
 namespace proteus {
 
 enum class OpKind {
-  Matmul,       // dense GEMM (linear layers, expert GEMMs, LM head)
-  Attention,    // core attention: QK^T, softmax, dropout, AV (fused or not)
+  Matmul,     // dense GEMM (linear layers, expert GEMMs, LM head)
+  Attention,  // core attention: QK^T, softmax, dropout, AV (fused or not)
   Conv2d,
   Embedding,    // gather rows of a table (token / position / DLRM tables)
   Norm,         // LayerNorm, RMSNorm, BatchNorm
@@ -47,33 +47,33 @@ struct TensorUse {
 
 struct Tensor {
   std::string name;
-  std::vector<int64_t> shape;   // global shape
+  std::vector<int64_t> shape;  // global shape
   double bytes_per_element = 2;
-  bool is_weight = false;       // a trainable parameter
-  int producer = -1;            // op that writes it (-1: model input or weight)
+  bool is_weight = false;  // a trainable parameter
+  int producer = -1;       // op that writes it (-1: model input or weight)
   int64_t elements() const;
   double bytes() const { return static_cast<double>(elements()) * bytes_per_element; }
 };
 
 struct Op {
-  std::string name;   // short, e.g. "fc1"
+  std::string name;  // short, e.g. "fc1"
   OpKind kind = OpKind::Custom;
-  int module = -1;    // leaf module that owns it
-  std::vector<Dim> dims;  // iteration space
+  int module = -1;                 // leaf module that owns it
+  std::vector<Dim> dims;           // iteration space
   std::vector<TensorUse> inputs;   // activations read (not weights)
   std::vector<TensorUse> weights;  // parameters read
   TensorUse output;
   // Tensors the backward needs beyond inputs/weights (softmax probabilities, dropout masks),
   // global size; they are indexed by iteration dims like any tensor.
   std::vector<TensorUse> saved_extra;
-  bool saves_inputs = true;        // backward needs the inputs (false for adds, dropout)
+  bool saves_inputs = true;          // backward needs the inputs (false for adds, dropout)
   bool selective_recompute = false;  // Megatron selective recompute drops what this op saves
   // Cost, for the whole global op (the compiler divides by the shards of its dims).
   double fwd_flops = 0;
-  double fwd_bytes = 0;          // HBM traffic (reads + writes)
-  double bwd_input_flops = 0;    // B: gradient w.r.t. inputs
+  double fwd_bytes = 0;        // HBM traffic (reads + writes)
+  double bwd_input_flops = 0;  // B: gradient w.r.t. inputs
   double bwd_input_bytes = 0;
-  double bwd_weight_flops = 0;   // W: gradient w.r.t. weights (0 if no weights)
+  double bwd_weight_flops = 0;  // W: gradient w.r.t. weights (0 if no weights)
   double bwd_weight_bytes = 0;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
@@ -84,13 +84,13 @@ struct Op {
 };
 
 struct Module {
-  std::string name;   // segment: "layers", "3", "attention", ...
-  std::string path;   // dotted path from the root (root's path is "")
-  std::string kind;   // "model", "embedding", "layer", "attention", "mlp", "moe", "norm", "head", "conv", ...
+  std::string name;  // segment: "layers", "3", "attention", ...
+  std::string path;  // dotted path from the root (root's path is "")
+  std::string kind;  // "model", "embedding", "layer", "attention", "mlp", "moe", "norm", "head", "conv", ...
   int parent = -1;
   std::vector<int> children;
-  std::vector<int> ops;   // ops owned directly by this module (in execution order)
-  int layer = -1;         // index of the repeated block it belongs to (transformer layer, CNN stage), -1 if none
+  std::vector<int> ops;  // ops owned directly by this module (in execution order)
+  int layer = -1;  // index of the repeated block it belongs to (transformer layer, CNN stage), -1 if none
 };
 
 struct OpGraph {
@@ -98,13 +98,13 @@ struct OpGraph {
   std::vector<Module> modules;  // modules[0] is the root
   std::vector<Op> ops;          // in a valid forward execution order
   std::vector<Tensor> tensors;
-  int num_layers = 0;           // repeated blocks that pipeline stages split
-  int64_t batch = 0;            // samples in the graph's "batch" dim
+  int num_layers = 0;                  // repeated blocks that pipeline stages split
+  int64_t batch = 0;                   // samples in the graph's "batch" dim
   int64_t samples_per_batch_unit = 1;  // tokens per sample for LMs (seq), 1 otherwise
 
-  int64_t parameter_count() const;    // sum over weight tensors (tied weights counted once)
-  double forward_flops() const;       // sum of fwd_flops
-  double training_flops() const;      // fwd + bwd_input + bwd_weight
+  int64_t parameter_count() const;  // sum over weight tensors (tied weights counted once)
+  double forward_flops() const;     // sum of fwd_flops
+  double training_flops() const;    // fwd + bwd_input + bwd_weight
 };
 
 struct ModelSpec;

@@ -9,8 +9,8 @@ enum class PresetKind { Model, Cluster, Scenario };
 
 struct Preset {
   PresetKind kind;
-  std::string name;   // file name without .json
-  std::string json;   // file contents
+  std::string name;  // file name without .json
+  std::string json;  // file contents
 };
 
 const std::vector<Preset>& embedded_presets();  // immutable data, sorted by kind then name

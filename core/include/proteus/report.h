@@ -12,7 +12,7 @@ struct ReportInputs {
   const Config& config;
   const ExecGraph& graph;
   const Trace& trace;
-  double wall_ms = 0;   // measured by the caller (not part of determinism checks' inputs)
+  double wall_ms = 0;  // measured by the caller (not part of determinism checks' inputs)
 };
 
 // The result object, serialized with 2-space indent. Deterministic for identical inputs,

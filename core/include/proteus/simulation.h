@@ -11,7 +11,7 @@
 namespace proteus {
 
 struct Span {
-  int rank;            // simulated rank index
+  int rank;  // simulated rank index
   Stream stream;
   int task;
   double start_s, end_s;
@@ -23,12 +23,12 @@ struct MemorySample {
 };
 
 struct RankTrace {
-  std::array<double, kNumStreams> busy_s{};      // time each stream was busy
-  double compute_busy_s = 0;                     // == busy_s[Compute]
-  double exposed_comm_s = 0;                     // comm busy while compute idle
+  std::array<double, kNumStreams> busy_s{};  // time each stream was busy
+  double compute_busy_s = 0;                 // == busy_s[Compute]
+  double exposed_comm_s = 0;                 // comm busy while compute idle
   double peak_memory_bytes = 0;
   std::array<double, kNumMemCategories> memory_at_peak_bytes{};
-  std::vector<MemorySample> memory_curve;        // (time, bytes) at every change (decimated)
+  std::vector<MemorySample> memory_curve;  // (time, bytes) at every change (decimated)
   double end_s = 0;
 };
 

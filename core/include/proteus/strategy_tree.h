@@ -24,16 +24,16 @@ struct ParallelConfig {
 
 struct StrategyNode {
   int module = -1;
-  ParallelConfig config;          // resolved (after inheritance)
-  std::vector<std::string> set;   // what this node set itself ("map.dp", "recompute", "stage")
-  bool chunk_fixed = false;       // its chunk was set by an override (here or above)
+  ParallelConfig config;         // resolved (after inheritance)
+  std::vector<std::string> set;  // what this node set itself ("map.dp", "recompute", "stage")
+  bool chunk_fixed = false;      // its chunk was set by an override (here or above)
 };
 
 struct StrategyTree {
   Mesh mesh;
   Schedule schedule = Schedule::OneFOneB;
-  int stages = 1;            // physical pipeline stages (pp)
-  int virtual_stages = 1;    // chunks per stage
+  int stages = 1;          // physical pipeline stages (pp)
+  int virtual_stages = 1;  // chunks per stage
   int micro_batches = 1;
   int64_t micro_batch = 1;
   bool sequence_parallel = false;
@@ -46,7 +46,8 @@ struct StrategyTree {
 // The op dim (index into op.dims) each mesh axis splits for `op` under `config`: the first
 // name of the axis's list that the op has (-1: the op is replicated along that axis). The
 // MoE dispatch routes each rank's own tokens, so it is never split by expert.
-std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& config, const Mesh& mesh);
+std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& config,
+                                                   const Mesh& mesh);
 
 // Builds the tree; throws Error("invalid_config", "strategy.overrides[i].path", ...) when an
 // override matches no module or names a dim no op of its modules has.

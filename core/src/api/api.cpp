@@ -19,9 +19,12 @@ namespace {
 
 const char* kind_name(PresetKind k) {
   switch (k) {
-    case PresetKind::Model: return "models";
-    case PresetKind::Cluster: return "clusters";
-    case PresetKind::Scenario: return "scenarios";
+    case PresetKind::Model:
+      return "models";
+    case PresetKind::Cluster:
+      return "clusters";
+    case PresetKind::Scenario:
+      return "scenarios";
   }
   return "?";
 }
@@ -30,7 +33,8 @@ PresetKind kind_from(const std::string& kind) {
   if (kind == "model" || kind == "models") return PresetKind::Model;
   if (kind == "cluster" || kind == "clusters") return PresetKind::Cluster;
   if (kind == "scenario" || kind == "scenarios") return PresetKind::Scenario;
-  throw Error("invalid_request", "kind", "preset kind must be model, cluster or scenario, not '" + kind + "'");
+  throw Error("invalid_request", "kind",
+              "preset kind must be model, cluster or scenario, not '" + kind + "'");
 }
 
 // A one-line description of a preset for lists: its own name/description fields.
@@ -71,7 +75,8 @@ std::string show_json(const std::string& config_text) { return config_to_json(pa
 
 std::string tree_text(const std::string& config_text) {
   const Config config = parse_config(config_text);
-  const OpGraph graph = build_op_graph(config.model, config.training, config.strategy.micro_batch * config.strategy.dp);
+  const OpGraph graph =
+      build_op_graph(config.model, config.training, config.strategy.micro_batch * config.strategy.dp);
   return tree_to_text(build_strategy_tree(config, graph), graph);
 }
 
@@ -94,7 +99,8 @@ Simulated run_simulation(const std::string& config_text, bool memory_curve) {
   s.config = parse_config(config_text);
   s.compiled = compile(s.config);
   const Topology topology = build_topology(s.config.cluster);
-  s.trace = execute(s.compiled.exec, cost_model_of(s.config), topology, exec_options_of(s.config, memory_curve));
+  s.trace =
+      execute(s.compiled.exec, cost_model_of(s.config), topology, exec_options_of(s.config, memory_curve));
   s.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

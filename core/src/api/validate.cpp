@@ -33,7 +33,7 @@ namespace {
 using Json = nlohmann::json;
 using Out = nlohmann::ordered_json;
 
-constexpr double kDefaultTimeMapePct = 7;   // the targets
+constexpr double kDefaultTimeMapePct = 7;  // the targets
 constexpr double kDefaultTimeMaxPct = 15;
 constexpr double kDefaultMemoryPct = 3;
 
@@ -42,7 +42,8 @@ Error bad_file(const std::string& path, const std::string& message) {
 }
 
 const Json& member(const Json& object, const char* key, const std::string& path) {
-  if (!object.is_object() || !object.contains(key)) throw bad_file(path, std::string("missing \"") + key + "\"");
+  if (!object.is_object() || !object.contains(key))
+    throw bad_file(path, std::string("missing \"") + key + "\"");
   return object.at(key);
 }
 
@@ -51,11 +52,11 @@ double positive_number(const Json& value, const std::string& path) {
   return value.get<double>();
 }
 
-double percent_error(double predicted, double published) { return 100.0 * (predicted - published) / published; }
-
-Json simulate(const Json& config) {
-  return Json::parse(simulate_json(config.dump(), SimulateOptions{}));
+double percent_error(double predicted, double published) {
+  return 100.0 * (predicted - published) / published;
 }
+
+Json simulate(const Json& config) { return Json::parse(simulate_json(config.dump(), SimulateOptions{})); }
 
 struct Measure {
   int stage = 0;
@@ -85,7 +86,8 @@ Measure read_measure(const Json& spec, const std::string& path) {
   Measure m;
   m.stage = spec.value("stage", 0);
   const Json& categories = member(spec, "categories", path);
-  if (!categories.is_array() || categories.empty()) throw bad_file(path + ".categories", "must list memory categories");
+  if (!categories.is_array() || categories.empty())
+    throw bad_file(path + ".categories", "must list memory categories");
   for (const Json& c : categories) m.categories.push_back(c.get<std::string>());
   if (spec.contains("strategy")) m.strategy = spec.at("strategy");
   return m;
@@ -170,9 +172,12 @@ std::string validate_json(const std::string& validation_text) {
   const double mape = time_cases.empty() ? 0 : sum_abs / static_cast<double>(time_cases.size());
   const bool time_met = time_cases.empty() || (mape <= mape_target && worst <= max_target);
   out["cases"] = std::move(cases);
-  out["time"] = {{"cases", time_cases.size()},  {"mape_pct", mape},
-                 {"max_abs_error_pct", std::max(0.0, worst)}, {"worst_case", worst_id},
-                 {"target_mape_pct", mape_target}, {"target_max_pct", max_target},
+  out["time"] = {{"cases", time_cases.size()},
+                 {"mape_pct", mape},
+                 {"max_abs_error_pct", std::max(0.0, worst)},
+                 {"worst_case", worst_id},
+                 {"target_mape_pct", mape_target},
+                 {"target_max_pct", max_target},
                  {"met", time_met}};
 
   Out rankings = Out::array();
@@ -185,9 +190,11 @@ std::string validate_json(const std::string& validation_text) {
       const TimeCase& slow = x.published_s < y.published_s ? y : x;
       const bool kept = fast.predicted_s < slow.predicted_s;
       rankings_kept = rankings_kept && kept;
-      rankings.push_back({{"faster", fast.id}, {"slower", slow.id},
+      rankings.push_back({{"faster", fast.id},
+                          {"slower", slow.id},
                           {"published_ratio", slow.published_s / fast.published_s},
-                          {"predicted_ratio", slow.predicted_s / fast.predicted_s}, {"kept", kept}});
+                          {"predicted_ratio", slow.predicted_s / fast.predicted_s},
+                          {"kept", kept}});
     }
   out["rankings"] = std::move(rankings);
 
@@ -212,7 +219,8 @@ std::string validate_json(const std::string& validation_text) {
                                   ? read_measure(measures.at(it.key()), path + ".measure." + it.key())
                                   : default_measure(it.key(), configs[base], qpath);
       Json config = configs[base];
-      for (auto s = measure.strategy.begin(); s != measure.strategy.end(); ++s) config["strategy"][s.key()] = s.value();
+      for (auto s = measure.strategy.begin(); s != measure.strategy.end(); ++s)
+        config["strategy"][s.key()] = s.value();
       const std::string key = measure.strategy.dump();
       if (!results.count(key)) results[key] = simulate(config);
       const double predicted = stage_memory_GiB(results[key], measure, qpath);

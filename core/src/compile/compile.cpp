@@ -18,8 +18,10 @@ namespace {
 double recompute_flops(const OpGraph& graph, const std::vector<OpPlan>& plans) {
   double f = 0;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
-    if (plans[i].recompute == Recompute::Full) f += graph.ops[i].fwd_flops;
-    else if (plans[i].recompute == Recompute::Selective && graph.ops[i].selective_recompute) f += graph.ops[i].fwd_flops;
+    if (plans[i].recompute == Recompute::Full)
+      f += graph.ops[i].fwd_flops;
+    else if (plans[i].recompute == Recompute::Selective && graph.ops[i].selective_recompute)
+      f += graph.ops[i].fwd_flops;
   }
   return f;
 }
@@ -32,16 +34,21 @@ void count_tasks(const ExecGraph& exec, CompileStats* st) {
   std::array<int64_t, kKinds> by_kind{};
   std::array<int64_t, kPhases> by_phase{};
   for (const Task& t : exec.tasks) {
-    if (t.kind == TaskKind::Compute) ++by_kind[kCompute];
-    else if (exec.collectives[static_cast<size_t>(t.collective)].kind == CollectiveKind::SendRecv) ++by_kind[kP2p];
-    else ++by_kind[kCollective];
+    if (t.kind == TaskKind::Compute)
+      ++by_kind[kCompute];
+    else if (exec.collectives[static_cast<size_t>(t.collective)].kind == CollectiveKind::SendRecv)
+      ++by_kind[kP2p];
+    else
+      ++by_kind[kCollective];
     ++by_phase[static_cast<size_t>(t.phase)];
   }
   const char* kind_names[kKinds] = {"compute", "collective", "p2p"};
   for (int k = 0; k < kKinds; ++k)
-    if (by_kind[static_cast<size_t>(k)] > 0) st->tasks_by_kind[kind_names[k]] = by_kind[static_cast<size_t>(k)];
+    if (by_kind[static_cast<size_t>(k)] > 0)
+      st->tasks_by_kind[kind_names[k]] = by_kind[static_cast<size_t>(k)];
   for (int p = 0; p < kPhases; ++p)
-    if (by_phase[static_cast<size_t>(p)] > 0) st->tasks_by_phase[to_string(Phase(p))] = by_phase[static_cast<size_t>(p)];
+    if (by_phase[static_cast<size_t>(p)] > 0)
+      st->tasks_by_phase[to_string(Phase(p))] = by_phase[static_cast<size_t>(p)];
 }
 
 }  // namespace
@@ -60,26 +67,31 @@ CompiledModel compile(const Config& config, const CompileOptions& options) {
   exec.pipeline_stages = out.tree.stages;
   exec.gpus = config.cluster.gpus();
   exec.samples_per_iteration = config.training.global_batch;
-  exec.tokens_per_iteration = config.training.global_batch * std::max<int64_t>(1, out.graph.samples_per_batch_unit);
+  exec.tokens_per_iteration =
+      config.training.global_batch * std::max<int64_t>(1, out.graph.samples_per_batch_unit);
   const double mbs = out.tree.micro_batches;
   exec.model_flops_per_iteration = out.graph.training_flops() * mbs;
-  exec.hardware_flops_per_iteration = exec.model_flops_per_iteration + recompute_flops(out.graph, plans) * mbs;
+  exec.hardware_flops_per_iteration =
+      exec.model_flops_per_iteration + recompute_flops(out.graph, plans) * mbs;
 
   // Refuse graphs that would exhaust memory before building them: a cheap upper bound of the
   // task count (ops x passes x ranks, with room for communication).
   const double ranks = config.simulation.symmetry ? out.tree.stages : config.cluster.gpus();
   const double estimate = static_cast<double>(out.graph.ops.size()) / out.tree.stages * 4.0 * mbs * ranks;
   if (estimate > static_cast<double>(config.simulation.max_tasks))
-    throw Error("limit_exceeded", "simulation.max_tasks",
-                "this configuration needs about " + std::to_string(static_cast<int64_t>(estimate)) +
-                    " tasks, more than simulation.max_tasks = " + std::to_string(config.simulation.max_tasks) +
-                    "; raise the limit or simulate fewer micro-batches or layers");
+    throw Error(
+        "limit_exceeded", "simulation.max_tasks",
+        "this configuration needs about " + std::to_string(static_cast<int64_t>(estimate)) +
+            " tasks, more than simulation.max_tasks = " + std::to_string(config.simulation.max_tasks) +
+            "; raise the limit or simulate fewer micro-batches or layers");
 
-  build_programs({config, out.graph, out.tree, plans, config.simulation.symmetry, options.micro_batch_templates}, &exec,
-                 &out.stats);
+  build_programs(
+      {config, out.graph, out.tree, plans, config.simulation.symmetry, options.micro_batch_templates}, &exec,
+      &out.stats);
   if (static_cast<int64_t>(exec.tasks.size()) > config.simulation.max_tasks)
     throw Error("limit_exceeded", "simulation.max_tasks",
-                "the execution graph has " + std::to_string(exec.tasks.size()) + " tasks, more than simulation.max_tasks");
+                "the execution graph has " + std::to_string(exec.tasks.size()) +
+                    " tasks, more than simulation.max_tasks");
 
   CompileStats& st = out.stats;
   st.parameters = out.graph.parameter_count();
@@ -114,8 +126,13 @@ std::string compile_stats_json(const CompiledModel& c) {
   j["passes_from_templates"] = st.passes_from_templates;
   ordered_json colls = ordered_json::array();
   for (const CollectiveStat& s : st.collectives) {
-    colls.push_back({{"stage", s.stage}, {"kind", s.kind}, {"axes", s.axes}, {"purpose", s.purpose},
-                     {"group_size", s.group_size}, {"count", s.count}, {"bytes_per_rank", s.bytes_per_rank}});
+    colls.push_back({{"stage", s.stage},
+                     {"kind", s.kind},
+                     {"axes", s.axes},
+                     {"purpose", s.purpose},
+                     {"group_size", s.group_size},
+                     {"count", s.count},
+                     {"bytes_per_rank", s.bytes_per_rank}});
   }
   j["collectives"] = colls;
   j["p2p_bytes_per_boundary"] = st.p2p_bytes_per_boundary;

@@ -37,56 +37,82 @@ int ExecGraph::label_id(const std::string& label) {
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::Forward: return "forward";
-    case Phase::BackwardInput: return "backward_input";
-    case Phase::BackwardWeight: return "backward_weight";
-    case Phase::Recompute: return "recompute";
-    case Phase::Optimizer: return "optimizer";
-    case Phase::Sync: return "sync";
+    case Phase::Forward:
+      return "forward";
+    case Phase::BackwardInput:
+      return "backward_input";
+    case Phase::BackwardWeight:
+      return "backward_weight";
+    case Phase::Recompute:
+      return "recompute";
+    case Phase::Optimizer:
+      return "optimizer";
+    case Phase::Sync:
+      return "sync";
   }
   return "?";
 }
 
 const char* phase_letter(Phase p) {
   switch (p) {
-    case Phase::Forward: return "F";
-    case Phase::BackwardInput: return "B";
-    case Phase::BackwardWeight: return "W";
-    case Phase::Recompute: return "R";
-    case Phase::Optimizer: return "O";
-    case Phase::Sync: return "S";
+    case Phase::Forward:
+      return "F";
+    case Phase::BackwardInput:
+      return "B";
+    case Phase::BackwardWeight:
+      return "W";
+    case Phase::Recompute:
+      return "R";
+    case Phase::Optimizer:
+      return "O";
+    case Phase::Sync:
+      return "S";
   }
   return "?";
 }
 
 const char* to_string(Stream s) {
   switch (s) {
-    case Stream::Compute: return "compute";
-    case Stream::TpComm: return "tp_comm";
-    case Stream::DpComm: return "dp_comm";
-    case Stream::PpComm: return "pp_comm";
+    case Stream::Compute:
+      return "compute";
+    case Stream::TpComm:
+      return "tp_comm";
+    case Stream::DpComm:
+      return "dp_comm";
+    case Stream::PpComm:
+      return "pp_comm";
   }
   return "?";
 }
 
 const char* to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::AllReduce: return "all_reduce";
-    case CollectiveKind::AllGather: return "all_gather";
-    case CollectiveKind::ReduceScatter: return "reduce_scatter";
-    case CollectiveKind::AllToAll: return "all_to_all";
-    case CollectiveKind::SendRecv: return "send_recv";
+    case CollectiveKind::AllReduce:
+      return "all_reduce";
+    case CollectiveKind::AllGather:
+      return "all_gather";
+    case CollectiveKind::ReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::AllToAll:
+      return "all_to_all";
+    case CollectiveKind::SendRecv:
+      return "send_recv";
   }
   return "?";
 }
 
 const char* to_string(MemCategory c) {
   switch (c) {
-    case MemCategory::Weights: return "weights";
-    case MemCategory::Gradients: return "gradients";
-    case MemCategory::OptimizerStates: return "optimizer_states";
-    case MemCategory::Activations: return "activations";
-    case MemCategory::CommBuffers: return "communication_buffers";
+    case MemCategory::Weights:
+      return "weights";
+    case MemCategory::Gradients:
+      return "gradients";
+    case MemCategory::OptimizerStates:
+      return "optimizer_states";
+    case MemCategory::Activations:
+      return "activations";
+    case MemCategory::CommBuffers:
+      return "communication_buffers";
   }
   return "?";
 }

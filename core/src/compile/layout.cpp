@@ -19,8 +19,14 @@ bool step_kind(int from, int to, CollectiveKind* kind) {
     return true;
   }
   if (from >= 0) {
-    if (to == kReplicate) { *kind = CollectiveKind::AllGather; return true; }
-    if (to >= 0) { *kind = CollectiveKind::AllToAll; return true; }
+    if (to == kReplicate) {
+      *kind = CollectiveKind::AllGather;
+      return true;
+    }
+    if (to >= 0) {
+      *kind = CollectiveKind::AllToAll;
+      return true;
+    }
   }
   return false;  // Replicate -> Shard is a local slice; nothing becomes Partial by moving data
 }

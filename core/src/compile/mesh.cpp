@@ -46,12 +46,18 @@ std::vector<int> Mesh::group(int gpu, AxisMask axes) const {
 
 const char* axis_name(MeshAxis a) {
   switch (a) {
-    case kAxisPp: return "pp";
-    case kAxisDp: return "dp";
-    case kAxisEp: return "ep";
-    case kAxisCp: return "cp";
-    case kAxisTp: return "tp";
-    default: return "?";
+    case kAxisPp:
+      return "pp";
+    case kAxisDp:
+      return "dp";
+    case kAxisEp:
+      return "ep";
+    case kAxisCp:
+      return "cp";
+    case kAxisTp:
+      return "tp";
+    default:
+      return "?";
   }
 }
 

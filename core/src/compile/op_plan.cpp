@@ -17,8 +17,10 @@ Layout layout_of_use(const TensorUse& use, const std::array<int, kNumMeshAxes>& 
   for (int a = 0; a < kNumMeshAxes; ++a) {
     if (a == kAxisPp || mesh.size[a] <= 1 || axis_dim[a] < 0) continue;
     auto it = std::find(use.dims.begin(), use.dims.end(), axis_dim[a]);
-    if (it != use.dims.end()) l.placement[a] = static_cast<int>(it - use.dims.begin());
-    else l.placement[a] = produced_here ? kPartial : kReplicate;
+    if (it != use.dims.end())
+      l.placement[a] = static_cast<int>(it - use.dims.begin());
+    else
+      l.placement[a] = produced_here ? kPartial : kReplicate;
   }
   return l;
 }
@@ -32,16 +34,16 @@ double shards_of_dim(int d, const std::array<int, kNumMeshAxes>& axis_dim, const
   return f;
 }
 
-int64_t local_product(const Op& op, const std::vector<int>& dims, const std::array<int, kNumMeshAxes>& axis_dim,
-                      const Mesh& mesh) {
+int64_t local_product(const Op& op, const std::vector<int>& dims,
+                      const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh) {
   if (dims.empty()) return 0;
   double p = 1;
   for (int d : dims) p *= std::ceil(static_cast<double>(op.dims[d].size) / shards_of_dim(d, axis_dim, mesh));
   return static_cast<int64_t>(p);
 }
 
-ComputeWork make_work(const Op& op, double flops, double bytes_global, double traffic_ratio, double work_shards,
-                      const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh) {
+ComputeWork make_work(const Op& op, double flops, double bytes_global, double traffic_ratio,
+                      double work_shards, const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh) {
   ComputeWork w;
   w.op_kind = op.kind;
   w.flops = flops / work_shards;
@@ -132,7 +134,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     const double ratio = global_traffic > 0 ? local_traffic / global_traffic : 1.0 / work_shards;
     p.fwd = make_work(op, op.fwd_flops, op.fwd_bytes, ratio, work_shards, p.axis_dim, mesh);
     p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh);
-    p.bwd_weight = make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
+    p.bwd_weight =
+        make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
 
     // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
     if (op.saves_inputs) {

@@ -12,11 +12,11 @@ namespace proteus {
 
 struct WeightPlan {
   int tensor = -1;
-  Layout storage;        // how the optimizer keeps it (ZeRO-3 shards data axes)
-  Layout use;            // what the op needs (all-gather storage -> use under ZeRO-3)
-  Layout grad;           // what the weight-gradient kernel produces (Partial over data axes)
-  Layout grad_target;    // where the gradient must end (storage, or sharded under ZeRO >= 2)
-  double local_params = 0;  // elements held per rank in `use`
+  Layout storage;                     // how the optimizer keeps it (ZeRO-3 shards data axes)
+  Layout use;                         // what the op needs (all-gather storage -> use under ZeRO-3)
+  Layout grad;                        // what the weight-gradient kernel produces (Partial over data axes)
+  Layout grad_target;                 // where the gradient must end (storage, or sharded under ZeRO >= 2)
+  double local_params = 0;            // elements held per rank in `use`
   AxisMask data_axes_replicated = 0;  // data axes (dp, ep, cp) it is replicated over
 };
 
@@ -25,17 +25,17 @@ struct OpPlan {
   int chunk = 0;
   Recompute recompute = Recompute::None;
   std::array<int, kNumMeshAxes> axis_dim{-1, -1, -1, -1, -1};
-  std::vector<Layout> input_required;   // forward: layout each input must have
+  std::vector<Layout> input_required;  // forward: layout each input must have
   // How each input is kept for the backward: what arrived before an all-gather (Megatron keeps
   // the sequence-parallel shard of a linear's input and gathers it again in the backward).
   std::vector<Layout> input_saved;
-  std::vector<Layout> input_grad;       // backward: layout of d(input) this op produces
-  Layout output;                        // forward: layout of the output
-  Layout output_grad_required;          // backward: layout of d(output) this op needs
+  std::vector<Layout> input_grad;  // backward: layout of d(input) this op produces
+  Layout output;                   // forward: layout of the output
+  Layout output_grad_required;     // backward: layout of d(output) this op needs
   std::vector<WeightPlan> weights;
   ComputeWork fwd, bwd_input, bwd_weight;
-  double saved_input_bytes = 0;   // per rank, inputs first saved by this op (deduplicated)
-  double saved_extra_bytes = 0;   // per rank, saved_extra (what selective recompute drops)
+  double saved_input_bytes = 0;  // per rank, inputs first saved by this op (deduplicated)
+  double saved_extra_bytes = 0;  // per rank, saved_extra (what selective recompute drops)
   bool has_weights() const { return !weights.empty(); }
 };
 

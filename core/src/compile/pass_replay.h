@@ -41,13 +41,14 @@ struct OtherPass {
 struct ReplayItem {
   enum Kind : uint8_t {
     kCompute,     // a compute task: `task` (micro_batch cleared), refs, memory events
-    kCollective,  // emit_collective(ckind, axes, bytes, task.stream, task.phase, mb, task.label, refs, purpose)
+    kCollective,  // emit_collective(ckind, axes, bytes, task.stream, task.phase, mb, task.label, refs,
+                  // purpose)
     kSend,        // emit_send(dst_gpu, tensor, mb, backward, bytes, task.label, refs[0], chunk)
     kProvider,    // builder map writes: key with the micro-batch cleared, value = refs[0]
     kGradProvider,
     kRegathered,
-    kWGradDeps,   // w_grad_deps_[key] = refs
-    kWeightUse,   // ++w_done_[op]
+    kWGradDeps,  // w_grad_deps_[key] = refs
+    kWeightUse,  // ++w_done_[op]
   };
   Kind kind = kCompute;
   Task task;

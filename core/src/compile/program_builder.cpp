@@ -94,7 +94,13 @@ struct Segment {  // a run of ops recomputed together under full recompute
 class Builder {
  public:
   Builder(const ProgramInputs& in, ExecGraph* exec, CompileStats* stats)
-      : in_(in), g_(in.graph), tree_(in.tree), plans_(in.plans), mesh_(in.tree.mesh), exec_(*exec), stats_(*stats) {}
+      : in_(in),
+        g_(in.graph),
+        tree_(in.tree),
+        plans_(in.plans),
+        mesh_(in.tree.mesh),
+        exec_(*exec),
+        stats_(*stats) {}
 
   void run() {
     index_graph();
@@ -143,7 +149,8 @@ class Builder {
     chunk_ops_.assign(static_cast<size_t>(chunks), {});
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       const int c = plans_[i].chunk;
-      if (c < 0 || c >= chunks) throw Error("internal", "", "op " + g_.ops[i].name + " has no pipeline chunk");
+      if (c < 0 || c >= chunks)
+        throw Error("internal", "", "op " + g_.ops[i].name + " has no pipeline chunk");
       chunk_ops_[c].push_back(static_cast<int>(i));
     }
     consumers_.assign(g_.tensors.size(), {});
@@ -177,7 +184,10 @@ class Builder {
     for (const auto& ops : chunk_ops_) {
       int prev_key = -2;
       for (int op : ops) {
-        if (plans_[op].recompute != Recompute::Full) { prev_key = -2; continue; }
+        if (plans_[op].recompute != Recompute::Full) {
+          prev_key = -2;
+          continue;
+        }
         const Module& m = g_.modules[g_.ops[op].module];
         const int key = m.layer >= 0 ? m.layer : -100 - g_.ops[op].module;
         if (key != prev_key) segments_.push_back({});
@@ -323,8 +333,9 @@ class Builder {
 
   // A collective task of this rank; members of the same group emit them in the same order,
   // which is how the instances are matched across simulated ranks.
-  int emit_collective(CollectiveKind kind, AxisMask axes, double bytes, Stream stream, Phase phase, int mb, int label,
-                      const std::vector<int>& deps, const char* purpose, const std::vector<int>& explicit_group = {}) {
+  int emit_collective(CollectiveKind kind, AxisMask axes, double bytes, Stream stream, Phase phase, int mb,
+                      int label, const std::vector<int>& deps, const char* purpose,
+                      const std::vector<int>& explicit_group = {}) {
     const std::vector<int>& group = explicit_group.empty() ? my_group(axes) : explicit_group;
     Task t;
     t.kind = TaskKind::Collective;
@@ -334,7 +345,8 @@ class Builder {
     t.micro_batch = mb;
     t.label = label;
     t.stage = stage_;
-    const uint64_t ordinal = ordinals_[static_cast<size_t>(axes) | (stream == Stream::DpComm ? 0x100u : 0u)]++;
+    const uint64_t ordinal =
+        ordinals_[static_cast<size_t>(axes) | (stream == Stream::DpComm ? 0x100u : 0u)]++;
     const uint64_t key = (static_cast<uint64_t>(group.front()) << 40) ^ (static_cast<uint64_t>(axes) << 32) ^
                          (stream == Stream::DpComm ? (1ull << 39) : 0) ^ ordinal;
     // With the symmetry reduction, a group within one pipeline stage has one simulated member
@@ -344,7 +356,8 @@ class Builder {
     int cid;
     if (!known || exec_.collectives[*known].group != group) {
       cid = static_cast<int>(exec_.collectives.size());
-      exec_.collectives.push_back({kind, bytes, axes, group, {}, explicit_group.empty() ? signature(kind, axes, bytes) : -1});
+      exec_.collectives.push_back(
+          {kind, bytes, axes, group, {}, explicit_group.empty() ? signature(kind, axes, bytes) : -1});
       if (shared) instance_.set(key, cid);
     } else {
       cid = *known;
@@ -361,7 +374,8 @@ class Builder {
   // group is fixed by the rank and the axes, so (axes, kind, bytes) names it within the rank.
   int signature(CollectiveKind kind, AxisMask axes, double bytes) {
     const uint64_t bits = id_key(bytes);
-    IdMap& by_bytes = signatures_[static_cast<size_t>(axes) * kNumCollectiveKinds + static_cast<size_t>(kind)];
+    IdMap& by_bytes =
+        signatures_[static_cast<size_t>(axes) * kNumCollectiveKinds + static_cast<size_t>(kind)];
     if (const int* known = by_bytes.find(bits)) return *known;
     by_bytes.set(bits, next_signature_);
     return next_signature_++;
@@ -371,7 +385,8 @@ class Builder {
   int comm_buffer_list(double bytes) {
     const uint64_t bits = id_key(bytes);
     if (const int* known = comm_lists_.find(bits)) return *known;
-    const MemEvent events[2] = {{MemCategory::CommBuffers, false, bytes}, {MemCategory::CommBuffers, true, -bytes}};
+    const MemEvent events[2] = {{MemCategory::CommBuffers, false, bytes},
+                                {MemCategory::CommBuffers, true, -bytes}};
     const int list = exec_.add_mem_list(events, 2);
     comm_lists_.set(bits, list);
     return list;
@@ -394,7 +409,8 @@ class Builder {
     t.label = label;
     t.stage = stage_;
     const int cid = static_cast<int>(exec_.collectives.size());
-    exec_.collectives.push_back({CollectiveKind::SendRecv, bytes, axis_bit(kAxisPp), {exec_.ranks[rank_].gpu, dst_gpu}, {}});
+    exec_.collectives.push_back(
+        {CollectiveKind::SendRecv, bytes, axis_bit(kAxisPp), {exec_.ranks[rank_].gpu, dst_gpu}, {}});
     t.collective = cid;
     if (rec_) record_send(t, dst_gpu, tensor, backward, bytes, dep, chunk);
     const int id = emit_with_list(t, &dep, 1, -1);
@@ -438,7 +454,8 @@ class Builder {
     int last = src_task;
     for (const CollectiveStep& step : redistribute(src, want, g_.tensors[t].bytes(), mesh_))
       last = emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm,
-                             ns == kFwd ? Phase::Forward : Phase::Recompute, mb, labels_[prod], {last}, "activation");
+                             ns == kFwd ? Phase::Forward : Phase::Recompute, mb, labels_[prod], {last},
+                             "activation");
     set_provider(provider_key(mb, ns, t, want), last);
     return last;
   }
@@ -455,18 +472,22 @@ class Builder {
     for (const WeightPlan& w : plans_[op].weights) {
       if (w.storage == w.use) continue;
       gathered_bytes += w.local_params * weight_bytes_;
-      for (const CollectiveStep& s : redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * weight_bytes_, mesh_)) {
+      for (const CollectiveStep& s :
+           redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * weight_bytes_, mesh_)) {
         auto it = std::find_if(merged.begin(), merged.end(),
                                [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
-        if (it == merged.end()) merged.push_back(s);
-        else it->bytes += s.bytes;
+        if (it == merged.end())
+          merged.push_back(s);
+        else
+          it->bytes += s.bytes;
       }
     }
     if (merged.empty()) return;
     std::vector<int> gdeps;
     if (last_weight_compute_ >= 0) gdeps.push_back(last_weight_compute_);  // prefetch one op ahead
     for (const CollectiveStep& step : merged)
-      gdeps = {emit_collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, labels_[op], gdeps, "weight")};
+      gdeps = {emit_collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, labels_[op],
+                               gdeps, "weight")};
     deps->push_back(gdeps.back());
     frees->push_back({MemCategory::Weights, true, -gathered_bytes});
     pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
@@ -500,7 +521,8 @@ class Builder {
     const Op& o = g_.ops[op];
     const OpPlan& p = plans_[op];
     std::vector<int> deps;
-    for (size_t k = 0; k < o.inputs.size(); ++k) add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
+    for (size_t k = 0; k < o.inputs.size(); ++k)
+      add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
     if (ns == kFwd && param_gather_ready_[op] >= 0) deps.push_back(param_gather_ready_[op]);
     std::vector<MemEvent> mem;
     pending_weight_alloc_.clear();
@@ -508,10 +530,12 @@ class Builder {
     const double keep = (ns == kFwd) ? fwd_alloc(op) : recompute_alloc(op);
     if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
     mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
-    const int id = emit(compute_task(op, ns == kFwd ? Phase::Forward : Phase::Recompute, mb, work_id(op, 0)), deps, mem);
+    const int id =
+        emit(compute_task(op, ns == kFwd ? Phase::Forward : Phase::Recompute, mb, work_id(op, 0)), deps, mem);
     if (p.has_weights()) last_weight_compute_ = id;
     last_compute_ = id;
-    if (ns == kFwd && is_stats_rank() && mb == 0) stats_.activation_bytes_per_microbatch_per_stage[stage_] += keep;
+    if (ns == kFwd && is_stats_rank() && mb == 0)
+      stats_.activation_bytes_per_microbatch_per_stage[stage_] += keep;
     if (o.output.tensor < 0) return;
     const int out = o.output.tensor;
     set_provider(provider_key(mb, ns, out, p.output), id);
@@ -530,8 +554,8 @@ class Builder {
       const int c = plans_[c_op].chunk;
       if (chunk_is_local(c) || std::find(sent.begin(), sent.end(), c) != sent.end()) continue;
       sent.push_back(c);
-      emit_send(gpu_of_chunk(c), out, mb, false, tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_), labels_[op], id,
-                plans_[op].chunk);
+      emit_send(gpu_of_chunk(c), out, mb, false, tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_),
+                labels_[op], id, plans_[op].chunk);
     }
   }
 
@@ -545,7 +569,10 @@ class Builder {
     std::vector<std::pair<Layout, std::vector<int>>> groups;
     auto add = [&](const Layout& l, int task) {
       for (auto& gr : groups)
-        if (gr.first == l) { gr.second.push_back(task); return; }
+        if (gr.first == l) {
+          gr.second.push_back(task);
+          return;
+        }
       groups.push_back({l, {task}});
     };
     std::vector<int> remote_chunks;
@@ -567,14 +594,15 @@ class Builder {
       }
       std::vector<int> d = tasks;
       for (const CollectiveStep& step : redistribute(layout, want, g_.tensors[out].bytes(), mesh_))
-        d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb, labels_[op], d,
-                             "activation")};
+        d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb,
+                             labels_[op], d, "activation")};
       deps->insert(deps->end(), d.begin(), d.end());
     }
   }
 
   static uint64_t grad_key(int mb, int tensor, int consumer_op) {
-    return (static_cast<uint64_t>(mb) << 42) | (static_cast<uint64_t>(tensor) << 21) | static_cast<uint64_t>(consumer_op);
+    return (static_cast<uint64_t>(mb) << 42) | (static_cast<uint64_t>(tensor) << 21) |
+           static_cast<uint64_t>(consumer_op);
   }
 
   void backward_op(int op, int mb, bool split_w) {
@@ -611,13 +639,19 @@ class Builder {
       if (prod < 0 || chunk_is_local(plans_[prod].chunk)) continue;
       int first_consumer = -1;
       for (const auto& [c_op, kk] : consumers_[t])
-        if (plans_[c_op].chunk == p.chunk) { first_consumer = c_op; break; }
+        if (plans_[c_op].chunk == p.chunk) {
+          first_consumer = c_op;
+          break;
+        }
       if (first_consumer != op) continue;
-      pending_grad_sends_.push_back({t, prod, tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), labels_[op]});
+      pending_grad_sends_.push_back(
+          {t, prod, tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), labels_[op]});
     }
     if (w_here) {
-      if (split_w) set_w_grad_deps(wkey(mb, op), grad_deps);
-      else weight_grad(op, mb, grad_deps);
+      if (split_w)
+        set_w_grad_deps(wkey(mb, op), grad_deps);
+      else
+        weight_grad(op, mb, grad_deps);
     } else if (p.has_weights() && count_weight_use(op) == tree_.micro_batches) {
       weights_final(op, b);
     }
@@ -631,8 +665,8 @@ class Builder {
 
   void end_backward_pass(int mb) {
     for (const GradSend& gs : pending_grad_sends_)
-      emit_send(gpu_of_chunk(plans_[gs.producer].chunk), gs.tensor, mb, true, gs.bytes, gs.label, last_compute_,
-                plans_[gs.producer].chunk);
+      emit_send(gpu_of_chunk(plans_[gs.producer].chunk), gs.tensor, mb, true, gs.bytes, gs.label,
+                last_compute_, plans_[gs.producer].chunk);
     pending_grad_sends_.clear();
   }
 
@@ -656,8 +690,10 @@ class Builder {
       int gathered = known ? *known : -1;
       if (!known) {
         std::vector<int> d;
-        for (const CollectiveStep& step : redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
-          d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, labels_[op], d, "activation")};
+        for (const CollectiveStep& step :
+             redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
+          d = {emit_collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, labels_[op], d,
+                               "activation")};
         gathered = d.empty() ? -1 : d.front();
         set_regathered(key, gathered);
       }
@@ -671,7 +707,9 @@ class Builder {
     return has_w(op) && (k == OpKind::Matmul || k == OpKind::Conv2d);
   }
 
-  static uint64_t wkey(int mb, int op) { return (static_cast<uint64_t>(mb) << 32) | static_cast<uint64_t>(op); }
+  static uint64_t wkey(int mb, int op) {
+    return (static_cast<uint64_t>(mb) << 32) | static_cast<uint64_t>(op);
+  }
 
   void weight_grad(int op, int mb, const std::vector<int>& grad_deps) {
     const double held = fwd_alloc(op) + recompute_alloc(op);
@@ -738,16 +776,20 @@ class Builder {
     std::vector<CollectiveStep> merged;
     for (int t : b.tensors) {
       const WeightPlan& w = *weight_plan_of_tensor_[t];
-      for (const CollectiveStep& s : redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_)) {
+      for (const CollectiveStep& s :
+           redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_)) {
         auto it = std::find_if(merged.begin(), merged.end(),
                                [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
-        if (it == merged.end()) merged.push_back(s);
-        else it->bytes += s.bytes;
+        if (it == merged.end())
+          merged.push_back(s);
+        else
+          it->bytes += s.bytes;
       }
     }
     const int label = exec_.label_id("grad_bucket_" + std::to_string(bi));
     for (const CollectiveStep& s : merged)
-      grad_sync_tasks_.push_back(emit_collective(s.kind, s.axes, s.bytes, Stream::DpComm, Phase::Sync, -1, label, deps, "gradient"));
+      grad_sync_tasks_.push_back(
+          emit_collective(s.kind, s.axes, s.bytes, Stream::DpComm, Phase::Sync, -1, label, deps, "gradient"));
   }
 
   void tied_weight_reduce() {
@@ -764,12 +806,13 @@ class Builder {
         group.push_back(mesh_.gpu_of(c));
       }
       const WeightPlan& w = *weight_plan_of_tensor_[t];
-      const double bytes = static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) * kGradBytes;
+      const double bytes =
+          static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) * kGradBytes;
       std::vector<int> deps = grad_sync_tasks_;
       if (deps.empty() && last_compute_ >= 0) deps.push_back(last_compute_);
-      grad_sync_tasks_.push_back(emit_collective(CollectiveKind::AllReduce, axis_bit(kAxisPp), bytes, Stream::DpComm,
-                                                 Phase::Sync, -1, exec_.label_id("tied_embedding"), deps,
-                                                 "tied_embedding", group));
+      grad_sync_tasks_.push_back(
+          emit_collective(CollectiveKind::AllReduce, axis_bit(kAxisPp), bytes, Stream::DpComm, Phase::Sync,
+                          -1, exec_.label_id("tied_embedding"), deps, "tied_embedding", group));
     }
   }
 
@@ -826,8 +869,9 @@ class Builder {
       if (!axes) continue;
       std::vector<int> deps;
       if (!at_start && last_compute_ >= 0) deps.push_back(last_compute_);
-      const int id = emit_collective(CollectiveKind::AllGather, axes, b.param_bytes_16, Stream::DpComm, Phase::Sync, -1,
-                                     exec_.label_id("param_gather_" + std::to_string(bi)), deps, "weight");
+      const int id =
+          emit_collective(CollectiveKind::AllGather, axes, b.param_bytes_16, Stream::DpComm, Phase::Sync, -1,
+                          exec_.label_id("param_gather_" + std::to_string(bi)), deps, "weight");
       gather_of_bucket[bi] = id;
     }
     if (!at_start) return;
@@ -889,7 +933,8 @@ class Builder {
   }
 
   static uint64_t pass_key(PassKind kind, int chunk, int mb) {
-    return (static_cast<uint64_t>(mb) << 24) | (static_cast<uint64_t>(chunk) << 2) | static_cast<uint64_t>(kind);
+    return (static_cast<uint64_t>(mb) << 24) | (static_cast<uint64_t>(chunk) << 2) |
+           static_cast<uint64_t>(kind);
   }
 
   // A task id (or pending receive) as seen from the pass being recorded.
@@ -954,8 +999,8 @@ class Builder {
     item.mem_end = static_cast<uint32_t>(rec_->mem.size());
   }
 
-  void record_collective(const Task& t, CollectiveKind kind, AxisMask axes, double bytes, const std::vector<int>& deps,
-                         const char* purpose, bool explicit_group) {
+  void record_collective(const Task& t, CollectiveKind kind, AxisMask axes, double bytes,
+                         const std::vector<int>& deps, const char* purpose, bool explicit_group) {
     ReplayItem& item = record_task(ReplayItem::kCollective, t, deps.data(), deps.size());
     item.ckind = kind;
     item.axes = axes;
@@ -1027,10 +1072,14 @@ class Builder {
   // whose first task is `begin`.
   int absolute(const RelRef& ref, int begin, const std::vector<int>& other_begin, int mb) {
     switch (ref.kind) {
-      case RelRef::kInPass: return begin + static_cast<int>(ref.value);
-      case RelRef::kOtherPass: return other_begin[static_cast<size_t>(ref.slot)] + static_cast<int>(ref.value);
-      case RelRef::kPending: return pending_ref(kSendMb.with(static_cast<uint64_t>(ref.value), mb));
-      case RelRef::kAbsolute: break;
+      case RelRef::kInPass:
+        return begin + static_cast<int>(ref.value);
+      case RelRef::kOtherPass:
+        return other_begin[static_cast<size_t>(ref.slot)] + static_cast<int>(ref.value);
+      case RelRef::kPending:
+        return pending_ref(kSendMb.with(static_cast<uint64_t>(ref.value), mb));
+      case RelRef::kAbsolute:
+        break;
     }
     return static_cast<int>(ref.value);
   }
@@ -1059,11 +1108,20 @@ class Builder {
         for (uint32_t i = item.ref_begin; i < item.ref_end; ++i)
           refs.push_back(absolute(d.recording->refs[i], d.begin, d.other_begin, mb));
         switch (item.kind) {
-          case ReplayItem::kProvider: providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
-          case ReplayItem::kGradProvider: grad_providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
-          case ReplayItem::kRegathered: regathered_.set(mb, kProviderMb.with(item.key, mb), refs[0]); break;
-          case ReplayItem::kWGradDeps: w_grad_deps_[kWKeyMb.with(item.key, mb)] = refs; break;
-          default: break;
+          case ReplayItem::kProvider:
+            providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]);
+            break;
+          case ReplayItem::kGradProvider:
+            grad_providers_.set(mb, kProviderMb.with(item.key, mb), refs[0]);
+            break;
+          case ReplayItem::kRegathered:
+            regathered_.set(mb, kProviderMb.with(item.key, mb), refs[0]);
+            break;
+          case ReplayItem::kWGradDeps:
+            w_grad_deps_[kWKeyMb.with(item.key, mb)] = refs;
+            break;
+          default:
+            break;
         }
       }
     deferred_[static_cast<size_t>(mb)].clear();
@@ -1080,25 +1138,31 @@ class Builder {
         continue;
       }
       refs.clear();
-      for (uint32_t i = item.ref_begin; i < item.ref_end; ++i) refs.push_back(absolute(r.refs[i], begin, other_begin_, mb));
+      for (uint32_t i = item.ref_begin; i < item.ref_end; ++i)
+        refs.push_back(absolute(r.refs[i], begin, other_begin_, mb));
       switch (item.kind) {
         case ReplayItem::kCompute: {
           Task t = item.task;
           t.micro_batch = mb;
           int& list = r.mem_lists[static_cast<size_t>(&item - r.items.data())];
-          if (list == kNoListYet) list = exec_.add_mem_list(r.mem.data() + item.mem_begin, item.mem_end - item.mem_begin);
+          if (list == kNoListYet)
+            list = exec_.add_mem_list(r.mem.data() + item.mem_begin, item.mem_end - item.mem_begin);
           emit_with_list(t, refs.data(), refs.size(), list);
           break;
         }
         case ReplayItem::kCollective:
-          emit_collective(item.ckind, item.axes, item.bytes, item.task.stream, item.task.phase, mb, item.task.label,
-                          refs, item.purpose);
+          emit_collective(item.ckind, item.axes, item.bytes, item.task.stream, item.task.phase, mb,
+                          item.task.label, refs, item.purpose);
           break;
         case ReplayItem::kSend:
-          emit_send(item.dst_gpu, item.tensor, mb, item.backward, item.bytes, item.task.label, refs[0], item.chunk);
+          emit_send(item.dst_gpu, item.tensor, mb, item.backward, item.bytes, item.task.label, refs[0],
+                    item.chunk);
           break;
-        case ReplayItem::kWeightUse: ++w_done_[item.op]; break;
-        default: break;
+        case ReplayItem::kWeightUse:
+          ++w_done_[item.op];
+          break;
+        default:
+          break;
       }
     }
     last_compute_ = absolute(r.last_compute, begin, other_begin_, mb);
@@ -1131,7 +1195,8 @@ class Builder {
     const bool overlap_params = in_.config.strategy.overlap_param_gather;
     if (overlap_params) param_gathers(true);
 
-    const auto passes = stage_schedule(tree_.schedule, tree_.stages, tree_.micro_batches, tree_.virtual_stages, stage_);
+    const auto passes =
+        stage_schedule(tree_.schedule, tree_.stages, tree_.micro_batches, tree_.virtual_stages, stage_);
     if (is_stats_rank()) {
       if (stats_.stage_orders.size() <= static_cast<size_t>(stage_)) stats_.stage_orders.resize(stage_ + 1);
       stats_.stage_orders[stage_] = to_string(passes);
@@ -1144,10 +1209,13 @@ class Builder {
       const int begin = static_cast<int>(exec_.tasks.size());
       PassTemplate& tp = templates_[static_cast<size_t>(3 * chunk + static_cast<int>(pass.kind))];
       ++stats_.passes;
-      if (tp.verified && replay_if_possible(tp.recording, pass.micro_batch)) ++stats_.passes_from_templates;
-      else build_pass_recorded(pass, chunk, &tp);
+      if (tp.verified && replay_if_possible(tp.recording, pass.micro_batch))
+        ++stats_.passes_from_templates;
+      else
+        build_pass_recorded(pass, chunk, &tp);
       pass_index_.set(pass_key(pass.kind, chunk, pass.micro_batch), static_cast<int>(pass_ranges_.size()));
-      pass_ranges_.push_back({begin, static_cast<int>(exec_.tasks.size()), pass.kind, chunk, pass.micro_batch});
+      pass_ranges_.push_back(
+          {begin, static_cast<int>(exec_.tasks.size()), pass.kind, chunk, pass.micro_batch});
     }
     if (!in_.config.strategy.overlap_grad_reduce)
       for (size_t bi = 0; bi < buckets_.size(); ++bi) reduce_bucket(static_cast<int>(bi), {last_compute_});
@@ -1182,7 +1250,8 @@ class Builder {
   std::vector<uint64_t> ordinals_;
   std::array<std::vector<int>, 1u << kNumMeshAxes> group_cache_;  // by AxisMask
   static constexpr size_t kNumCollectiveKinds = static_cast<size_t>(CollectiveKind::SendRecv) + 1;
-  std::vector<IdMap> signatures_ = std::vector<IdMap>((1u << kNumMeshAxes) * kNumCollectiveKinds);  // this rank's
+  std::vector<IdMap> signatures_ =
+      std::vector<IdMap>((1u << kNumMeshAxes) * kNumCollectiveKinds);  // this rank's
   int next_signature_ = 0;
   std::vector<int> w_done_;
   std::vector<int> param_gather_ready_;

@@ -101,11 +101,14 @@ std::vector<Pass> zb_h1(int p, int m, int stage) {
 std::vector<Pass> stage_schedule(Schedule schedule, int stages, int micro_batches, int virtual_stages,
                                  int stage) {
   switch (schedule) {
-    case Schedule::GPipe: return gpipe(micro_batches);
-    case Schedule::OneFOneB: return one_f_one_b(stages, micro_batches, stage);
+    case Schedule::GPipe:
+      return gpipe(micro_batches);
+    case Schedule::OneFOneB:
+      return one_f_one_b(stages, micro_batches, stage);
     case Schedule::Interleaved1F1B:
       return interleaved(stages, micro_batches, std::max(1, virtual_stages), stage);
-    case Schedule::ZbH1: return zb_h1(stages, micro_batches, stage);
+    case Schedule::ZbH1:
+      return zb_h1(stages, micro_batches, stage);
   }
   return {};
 }

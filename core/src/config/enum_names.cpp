@@ -9,83 +9,112 @@ namespace proteus {
 
 const char* to_string(ModelKind kind) {
   switch (kind) {
-    case ModelKind::Transformer: return "transformer";
-    case ModelKind::Cnn: return "cnn";
-    case ModelKind::Dlrm: return "dlrm";
-    case ModelKind::Graph: return "graph";
+    case ModelKind::Transformer:
+      return "transformer";
+    case ModelKind::Cnn:
+      return "cnn";
+    case ModelKind::Dlrm:
+      return "dlrm";
+    case ModelKind::Graph:
+      return "graph";
   }
   return "?";
 }
 
 const char* to_string(MlpKind kind) {
   switch (kind) {
-    case MlpKind::Gelu: return "gelu";
-    case MlpKind::Swiglu: return "swiglu";
+    case MlpKind::Gelu:
+      return "gelu";
+    case MlpKind::Swiglu:
+      return "swiglu";
   }
   return "?";
 }
 
 const char* to_string(NormKind kind) {
   switch (kind) {
-    case NormKind::LayerNorm: return "layernorm";
-    case NormKind::RmsNorm: return "rmsnorm";
+    case NormKind::LayerNorm:
+      return "layernorm";
+    case NormKind::RmsNorm:
+      return "rmsnorm";
   }
   return "?";
 }
 
 const char* to_string(CnnArch arch) {
   switch (arch) {
-    case CnnArch::AlexNet: return "alexnet";
-    case CnnArch::Vgg19: return "vgg19";
-    case CnnArch::ResNet50: return "resnet50";
-    case CnnArch::InceptionV3: return "inception-v3";
+    case CnnArch::AlexNet:
+      return "alexnet";
+    case CnnArch::Vgg19:
+      return "vgg19";
+    case CnnArch::ResNet50:
+      return "resnet50";
+    case CnnArch::InceptionV3:
+      return "inception-v3";
   }
   return "?";
 }
 
 const char* to_string(IntraNodeKind kind) {
   switch (kind) {
-    case IntraNodeKind::NvSwitch: return "nvswitch";
-    case IntraNodeKind::NvLinkMesh: return "nvlink-mesh";
-    case IntraNodeKind::PcieTree: return "pcie-tree";
+    case IntraNodeKind::NvSwitch:
+      return "nvswitch";
+    case IntraNodeKind::NvLinkMesh:
+      return "nvlink-mesh";
+    case IntraNodeKind::PcieTree:
+      return "pcie-tree";
   }
   return "?";
 }
 
 const char* to_string(Precision precision) {
   switch (precision) {
-    case Precision::Fp32: return "fp32";
-    case Precision::Tf32: return "tf32";
-    case Precision::Fp16: return "fp16";
-    case Precision::Bf16: return "bf16";
-    case Precision::Fp8: return "fp8";
+    case Precision::Fp32:
+      return "fp32";
+    case Precision::Tf32:
+      return "tf32";
+    case Precision::Fp16:
+      return "fp16";
+    case Precision::Bf16:
+      return "bf16";
+    case Precision::Fp8:
+      return "fp8";
   }
   return "?";
 }
 
 const char* to_string(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::Adam: return "adam";
-    case Optimizer::Sgd: return "sgd";
+    case Optimizer::Adam:
+      return "adam";
+    case Optimizer::Sgd:
+      return "sgd";
   }
   return "?";
 }
 
 const char* to_string(Schedule schedule) {
   switch (schedule) {
-    case Schedule::GPipe: return "gpipe";
-    case Schedule::OneFOneB: return "1f1b";
-    case Schedule::Interleaved1F1B: return "interleaved-1f1b";
-    case Schedule::ZbH1: return "zb-h1";
+    case Schedule::GPipe:
+      return "gpipe";
+    case Schedule::OneFOneB:
+      return "1f1b";
+    case Schedule::Interleaved1F1B:
+      return "interleaved-1f1b";
+    case Schedule::ZbH1:
+      return "zb-h1";
   }
   return "?";
 }
 
 const char* to_string(Recompute recompute) {
   switch (recompute) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
+    case Recompute::None:
+      return "none";
+    case Recompute::Selective:
+      return "selective";
+    case Recompute::Full:
+      return "full";
   }
   return "?";
 }
@@ -93,10 +122,12 @@ const char* to_string(Recompute recompute) {
 double activation_bytes(Precision precision) {
   switch (precision) {
     case Precision::Fp32:
-    case Precision::Tf32: return 4;  // tf32 is a GEMM mode; tensors stay fp32 in memory
+    case Precision::Tf32:
+      return 4;  // tf32 is a GEMM mode; tensors stay fp32 in memory
     case Precision::Fp16:
     case Precision::Bf16:
-    case Precision::Fp8: return 2;   // Transformer Engine keeps bf16 copies of fp8 activations
+    case Precision::Fp8:
+      return 2;  // Transformer Engine keeps bf16 copies of fp8 activations
   }
   return 4;
 }

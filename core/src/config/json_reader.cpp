@@ -32,12 +32,22 @@ std::string field_name(const std::string& path) {
 std::string describe(const Json& value) {
   std::string text;
   switch (value.type()) {
-    case Json::value_t::string: text = "the string " + value.dump(); break;
-    case Json::value_t::boolean: text = std::string("the boolean ") + (value.get<bool>() ? "true" : "false"); break;
-    case Json::value_t::null: text = "null"; break;
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    default: text = value.dump(); break;
+    case Json::value_t::string:
+      text = "the string " + value.dump();
+      break;
+    case Json::value_t::boolean:
+      text = std::string("the boolean ") + (value.get<bool>() ? "true" : "false");
+      break;
+    case Json::value_t::null:
+      text = "null";
+      break;
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    default:
+      text = value.dump();
+      break;
   }
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;
@@ -67,7 +77,8 @@ int64_t as_integer(const Json& value, const std::string& path, int64_t min, int6
   int64_t result = 0;
   if (value.is_number_unsigned()) {
     auto raw = value.get<uint64_t>();
-    if (raw > static_cast<uint64_t>(max)) out_of_range(path, "at most", std::to_string(max), std::to_string(raw));
+    if (raw > static_cast<uint64_t>(max))
+      out_of_range(path, "at most", std::to_string(max), std::to_string(raw));
     result = static_cast<int64_t>(raw);
   } else if (value.is_number_integer()) {
     result = value.get<int64_t>();
@@ -76,8 +87,10 @@ int64_t as_integer(const Json& value, const std::string& path, int64_t min, int6
     if (!std::isfinite(raw) || std::floor(raw) != raw) {
       throw invalid_config(path, name + " must be an integer, got " + format_number(raw));
     }
-    if (raw > static_cast<double>(max)) out_of_range(path, "at most", std::to_string(max), format_number(raw));
-    if (raw < static_cast<double>(min)) out_of_range(path, "at least", std::to_string(min), format_number(raw));
+    if (raw > static_cast<double>(max))
+      out_of_range(path, "at most", std::to_string(max), format_number(raw));
+    if (raw < static_cast<double>(min))
+      out_of_range(path, "at least", std::to_string(min), format_number(raw));
     result = static_cast<int64_t>(raw);
   }
   if (result < min) out_of_range(path, "at least", std::to_string(min), std::to_string(result));
@@ -94,7 +107,8 @@ double as_number(const Json& value, const std::string& path, double min, double 
     throw invalid_config(path, field_name(path) + " must be a finite number");
   }
   if (min_exclusive ? !(result > min) : !(result >= min)) {
-    out_of_range(path, min_exclusive ? "greater than" : "at least", format_number(min), format_number(result));
+    out_of_range(path, min_exclusive ? "greater than" : "at least", format_number(min),
+                 format_number(result));
   }
   if (result > max) out_of_range(path, "at most", format_number(max), format_number(result));
   return result;
@@ -136,7 +150,8 @@ std::vector<int64_t> as_integer_array(const Json& value, const std::string& path
   const Json& array = as_array(value, path, max_size);
   std::vector<int64_t> result;
   result.reserve(array.size());
-  for (size_t i = 0; i < array.size(); ++i) result.push_back(as_integer(array[i], index_path(path, i), min, max));
+  for (size_t i = 0; i < array.size(); ++i)
+    result.push_back(as_integer(array[i], index_path(path, i), min, max));
   return result;
 }
 
@@ -190,11 +205,13 @@ int64_t ObjectReader::integer(const char* key, int64_t fallback, int64_t min, in
   return has(key) ? as_integer(at(key), path_of(key), min, max) : fallback;
 }
 
-int64_t ObjectReader::required_integer(const char* key, int64_t min, int64_t max, const std::string& what) const {
+int64_t ObjectReader::required_integer(const char* key, int64_t min, int64_t max,
+                                       const std::string& what) const {
   return as_integer(required(key, what), path_of(key), min, max);
 }
 
-double ObjectReader::number(const char* key, double fallback, double min, double max, bool min_exclusive) const {
+double ObjectReader::number(const char* key, double fallback, double min, double max,
+                            bool min_exclusive) const {
   return has(key) ? as_number(at(key), path_of(key), min, max, min_exclusive) : fallback;
 }
 

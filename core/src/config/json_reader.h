@@ -4,10 +4,10 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 #include "proteus/error.h"
 
 namespace proteus::config_detail {
@@ -57,8 +57,7 @@ class ObjectReader {
 
   int64_t integer(const char* key, int64_t fallback, int64_t min, int64_t max) const;
   int64_t required_integer(const char* key, int64_t min, int64_t max, const std::string& what) const;
-  double number(const char* key, double fallback, double min, double max,
-                bool min_exclusive = false) const;
+  double number(const char* key, double fallback, double min, double max, bool min_exclusive = false) const;
   bool boolean(const char* key, bool fallback) const;
   std::string string(const char* key, const std::string& fallback) const;
   template <class E>

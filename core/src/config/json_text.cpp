@@ -38,9 +38,12 @@ void check_depth(const std::string& text, const std::string& what) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
@@ -151,12 +154,14 @@ struct KeyChecker {
     if (static_cast<int64_t>(key.size()) > config_limits::kMaxStringChars) {
       // Not repeated in the message or the path: it may be megabytes long.
       throw Error("invalid_json", container_path(frames),
-                  "a key of " + std::to_string(key.size()) + " characters; keys, like all strings, are limited to " +
+                  "a key of " + std::to_string(key.size()) +
+                      " characters; keys, like all strings, are limited to " +
                       std::to_string(config_limits::kMaxStringChars));
     }
     frame.key = key;
     if (!frame.keys.insert(frame.key).second) {
-      throw Error("invalid_json", frame_path(frames, frame.key), "duplicate key \"" + frame.key + "\" in the same object");
+      throw Error("invalid_json", frame_path(frames, frame.key),
+                  "duplicate key \"" + frame.key + "\" in the same object");
     }
     return true;
   }
@@ -184,8 +189,9 @@ Json parse_json_text(const std::string& text, const std::string& what) {
     return Json::parse(text);
   } catch (const Json::parse_error& error) {
     size_t offset = error.byte > 0 ? error.byte - 1 : 0;
-    throw Error("invalid_json", "",
-                what + " is not valid JSON: at " + where(text, offset) + ": " + strip_nlohmann_prefix(error.what()));
+    throw Error(
+        "invalid_json", "",
+        what + " is not valid JSON: at " + where(text, offset) + ": " + strip_nlohmann_prefix(error.what()));
   } catch (const Json::out_of_range& error) {
     // A number beyond double's range (1e400): the parser stopped at the value of the last key
     // (or array element) it saw, so that is the field to change.

@@ -13,7 +13,7 @@ constexpr int64_t kMaxJsonContainers = 250'000;
 // Values of any kind (a 1024-GPU NVLink matrix has a million numbers): 16 MiB of "0," would be
 // 8 million, 128 MB once parsed and seconds to read twice.
 constexpr int64_t kMaxJsonValues = 2'000'000;
-constexpr int64_t kMaxStringChars = 4096;             // any string value
+constexpr int64_t kMaxStringChars = 4096;               // any string value
 constexpr int64_t kMaxExactInteger = int64_t{1} << 53;  // integers exactly representable in JS
 // nodes * gpus_per_node. 131,072 covers the largest published training runs (Llama 3: 16,384
 // H100; 100k-GPU clusters). The executor's cost grows linearly with the GPUs a data-parallel
@@ -34,7 +34,7 @@ constexpr int64_t kMaxBatch = (int64_t{1} << 31) - 1;
 constexpr int64_t kMaxImageSize = 16'384;
 constexpr int64_t kMaxChannels = 65'536;
 constexpr int64_t kMaxClasses = int64_t{1} << 31;
-constexpr int64_t kMaxWidth = 16'777'216;             // MLP widths, features
+constexpr int64_t kMaxWidth = 16'777'216;  // MLP widths, features
 constexpr int64_t kMaxMlpLayers = 1'000;
 constexpr int64_t kMaxTables = 100'000;
 constexpr int64_t kMaxTableRows = int64_t{1} << 40;
@@ -42,8 +42,8 @@ constexpr int64_t kMaxEmbeddingDim = 1'048'576;
 constexpr int64_t kMaxLookups = 1'048'576;
 constexpr int64_t kMaxGraphOps = 100'000;
 constexpr int64_t kMaxGraphDim = int64_t{1} << 40;
-constexpr double kMaxGraphAmount = 1e18;              // FLOPs / bytes per sample
-constexpr int64_t kMaxParallel = 1'048'576;           // dp, tp, pp, cp, ep
+constexpr double kMaxGraphAmount = 1e18;     // FLOPs / bytes per sample
+constexpr int64_t kMaxParallel = 1'048'576;  // dp, tp, pp, cp, ep
 constexpr int64_t kMaxVirtualStages = 10'000;
 // Every override is matched against every module (a 10,000-layer model has ~100,000), so
 // their product bounds the work: 1,000 x 10,000 layers takes about a second.

@@ -14,26 +14,30 @@ Config parse_config(const std::string& json_text) {
   Json root = parse_json_text(json_text, "the config");
   if (!root.is_object()) throw invalid_config("", "the config must be a JSON object, got " + describe(root));
   root = resolve_scenario(root);
-  ObjectReader top(root, "",
-                   {"schema", "name", "description", "model", "cluster", "training", "strategy", "simulation"});
+  ObjectReader top(
+      root, "", {"schema", "name", "description", "model", "cluster", "training", "strategy", "simulation"});
   if (top.has("schema")) {
     int64_t schema = as_integer(top.at("schema"), "schema", 0, config_limits::kMaxExactInteger);
     if (schema != 1) {
-      throw invalid_config("schema", "schema version " + std::to_string(schema) + " is not supported; this build reads version 1");
+      throw invalid_config("schema", "schema version " + std::to_string(schema) +
+                                         " is not supported; this build reads version 1");
     }
   }
   Config config;
   config.name = top.string("name", "");
   top.string("description", "");
-  config.model = read_model(resolve_reference(top.required("model", "a preset name or a model object"),
-                                              PresetKind::Model, "model"),
-                            "model");
-  config.cluster = read_cluster(resolve_reference(top.required("cluster", "a preset name or a cluster object"),
-                                                  PresetKind::Cluster, "cluster"),
-                                "cluster");
-  config.training = read_training(top.required("training", "at least {\"global_batch\": N}"), "training", config.model);
+  config.model = read_model(
+      resolve_reference(top.required("model", "a preset name or a model object"), PresetKind::Model, "model"),
+      "model");
+  config.cluster =
+      read_cluster(resolve_reference(top.required("cluster", "a preset name or a cluster object"),
+                                     PresetKind::Cluster, "cluster"),
+                   "cluster");
+  config.training =
+      read_training(top.required("training", "at least {\"global_batch\": N}"), "training", config.model);
   config.strategy = read_strategy(top.has("strategy") ? top.at("strategy") : Json::object(), "strategy");
-  config.simulation = read_simulation(top.has("simulation") ? top.at("simulation") : Json::object(), "simulation");
+  config.simulation =
+      read_simulation(top.has("simulation") ? top.at("simulation") : Json::object(), "simulation");
   validate_config(config);
   return config;
 }

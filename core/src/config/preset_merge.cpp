@@ -8,9 +8,12 @@ namespace {
 
 const char* kind_word(PresetKind kind) {
   switch (kind) {
-    case PresetKind::Model: return "model";
-    case PresetKind::Cluster: return "cluster";
-    case PresetKind::Scenario: return "scenario";
+    case PresetKind::Model:
+      return "model";
+    case PresetKind::Cluster:
+      return "cluster";
+    case PresetKind::Scenario:
+      return "scenario";
   }
   return "?";
 }
@@ -49,16 +52,18 @@ Json load_preset(PresetKind kind, const std::string& name, const std::string& pa
   if (preset == nullptr) {
     std::string shown = name.size() > 80 ? name.substr(0, 77) + "..." : name;
     throw Error("unknown_preset", path,
-                "unknown " + std::string(kind_word(kind)) + " preset \"" + shown + "\"; available: " +
-                    available_names(kind));
+                "unknown " + std::string(kind_word(kind)) + " preset \"" + shown +
+                    "\"; available: " + available_names(kind));
   }
   Json json = parse_json_text(preset->json, std::string(kind_word(kind)) + " preset \"" + name + "\"");
   if (!json.is_object()) {
-    throw Error("internal", path, "the " + std::string(kind_word(kind)) + " preset \"" + name + "\" is not a JSON object");
+    throw Error("internal", path,
+                "the " + std::string(kind_word(kind)) + " preset \"" + name + "\" is not a JSON object");
   }
   if (json.contains("preset")) {
-    throw Error("internal", path, "the " + std::string(kind_word(kind)) + " preset \"" + name +
-                                      "\" refers to another preset, which presets may not do");
+    throw Error("internal", path,
+                "the " + std::string(kind_word(kind)) + " preset \"" + name +
+                    "\" refers to another preset, which presets may not do");
   }
   return json;
 }
@@ -83,8 +88,8 @@ Json resolve_scenario(const Json& root) {
   overrides.erase("preset");
   for (const char* key : {"model", "cluster"}) {
     // An override that picks its own preset (by name or object) starts from that preset.
-    if (overrides.contains(key) && (overrides[key].is_string() ||
-                                    (overrides[key].is_object() && overrides[key].contains("preset")))) {
+    if (overrides.contains(key) &&
+        (overrides[key].is_string() || (overrides[key].is_object() && overrides[key].contains("preset")))) {
       scenario[key] = overrides[key];
       overrides.erase(key);
     }

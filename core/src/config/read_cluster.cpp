@@ -11,7 +11,8 @@ namespace L = config_limits;
 // "measured_us": {"<op signature>": microseconds, ...} (docs/fidelity.md). The signatures are
 // op_signature()'s text; a key that matches no op is harmless, a bad time is an error.
 std::map<std::string, double> read_measured_us(const Json& value, const std::string& path) {
-  if (!value.is_object()) throw invalid_config(path, "measured_us must be an object {\"op signature\": microseconds}");
+  if (!value.is_object())
+    throw invalid_config(path, "measured_us must be an object {\"op signature\": microseconds}");
   if (static_cast<int64_t>(value.size()) > L::kMaxGraphOps) {
     throw invalid_config(path, "measured_us has " + std::to_string(value.size()) + " entries; at most " +
                                    std::to_string(L::kMaxGraphOps) + " are supported");
@@ -28,15 +29,18 @@ std::map<std::string, double> read_measured_us(const Json& value, const std::str
 }
 
 GpuSpec read_gpu(const Json& value, const std::string& path) {
-  ObjectReader in(value, path,
-                  {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
-                   "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
-                   "compute_slowdown_with_comm", "comm_slowdown_with_compute", "measured_us"});
+  ObjectReader in(
+      value, path,
+      {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
+       "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
+       "compute_slowdown_with_comm", "comm_slowdown_with_compute", "measured_us"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
-  gpu.memory_GiB = as_number(in.required("memory_GiB", why), in.path_of("memory_GiB"), 0, L::kMaxMemory_GiB, true);
-  gpu.hbm_GBps = as_number(in.required("hbm_GBps", why), in.path_of("hbm_GBps"), 0, L::kMaxBandwidth_GBps, true);
+  gpu.memory_GiB =
+      as_number(in.required("memory_GiB", why), in.path_of("memory_GiB"), 0, L::kMaxMemory_GiB, true);
+  gpu.hbm_GBps =
+      as_number(in.required("hbm_GBps", why), in.path_of("hbm_GBps"), 0, L::kMaxBandwidth_GBps, true);
   gpu.sm_count = static_cast<int>(in.required_integer("sm_count", 1, L::kMaxSmCount, why));
   {
     ObjectReader peak(in.required("peak_TFLOPS", "dense peak per precision"), in.path_of("peak_TFLOPS"),
@@ -54,13 +58,15 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
   gpu.gemm_tile_m = static_cast<int>(in.integer("gemm_tile_m", defaults.gemm_tile_m, 1, L::kMaxTile));
   gpu.gemm_tile_n = static_cast<int>(in.integer("gemm_tile_n", defaults.gemm_tile_n, 1, L::kMaxTile));
   gpu.attention_efficiency = in.number("attention_efficiency", defaults.attention_efficiency, 0, 1, true);
-  gpu.memory_bound_efficiency = in.number("memory_bound_efficiency", defaults.memory_bound_efficiency, 0, 1, true);
+  gpu.memory_bound_efficiency =
+      in.number("memory_bound_efficiency", defaults.memory_bound_efficiency, 0, 1, true);
   gpu.kernel_launch_us = in.number("kernel_launch_us", defaults.kernel_launch_us, 0, L::kMaxLatency_us);
   gpu.compute_slowdown_with_comm =
       in.number("compute_slowdown_with_comm", defaults.compute_slowdown_with_comm, 1, L::kMaxSlowdown);
   gpu.comm_slowdown_with_compute =
       in.number("comm_slowdown_with_compute", defaults.comm_slowdown_with_compute, 1, L::kMaxSlowdown);
-  if (in.has("measured_us")) gpu.measured_us = read_measured_us(in.at("measured_us"), in.path_of("measured_us"));
+  if (in.has("measured_us"))
+    gpu.measured_us = read_measured_us(in.at("measured_us"), in.path_of("measured_us"));
   return gpu;
 }
 
@@ -68,31 +74,33 @@ std::vector<std::vector<int>> read_links(const Json& value, const std::string& p
   const std::string size = std::to_string(gpus_per_node);
   const Json& rows = as_array(value, path, static_cast<size_t>(L::kMaxGpusPerNode));
   if (rows.size() != static_cast<size_t>(gpus_per_node)) {
-    throw invalid_config(path, "links must be a " + size + "x" + size + " matrix (gpus_per_node=" + size + "), got " +
-                                   std::to_string(rows.size()) + " rows");
+    throw invalid_config(path, "links must be a " + size + "x" + size + " matrix (gpus_per_node=" + size +
+                                   "), got " + std::to_string(rows.size()) + " rows");
   }
   std::vector<std::vector<int>> links;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<int64_t> row =
-        as_integer_array(rows[i], index_path(path, i), static_cast<size_t>(L::kMaxGpusPerNode), 0, L::kMaxLinksPerPair);
+    std::vector<int64_t> row = as_integer_array(
+        rows[i], index_path(path, i), static_cast<size_t>(L::kMaxGpusPerNode), 0, L::kMaxLinksPerPair);
     if (row.size() != rows.size()) {
       throw invalid_config(index_path(path, i), "row " + std::to_string(i) + " of links has " +
-                                                    std::to_string(row.size()) + " entries, expected " + size);
+                                                    std::to_string(row.size()) + " entries, expected " +
+                                                    size);
     }
     links.emplace_back(row.begin(), row.end());
   }
   for (size_t i = 0; i < links.size(); ++i) {
     if (links[i][i] != 0) {
       throw invalid_config(index_path(index_path(path, i), i), "a GPU has no links to itself: links[" +
-                                                                   std::to_string(i) + "][" + std::to_string(i) +
-                                                                   "] must be 0");
+                                                                   std::to_string(i) + "][" +
+                                                                   std::to_string(i) + "] must be 0");
     }
     for (size_t j = i + 1; j < links.size(); ++j) {
       if (links[i][j] != links[j][i]) {
         throw invalid_config(index_path(index_path(path, i), j),
-                             "links must be symmetric: links[" + std::to_string(i) + "][" + std::to_string(j) +
-                                 "]=" + std::to_string(links[i][j]) + " but links[" + std::to_string(j) + "][" +
-                                 std::to_string(i) + "]=" + std::to_string(links[j][i]));
+                             "links must be symmetric: links[" + std::to_string(i) + "][" +
+                                 std::to_string(j) + "]=" + std::to_string(links[i][j]) + " but links[" +
+                                 std::to_string(j) + "][" + std::to_string(i) +
+                                 "]=" + std::to_string(links[j][i]));
       }
     }
   }
@@ -110,12 +118,13 @@ IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gp
   if (node.kind == IntraNodeKind::PcieTree) {
     node.link_GBps = in.number("link_GBps", 0, 0, L::kMaxBandwidth_GBps);
   } else {
-    node.link_GBps = as_number(in.required("link_GBps", "NVLink bandwidth per direction"), in.path_of("link_GBps"), 0,
-                               L::kMaxBandwidth_GBps, true);
+    node.link_GBps = as_number(in.required("link_GBps", "NVLink bandwidth per direction"),
+                               in.path_of("link_GBps"), 0, L::kMaxBandwidth_GBps, true);
   }
   if (node.kind == IntraNodeKind::NvLinkMesh) {
-    node.links = read_links(in.required("links", "an nvlink-mesh node lists the links between each pair of GPUs"),
-                            in.path_of("links"), gpus_per_node);
+    node.links =
+        read_links(in.required("links", "an nvlink-mesh node lists the links between each pair of GPUs"),
+                   in.path_of("links"), gpus_per_node);
   } else if (in.has("links")) {
     if (!as_array(in.at("links"), in.path_of("links"), static_cast<size_t>(L::kMaxGpusPerNode)).empty()) {
       throw invalid_config(in.path_of("links"), "links applies only to intra_node.kind \"nvlink-mesh\"");
@@ -124,22 +133,25 @@ IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gp
   node.bus_efficiency = in.number("bus_efficiency", defaults.bus_efficiency, 0, 1, true);
   node.latency_us = in.number("latency_us", defaults.latency_us, 0, L::kMaxLatency_us);
   node.pcie_GBps = in.number("pcie_GBps", defaults.pcie_GBps, 0, L::kMaxBandwidth_GBps, true);
-  if (node.kind == IntraNodeKind::PcieTree) in.required("pcie_fanout", "a pcie-tree node gives its switch fan-out");
+  if (node.kind == IntraNodeKind::PcieTree)
+    in.required("pcie_fanout", "a pcie-tree node gives its switch fan-out");
   if (in.has("pcie_fanout")) {
-    std::vector<int64_t> fanout = as_integer_array(in.at("pcie_fanout"), in.path_of("pcie_fanout"), 3, 1,
-                                                   L::kMaxGpusPerNode);
+    std::vector<int64_t> fanout =
+        as_integer_array(in.at("pcie_fanout"), in.path_of("pcie_fanout"), 3, 1, L::kMaxGpusPerNode);
     if (!fanout.empty()) {
       if (fanout.size() != 3 || fanout[0] * fanout[1] * fanout[2] != gpus_per_node) {
         throw invalid_config(in.path_of("pcie_fanout"),
                              "pcie_fanout must be [GPUs per PCIe switch, switches per CPU root, CPU roots] "
-                             "whose product is gpus_per_node=" + std::to_string(gpus_per_node));
+                             "whose product is gpus_per_node=" +
+                                 std::to_string(gpus_per_node));
       }
       node.pcie_fanout.assign(fanout.begin(), fanout.end());
     }
   }
   if (node.kind == IntraNodeKind::PcieTree && node.pcie_fanout.empty()) {
-    throw invalid_config(in.path_of("pcie_fanout"),
-                         "a pcie-tree node needs pcie_fanout [GPUs per PCIe switch, switches per CPU root, CPU roots]");
+    throw invalid_config(
+        in.path_of("pcie_fanout"),
+        "a pcie-tree node needs pcie_fanout [GPUs per PCIe switch, switches per CPU root, CPU roots]");
   }
   node.cpu_link_GBps = in.number("cpu_link_GBps", 0, 0, L::kMaxBandwidth_GBps);
   if (node.kind == IntraNodeKind::PcieTree && node.pcie_fanout[2] > 1 && node.cpu_link_GBps <= 0) {
@@ -151,20 +163,23 @@ IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gp
 }
 
 InterNodeSpec read_inter_node(const Json& value, const std::string& path, int nodes) {
-  ObjectReader in(value, path,
-                  {"nics_per_node", "nic_GBps", "latency_us", "bus_efficiency", "oversubscription", "nodes_per_leaf"});
+  ObjectReader in(
+      value, path,
+      {"nics_per_node", "nic_GBps", "latency_us", "bus_efficiency", "oversubscription", "nodes_per_leaf"});
   const InterNodeSpec defaults;
   InterNodeSpec net;
-  net.nics_per_node = static_cast<int>(in.integer("nics_per_node", defaults.nics_per_node, 0, L::kMaxGpusPerNode));
+  net.nics_per_node =
+      static_cast<int>(in.integer("nics_per_node", defaults.nics_per_node, 0, L::kMaxGpusPerNode));
   if (nodes > 1 && net.nics_per_node == 0) {
-    throw invalid_config(in.path_of("nics_per_node"), "a cluster of " + std::to_string(nodes) +
-                                                          " nodes needs at least one NIC per node");
+    throw invalid_config(in.path_of("nics_per_node"),
+                         "a cluster of " + std::to_string(nodes) + " nodes needs at least one NIC per node");
   }
   net.nic_GBps = in.number("nic_GBps", defaults.nic_GBps, 0, L::kMaxBandwidth_GBps, true);
   net.latency_us = in.number("latency_us", defaults.latency_us, 0, L::kMaxLatency_us);
   net.bus_efficiency = in.number("bus_efficiency", defaults.bus_efficiency, 0, 1, true);
   net.oversubscription = in.number("oversubscription", defaults.oversubscription, 1, L::kMaxOversubscription);
-  net.nodes_per_leaf = static_cast<int>(in.integer("nodes_per_leaf", defaults.nodes_per_leaf, 0, L::kMaxGpus));
+  net.nodes_per_leaf =
+      static_cast<int>(in.integer("nodes_per_leaf", defaults.nodes_per_leaf, 0, L::kMaxGpus));
   return net;
 }
 
@@ -183,7 +198,8 @@ ClusterSpec read_cluster(const Json& value, const std::string& path) {
   if (!value.is_object()) {
     throw invalid_config(path, "cluster must be a preset name or an object, got " + describe(value));
   }
-  ObjectReader in(value, path, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "collectives"});
+  ObjectReader in(value, path,
+                  {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node", "collectives"});
   ClusterSpec cluster;
   cluster.name = in.string("name", "");
   cluster.nodes = static_cast<int>(in.integer("nodes", 1, 1, L::kMaxGpus));

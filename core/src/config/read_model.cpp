@@ -10,10 +10,10 @@ namespace {
 
 namespace L = config_limits;
 
-#define PROTEUS_TRANSFORMER_KEYS                                                                 \
-  "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab", "mlp", "norm",     \
-      "tied_embeddings", "bias", "dropout", "flash_attention", "causal", "learned_positions",   \
-      "type_vocab", "pooler", "moe"
+#define PROTEUS_TRANSFORMER_KEYS                                                                            \
+  "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab", "mlp", "norm",                 \
+      "tied_embeddings", "bias", "dropout", "flash_attention", "causal", "learned_positions", "type_vocab", \
+      "pooler", "moe"
 #define PROTEUS_CNN_KEYS "arch", "image_size", "channels", "classes", "aux_logits"
 #define PROTEUS_DLRM_KEYS \
   "dense_features", "bottom_mlp", "top_mlp", "tables", "table_rows", "embedding_dim", "lookups_per_table"
@@ -52,8 +52,8 @@ MoeSpec read_moe(const Json& value, const std::string& path, int64_t ffn_hidden)
   } else {
     moe.top_k = static_cast<int>(in.required_integer("top_k", 1, L::kMaxExperts, "experts chosen per token"));
     if (moe.top_k > moe.experts) {
-      throw invalid_config(in.path_of("top_k"), "top_k=" + std::to_string(moe.top_k) + " is larger than experts=" +
-                                                    std::to_string(moe.experts));
+      throw invalid_config(in.path_of("top_k"), "top_k=" + std::to_string(moe.top_k) +
+                                                    " is larger than experts=" + std::to_string(moe.experts));
     }
   }
   moe.expert_ffn_hidden = in.integer("expert_ffn_hidden", 0, 0, L::kMaxFfnHidden);
@@ -68,8 +68,9 @@ void read_transformer(const ObjectReader& in, ModelSpec& model) {
   model.hidden = in.required_integer("hidden", 1, L::kMaxHidden, why);
   model.heads = static_cast<int>(in.required_integer("heads", 1, L::kMaxHeads, why));
   if (model.hidden % model.heads != 0) {
-    throw invalid_config(in.path_of("heads"), "hidden=" + std::to_string(model.hidden) +
-                                                  " is not divisible by heads=" + std::to_string(model.heads));
+    throw invalid_config(in.path_of("heads"),
+                         "hidden=" + std::to_string(model.hidden) +
+                             " is not divisible by heads=" + std::to_string(model.heads));
   }
   model.kv_heads = static_cast<int>(in.integer("kv_heads", 0, 0, L::kMaxHeads));
   if (model.kv_heads == 0) model.kv_heads = model.heads;
@@ -99,10 +100,14 @@ void read_transformer(const ObjectReader& in, ModelSpec& model) {
 // ResNet-50 32 (five halvings), Inception-v3 75 (torchvision's stated minimum).
 int64_t min_image_size(CnnArch arch) {
   switch (arch) {
-    case CnnArch::AlexNet: return 63;
-    case CnnArch::Vgg19: return 32;
-    case CnnArch::ResNet50: return 32;
-    case CnnArch::InceptionV3: return 75;
+    case CnnArch::AlexNet:
+      return 63;
+    case CnnArch::Vgg19:
+      return 32;
+    case CnnArch::ResNet50:
+      return 32;
+    case CnnArch::InceptionV3:
+      return 75;
   }
   return 1;
 }
@@ -116,17 +121,19 @@ void read_cnn(const ObjectReader& in, ModelSpec& model) {
   model.classes = in.integer("classes", 1000, 1, L::kMaxClasses);
   model.aux_logits = in.boolean("aux_logits", false);
   if (model.aux_logits && model.arch != CnnArch::InceptionV3) {
-    throw invalid_config(in.path_of("aux_logits"), "aux_logits (the auxiliary classifier) exists only in inception-v3");
+    throw invalid_config(in.path_of("aux_logits"),
+                         "aux_logits (the auxiliary classifier) exists only in inception-v3");
   }
 }
 
 void read_dlrm(const ObjectReader& in, ModelSpec& model) {
   const std::string why = "dlrm models need it";
-  model.bottom_mlp = as_integer_array(in.required("bottom_mlp", why), in.path_of("bottom_mlp"), L::kMaxMlpLayers, 1,
-                                      L::kMaxWidth);
+  model.bottom_mlp = as_integer_array(in.required("bottom_mlp", why), in.path_of("bottom_mlp"),
+                                      L::kMaxMlpLayers, 1, L::kMaxWidth);
   if (model.bottom_mlp.size() < 2) {
-    throw invalid_config(in.path_of("bottom_mlp"),
-                         "bottom_mlp lists the input width then each layer's width, so it needs at least 2 entries");
+    throw invalid_config(
+        in.path_of("bottom_mlp"),
+        "bottom_mlp lists the input width then each layer's width, so it needs at least 2 entries");
   }
   model.dense_features = in.integer("dense_features", model.bottom_mlp.front(), 1, L::kMaxWidth);
   if (model.dense_features != model.bottom_mlp.front()) {
@@ -135,11 +142,12 @@ void read_dlrm(const ObjectReader& in, ModelSpec& model) {
                              " must equal the bottom MLP's input width bottom_mlp[0]=" +
                              std::to_string(model.bottom_mlp.front()));
   }
-  model.top_mlp = as_integer_array(in.required("top_mlp", why), in.path_of("top_mlp"), L::kMaxMlpLayers, 1,
-                                   L::kMaxWidth);
+  model.top_mlp =
+      as_integer_array(in.required("top_mlp", why), in.path_of("top_mlp"), L::kMaxMlpLayers, 1, L::kMaxWidth);
   if (model.top_mlp.empty() || model.top_mlp.back() != 1) {
-    throw invalid_config(in.path_of("top_mlp"),
-                         "top_mlp lists the widths after the interaction and must end with 1 (the click logit)");
+    throw invalid_config(
+        in.path_of("top_mlp"),
+        "top_mlp lists the widths after the interaction and must end with 1 (the click logit)");
   }
   model.tables = static_cast<int>(in.required_integer("tables", 1, L::kMaxTables, why));
   model.table_rows = in.required_integer("table_rows", 1, L::kMaxTableRows, why);
@@ -157,7 +165,8 @@ GraphOpSpec read_graph_op(const Json& value, const std::string& path) {
   if (!value.is_object()) throw invalid_config(path, "each op must be an object, got " + describe(value));
   const std::string type_path = join_path(path, "type");
   if (!value.contains("type")) {
-    throw invalid_config(type_path, "missing required field \"type\" (linear, conv2d, elementwise or custom)");
+    throw invalid_config(type_path,
+                         "missing required field \"type\" (linear, conv2d, elementwise or custom)");
   }
   GraphOpSpec op;
   op.type = as_string(value.at("type"), type_path);
@@ -167,7 +176,8 @@ GraphOpSpec read_graph_op(const Json& value, const std::string& path) {
     op.in_features = in.required_integer("in_features", 1, kDim, "linear ops need it");
     op.out_features = in.required_integer("out_features", 1, kDim, "linear ops need it");
   } else if (op.type == "conv2d") {
-    ObjectReader in(value, path, {"name", "type", "in_channels", "out_channels", "kernel", "stride", "image"});
+    ObjectReader in(value, path,
+                    {"name", "type", "in_channels", "out_channels", "kernel", "stride", "image"});
     op.in_channels = in.required_integer("in_channels", 1, kDim, "conv2d ops need it");
     op.out_channels = in.required_integer("out_channels", 1, kDim, "conv2d ops need it");
     op.kernel = in.required_integer("kernel", 1, L::kMaxImageSize, "conv2d ops need it");
@@ -189,7 +199,8 @@ GraphOpSpec read_graph_op(const Json& value, const std::string& path) {
                                     in.path_of("bytes_per_sample"), 0, L::kMaxGraphAmount);
     op.params = in.integer("params", 0, 0, L::kMaxExactInteger);
   } else {
-    throw invalid_config(type_path, "op type \"" + op.type + "\" is not one of: linear, conv2d, elementwise, custom");
+    throw invalid_config(type_path,
+                         "op type \"" + op.type + "\" is not one of: linear, conv2d, elementwise, custom");
   }
   const std::string name_path = join_path(path, "name");
   if (!value.contains("name")) throw invalid_config(name_path, "missing required field \"name\"");
@@ -217,7 +228,8 @@ void read_graph(const ObjectReader& in, ModelSpec& model) {
 }  // namespace
 
 ModelSpec read_model(const Json& value, const std::string& path) {
-  if (!value.is_object()) throw invalid_config(path, "model must be a preset name or an object, got " + describe(value));
+  if (!value.is_object())
+    throw invalid_config(path, "model must be a preset name or an object, got " + describe(value));
   ModelSpec model;
   const std::string kind_path = join_path(path, "kind");
   if (value.contains("kind")) {

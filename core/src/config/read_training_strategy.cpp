@@ -35,9 +35,10 @@ void check_module_path(const std::string& text, const std::string& path) {
       }
     }
     if (!ok) {
-      throw invalid_config(path, "module path \"" + text + "\" is malformed at segment \"" + segment +
-                                     "\": use names like \"layers.3.mlp\", '*' for one segment, and a trailing "
-                                     "\"**\" for any depth");
+      throw invalid_config(path,
+                           "module path \"" + text + "\" is malformed at segment \"" + segment +
+                               "\": use names like \"layers.3.mlp\", '*' for one segment, and a trailing "
+                               "\"**\" for any depth");
     }
     if (last) break;
     start = dot + 1;
@@ -52,19 +53,23 @@ OverrideSpec read_override(const Json& value, const std::string& path) {
   if (in.has("map")) {
     const std::string map_path = in.path_of("map");
     const Json& map = in.at("map");
-    if (!map.is_object()) throw invalid_config(map_path, "map must be an object {mesh axis: dim name or null}");
+    if (!map.is_object())
+      throw invalid_config(map_path, "map must be an object {mesh axis: dim name or null}");
     for (const auto& item : map.items()) {
       const std::string& axis = item.key();
       const std::string axis_path = join_path(map_path, axis);
       if (axis != "pp" && axis != "dp" && axis != "ep" && axis != "cp" && axis != "tp") {
-        throw invalid_config(axis_path, "\"" + axis + "\" is not a mesh axis; expected one of: pp, dp, ep, cp, tp");
+        throw invalid_config(axis_path,
+                             "\"" + axis + "\" is not a mesh axis; expected one of: pp, dp, ep, cp, tp");
       }
       std::string dim;
       if (!item.value().is_null()) {
         dim = as_string(item.value(), axis_path);
         if (!dim.empty() && !is_identifier(dim)) {
-          throw invalid_config(axis_path, "\"" + dim + "\" is not a dim name (letters, digits and '_'); "
-                                          "use null to replicate along " + axis);
+          throw invalid_config(axis_path, "\"" + dim +
+                                              "\" is not a dim name (letters, digits and '_'); "
+                                              "use null to replicate along " +
+                                              axis);
         }
       }
       spec.map[axis] = dim;
@@ -74,7 +79,8 @@ OverrideSpec read_override(const Json& value, const std::string& path) {
     spec.recompute = as_enum(in.at("recompute"), in.path_of("recompute"),
                              {Recompute::None, Recompute::Selective, Recompute::Full});
   }
-  if (in.has("stage")) spec.stage = static_cast<int>(as_integer(in.at("stage"), in.path_of("stage"), 0, L::kMaxParallel - 1));
+  if (in.has("stage"))
+    spec.stage = static_cast<int>(as_integer(in.at("stage"), in.path_of("stage"), 0, L::kMaxParallel - 1));
   if (!in.has("map") && !in.has("recompute") && !in.has("stage")) {
     throw invalid_config(path, "this override changes nothing: give \"map\", \"recompute\" or \"stage\"");
   }
@@ -88,8 +94,9 @@ TrainingSpec read_training(const Json& value, const std::string& path, const Mod
   TrainingSpec training;
   training.global_batch = in.required_integer("global_batch", 1, L::kMaxBatch, "samples per iteration");
   training.seq_len = in.integer("seq_len", 0, 0, L::kMaxSeqLen);
-  training.precision = in.enumeration(
-      "precision", Precision::Bf16, {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8});
+  training.precision =
+      in.enumeration("precision", Precision::Bf16,
+                     {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8});
   training.optimizer = in.enumeration("optimizer", Optimizer::Adam, {Optimizer::Adam, Optimizer::Sgd});
   if (model.kind == ModelKind::Transformer) {
     if (training.seq_len == 0) training.seq_len = model.seq_len;
@@ -111,9 +118,9 @@ TrainingSpec read_training(const Json& value, const std::string& path, const Mod
 
 StrategySpec read_strategy(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
-                  {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages", "sequence_parallel", "zero",
-                   "recompute", "overlap_grad_reduce", "overlap_param_gather", "grad_bucket_MB", "overrides",
-                   "stage_layers"});
+                  {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages",
+                   "sequence_parallel", "zero", "recompute", "overlap_grad_reduce", "overlap_param_gather",
+                   "grad_bucket_MB", "overrides", "stage_layers"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -121,24 +128,27 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.cp = static_cast<int>(in.integer("cp", 1, 1, L::kMaxParallel));
   strategy.ep = static_cast<int>(in.integer("ep", 1, 1, L::kMaxParallel));
   strategy.micro_batch = in.integer("micro_batch", 1, 1, L::kMaxBatch);
-  strategy.schedule = in.enumeration("schedule", Schedule::OneFOneB,
-                                     {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZbH1});
+  strategy.schedule =
+      in.enumeration("schedule", Schedule::OneFOneB,
+                     {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZbH1});
   strategy.virtual_stages = static_cast<int>(in.integer("virtual_stages", 1, 1, L::kMaxVirtualStages));
   strategy.sequence_parallel = in.boolean("sequence_parallel", false);
   strategy.zero = static_cast<int>(in.integer("zero", 0, 0, 3));
-  strategy.recompute = in.enumeration("recompute", Recompute::None, {Recompute::None, Recompute::Selective, Recompute::Full});
+  strategy.recompute =
+      in.enumeration("recompute", Recompute::None, {Recompute::None, Recompute::Selective, Recompute::Full});
   strategy.overlap_grad_reduce = in.boolean("overlap_grad_reduce", true);
   strategy.overlap_param_gather = in.boolean("overlap_param_gather", true);
   strategy.grad_bucket_MB = in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);
   if (in.has("overrides")) {
-    const Json& overrides = as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));
+    const Json& overrides =
+        as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));
     for (size_t i = 0; i < overrides.size(); ++i) {
       strategy.overrides.push_back(read_override(overrides[i], index_path(in.path_of("overrides"), i)));
     }
   }
   if (in.has("stage_layers")) {
-    std::vector<int64_t> layers =
-        as_integer_array(in.at("stage_layers"), in.path_of("stage_layers"), static_cast<size_t>(L::kMaxLayers), 1, L::kMaxLayers);
+    std::vector<int64_t> layers = as_integer_array(in.at("stage_layers"), in.path_of("stage_layers"),
+                                                   static_cast<size_t>(L::kMaxLayers), 1, L::kMaxLayers);
     strategy.stage_layers.assign(layers.begin(), layers.end());
   }
   return strategy;
@@ -151,7 +161,8 @@ SimulationSpec read_simulation(const Json& value, const std::string& path) {
   simulation.symmetry = in.boolean("symmetry", defaults.symmetry);
   simulation.max_tasks = in.integer("max_tasks", defaults.max_tasks, 1, L::kMaxExactInteger);
   simulation.max_events = in.integer("max_events", defaults.max_events, 1, L::kMaxExactInteger);
-  simulation.max_timeline_spans = in.integer("max_timeline_spans", defaults.max_timeline_spans, 0, L::kMaxExactInteger);
+  simulation.max_timeline_spans =
+      in.integer("max_timeline_spans", defaults.max_timeline_spans, 0, L::kMaxExactInteger);
   return simulation;
 }
 

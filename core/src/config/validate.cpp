@@ -32,8 +32,8 @@ void check_mesh_size(const Config& c) {
   double gpus = double(c.cluster.nodes) * c.cluster.gpus_per_node;
   if (product != gpus) {
     throw invalid_config("strategy", "dp*tp*pp*cp = " + format_count(product) + " but the cluster has " +
-                                         format_count(gpus) + " GPUs (" + to_string(c.cluster.nodes) + " nodes x " +
-                                         to_string(c.cluster.gpus_per_node) + ")");
+                                         format_count(gpus) + " GPUs (" + to_string(c.cluster.nodes) +
+                                         " nodes x " + to_string(c.cluster.gpus_per_node) + ")");
   }
 }
 
@@ -43,7 +43,8 @@ void check_tensor_parallel(const Config& c) {
   if (s.tp == 1 || m.kind != ModelKind::Transformer) return;
   auto require_divides = [&](int64_t value, const char* name) {
     if (value % s.tp != 0) {
-      throw invalid_config("strategy.tp", "tp=" + to_string(s.tp) + " does not divide " + name + "=" + to_string(value));
+      throw invalid_config("strategy.tp",
+                           "tp=" + to_string(s.tp) + " does not divide " + name + "=" + to_string(value));
     }
   };
   require_divides(m.heads, "heads");
@@ -66,36 +67,41 @@ void check_pipeline(const Config& c) {
   const StrategySpec& s = c.strategy;
   const int64_t units = pipeline_units(c.model);
   if (units > 0 && s.pp > units) {
-    throw invalid_config("strategy.pp", "pp=" + to_string(s.pp) + " is more pipeline stages than the model's " +
-                                            to_string(units) + " " + unit_name(c.model));
+    throw invalid_config("strategy.pp", "pp=" + to_string(s.pp) +
+                                            " is more pipeline stages than the model's " + to_string(units) +
+                                            " " + unit_name(c.model));
   }
   if (s.virtual_stages > 1 && s.schedule != Schedule::Interleaved1F1B) {
     throw invalid_config("strategy.virtual_stages",
                          "virtual_stages=" + to_string(s.virtual_stages) +
-                             " needs schedule \"interleaved-1f1b\" (the schedule is \"" + to_string(s.schedule) + "\")");
+                             " needs schedule \"interleaved-1f1b\" (the schedule is \"" +
+                             to_string(s.schedule) + "\")");
   }
   if (units > 0 && int64_t{s.pp} * s.virtual_stages > units) {
     throw invalid_config("strategy.virtual_stages",
                          "pp*virtual_stages = " + to_string(int64_t{s.pp} * s.virtual_stages) +
-                             " model chunks is more than the model's " + to_string(units) + " " + unit_name(c.model));
+                             " model chunks is more than the model's " + to_string(units) + " " +
+                             unit_name(c.model));
   }
   if (!s.stage_layers.empty()) {
     if (units == 0) {
-      throw invalid_config("strategy.stage_layers",
-                           std::string("stage_layers applies to transformer and graph models; place the modules of a ") +
-                               to_string(c.model.kind) + " model with overrides[].stage");
+      throw invalid_config(
+          "strategy.stage_layers",
+          std::string("stage_layers applies to transformer and graph models; place the modules of a ") +
+              to_string(c.model.kind) + " model with overrides[].stage");
     }
     const int64_t chunks = int64_t{s.pp} * s.virtual_stages;
     if (static_cast<int64_t>(s.stage_layers.size()) != chunks) {
       throw invalid_config("strategy.stage_layers",
-                           "stage_layers has " + to_string(s.stage_layers.size()) + " entries but pp*virtual_stages = " +
-                               to_string(chunks));
+                           "stage_layers has " + to_string(s.stage_layers.size()) +
+                               " entries but pp*virtual_stages = " + to_string(chunks));
     }
     int64_t sum = 0;
     for (int n : s.stage_layers) sum += n;
     if (sum != units) {
-      throw invalid_config("strategy.stage_layers", "stage_layers adds up to " + to_string(sum) + " but the model has " +
-                                                        to_string(units) + " " + unit_name(c.model));
+      throw invalid_config("strategy.stage_layers", "stage_layers adds up to " + to_string(sum) +
+                                                        " but the model has " + to_string(units) + " " +
+                                                        unit_name(c.model));
     }
   }
   for (size_t i = 0; i < s.overrides.size(); ++i) {
@@ -112,25 +118,28 @@ void check_batch(const Config& c) {
   const StrategySpec& s = c.strategy;
   const int64_t global = c.training.global_batch;
   if (global % s.dp != 0) {
-    throw invalid_config("training.global_batch", "global_batch=" + to_string(global) + " is not divisible by dp=" +
-                                                      to_string(s.dp) + " (each replica gets an equal share)");
+    throw invalid_config("training.global_batch", "global_batch=" + to_string(global) +
+                                                      " is not divisible by dp=" + to_string(s.dp) +
+                                                      " (each replica gets an equal share)");
   }
   const int64_t per_replica = global / s.dp;
   if (s.micro_batch > per_replica) {
     throw invalid_config("strategy.micro_batch", "micro_batch=" + to_string(s.micro_batch) +
-                                                     " is larger than the per-replica batch " + to_string(per_replica) +
-                                                     " (global_batch " + to_string(global) + " / dp " + to_string(s.dp) + ")");
+                                                     " is larger than the per-replica batch " +
+                                                     to_string(per_replica) + " (global_batch " +
+                                                     to_string(global) + " / dp " + to_string(s.dp) + ")");
   }
   if (per_replica % s.micro_batch != 0) {
     throw invalid_config("training.global_batch",
-                         "global_batch=" + to_string(global) + " is not divisible by dp*micro_batch = " +
-                             to_string(s.dp) + "*" + to_string(s.micro_batch) + " = " +
-                             to_string(int64_t{s.dp} * s.micro_batch));
+                         "global_batch=" + to_string(global) +
+                             " is not divisible by dp*micro_batch = " + to_string(s.dp) + "*" +
+                             to_string(s.micro_batch) + " = " + to_string(int64_t{s.dp} * s.micro_batch));
   }
   const int64_t micro_batches = per_replica / s.micro_batch;
   if (s.schedule == Schedule::Interleaved1F1B && micro_batches % s.pp != 0) {
     throw invalid_config("strategy.schedule",
-                         "the interleaved schedule needs the number of micro-batches (" + to_string(micro_batches) +
+                         "the interleaved schedule needs the number of micro-batches (" +
+                             to_string(micro_batches) +
                              " = global_batch / (dp*micro_batch)) to be a multiple of pp=" + to_string(s.pp));
   }
 }
@@ -140,15 +149,17 @@ void check_expert_parallel(const Config& c) {
   if (s.ep == 1) return;
   const int experts = c.model.kind == ModelKind::Transformer ? c.model.moe.experts : 0;
   if (experts == 0) {
-    throw invalid_config("strategy.ep", "ep=" + to_string(s.ep) +
-                                            " needs a mixture-of-experts model (model.moe.experts > 0)");
+    throw invalid_config(
+        "strategy.ep", "ep=" + to_string(s.ep) + " needs a mixture-of-experts model (model.moe.experts > 0)");
   }
   if (s.dp % s.ep != 0) {
-    throw invalid_config("strategy.ep", "ep=" + to_string(s.ep) + " does not divide dp=" + to_string(s.dp) +
-                                            " (expert-parallel groups are carved out of the data-parallel ranks)");
+    throw invalid_config("strategy.ep",
+                         "ep=" + to_string(s.ep) + " does not divide dp=" + to_string(s.dp) +
+                             " (expert-parallel groups are carved out of the data-parallel ranks)");
   }
   if (experts % s.ep != 0) {
-    throw invalid_config("strategy.ep", "ep=" + to_string(s.ep) + " does not divide moe.experts=" + to_string(experts));
+    throw invalid_config("strategy.ep",
+                         "ep=" + to_string(s.ep) + " does not divide moe.experts=" + to_string(experts));
   }
 }
 
@@ -156,12 +167,14 @@ void check_context_parallel(const Config& c) {
   const StrategySpec& s = c.strategy;
   if (s.cp == 1) return;
   if (c.model.kind != ModelKind::Transformer) {
-    throw invalid_config("strategy.cp", std::string("context parallelism splits the sequence; it applies only to "
-                                                    "transformer models, not to a ") + to_string(c.model.kind) + " model");
+    throw invalid_config("strategy.cp",
+                         std::string("context parallelism splits the sequence; it applies only to "
+                                     "transformer models, not to a ") +
+                             to_string(c.model.kind) + " model");
   }
   if (c.training.seq_len % s.cp != 0) {
-    throw invalid_config("strategy.cp", "cp=" + to_string(s.cp) + " does not divide seq_len=" +
-                                            to_string(c.training.seq_len));
+    throw invalid_config(
+        "strategy.cp", "cp=" + to_string(s.cp) + " does not divide seq_len=" + to_string(c.training.seq_len));
   }
 }
 
@@ -172,7 +185,8 @@ void check_rates(const Config& c) {
     if (zero_allowed && value == 0) return;
     if (!(value >= min)) {
       throw invalid_config(path, field_name(path) + " must be at least " + format_real(min) + " (got " +
-                                     format_real(value) + "); smaller rates are far below any real hardware " +
+                                     format_real(value) +
+                                     "); smaller rates are far below any real hardware " +
                                      "and make every predicted time overflow");
     }
   };
@@ -187,7 +201,8 @@ void check_rates(const Config& c) {
   at_least(g.attention_efficiency, L::kMinEfficiency, "cluster.gpu.attention_efficiency", false);
   at_least(g.memory_bound_efficiency, L::kMinEfficiency, "cluster.gpu.memory_bound_efficiency", false);
   const IntraNodeSpec& n = c.cluster.intra_node;
-  at_least(n.link_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.link_GBps", n.kind == IntraNodeKind::PcieTree);
+  at_least(n.link_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.link_GBps",
+           n.kind == IntraNodeKind::PcieTree);
   at_least(n.bus_efficiency, L::kMinEfficiency, "cluster.intra_node.bus_efficiency", false);
   at_least(n.pcie_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.pcie_GBps", false);
   at_least(n.cpu_link_GBps, L::kMinBandwidth_GBps, "cluster.intra_node.cpu_link_GBps", true);

@@ -27,13 +27,13 @@
 // A measured table entry for op_signature(work, precision) replaces all of this (launches
 // included: a measured time is the op's whole time). The table is CostModel::measured_us, then
 // the GPU's own (cluster.gpu.measured_us).
+#include "proteus/cost_model.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include "proteus/cost_model.h"
+#include "proteus/error.h"
 #include "proteus/op_graph.h"
 #include "proteus/training_spec.h"
-#include "proteus/error.h"
 #include "proteus/units.h"
 
 namespace proteus {
@@ -119,9 +119,10 @@ std::string op_signature(const ComputeWork& work, Precision precision) {
     // An attention backward does twice its forward's GEMMs (dQ, dK, dV, dP); same shape,
     // another kernel: "attention_backward". Linear layers' three GEMMs (forward, input and
     // weight gradient) share one signature, as they cost the same 2*M*N*K.
-    const bool backward = work.op_kind == OpKind::Attention &&
-                          work.flops > 6.0 * static_cast<double>(work.gemm_m) * static_cast<double>(work.gemm_n) *
-                                           static_cast<double>(work.gemm_k) * static_cast<double>(work.gemm_batch);
+    const bool backward =
+        work.op_kind == OpKind::Attention &&
+        work.flops > 6.0 * static_cast<double>(work.gemm_m) * static_cast<double>(work.gemm_n) *
+                         static_cast<double>(work.gemm_k) * static_cast<double>(work.gemm_batch);
     std::snprintf(buffer, sizeof buffer, "%s:M=%lld,N=%lld,K=%lld,B=%lld:%s",
                   backward ? "attention_backward" : to_string(work.op_kind),
                   static_cast<long long>(work.gemm_m), static_cast<long long>(work.gemm_n),

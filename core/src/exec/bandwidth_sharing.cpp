@@ -18,9 +18,9 @@
 // summed in flow id order, or in any order where that is exact; links popped in (share, id)
 // order), so both modes produce bit-identical rates.
 // A flow that crosses no link is unconstrained: its rate is +infinity (it takes no time).
+#include "proteus/bandwidth_sharing.h"
 #include <algorithm>
 #include <limits>
-#include "proteus/bandwidth_sharing.h"
 #include "proteus/error.h"
 
 namespace proteus {
@@ -44,9 +44,10 @@ BandwidthSharing::BandwidthSharing(std::vector<double> link_capacity_Bps, bool i
 void BandwidthSharing::widen(size_t stride) {
   std::vector<FlowLink> wider(flows_.size() * stride);
   for (size_t f = 0; f < flows_.size(); ++f)
-    std::copy(flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_),
-              flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_ + static_cast<size_t>(flows_[f].size)),
-              wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
+    std::copy(
+        flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_),
+        flow_links_.begin() + static_cast<std::ptrdiff_t>(f * stride_ + static_cast<size_t>(flows_[f].size)),
+        wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
   flow_links_ = std::move(wider);
   stride_ = stride;
 }
@@ -67,7 +68,8 @@ int BandwidthSharing::add_flow(LinkWeights links) {
   }
   if (!canonical) {
     // Canonical form: sorted by link id, duplicate links merged (weights add up).
-    std::stable_sort(fl.begin(), fl.end(), [](const FlowLink& a, const FlowLink& b) { return a.link < b.link; });
+    std::stable_sort(fl.begin(), fl.end(),
+                     [](const FlowLink& a, const FlowLink& b) { return a.link < b.link; });
     size_t out = 0;
     for (size_t i = 0; i < fl.size(); ++i) {
       if (out > 0 && fl[out - 1].link == fl[i].link)
@@ -197,7 +199,9 @@ void BandwidthSharing::solve_component() {
     }
     sum_weights(/*integers_only=*/false);
   }
-  auto after = [](const HeapEntry& a, const HeapEntry& b) { return heap_after(a.share, a.link, b.share, b.link); };
+  auto after = [](const HeapEntry& a, const HeapEntry& b) {
+    return heap_after(a.share, a.link, b.share, b.link);
+  };
   heap_.clear();
   for (int l : comp_links_) {
     LinkState& ls = links_[static_cast<size_t>(l)];
@@ -241,7 +245,8 @@ bool BandwidthSharing::sum_weights(bool integers_only) {
   for (int f : comp_flows_)
     for (const FlowLink* x = links_begin(f); x != links_end(f); ++x) {
       const double w = x->weight;
-      if (integers_only && !(w <= kMaxExactWeight && static_cast<double>(static_cast<int64_t>(w)) == w)) return false;
+      if (integers_only && !(w <= kMaxExactWeight && static_cast<double>(static_cast<int64_t>(w)) == w))
+        return false;
       LinkState& ls = links_[static_cast<size_t>(x->link)];
       ls.weight_sum += w;
       ++ls.unfrozen;
@@ -250,7 +255,9 @@ bool BandwidthSharing::sum_weights(bool integers_only) {
 }
 
 void BandwidthSharing::push_link(int link, double share) {
-  auto after = [](const HeapEntry& a, const HeapEntry& b) { return heap_after(a.share, a.link, b.share, b.link); };
+  auto after = [](const HeapEntry& a, const HeapEntry& b) {
+    return heap_after(a.share, a.link, b.share, b.link);
+  };
   LinkState& ls = links_[static_cast<size_t>(link)];
   ++ls.version;
   ls.heap_share = share;
@@ -315,7 +322,8 @@ const std::vector<int>& BandwidthSharing::solve() {
 }
 
 double BandwidthSharing::rate_Bps(int flow) const {
-  if (flow < 0 || flow >= static_cast<int>(flows_.size()) || !flows_[static_cast<size_t>(flow)].alive) return 0;
+  if (flow < 0 || flow >= static_cast<int>(flows_.size()) || !flows_[static_cast<size_t>(flow)].alive)
+    return 0;
   return flows_[static_cast<size_t>(flow)].rate_Bps;
 }
 

@@ -33,14 +33,14 @@
 // Every collective of two or more members (send-recv and all-to-all included) also pays the
 // library's fixed cost per call, cluster.collectives.base_latency_us (NCCL's baseLat, 8.4 us for
 // the ring/Simple protocol in src/graph/tuning.cc; REFERENCE.md section 2), added to latency_s.
+#include "proteus/collective_flows.h"
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
-#include "proteus/collective_flows.h"
+#include "../hardware/nvlink_rings.h"
 #include "proteus/error.h"
 #include "proteus/units.h"
-#include "../hardware/nvlink_rings.h"
 
 namespace proteus {
 namespace {
@@ -121,8 +121,8 @@ struct HopHash {
 };
 using PathIndex = std::unordered_map<Hop, std::pair<int, int>, HopHash>;
 
-void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int dst, double scale, double divisor,
-              int channel) {
+void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int dst, double scale,
+              double divisor, int channel) {
   FlowShape f;
   f.src_gpu = src;
   f.dst_gpu = dst;
@@ -241,7 +241,8 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
     for (int r = 0; r < nodes; ++r) {
       const auto& gpus = segments[r].gpus;
       // Channel k's head: member k*m/c (mod m), spreading the channels over the members' NICs.
-      const size_t first = (static_cast<size_t>(k) * gpus.size() / static_cast<size_t>(channels)) % gpus.size();
+      const size_t first =
+          (static_cast<size_t>(k) * gpus.size() / static_cast<size_t>(channels)) % gpus.size();
       heads[r] = gpus[first];
       longest_chain = std::max(longest_chain, gpus.size());
       // Chain from the head through the node's other members: S / c each way per edge.
@@ -294,7 +295,8 @@ double estimate_s(const Topology& t, const PlanShape& plan, double bytes) {
     size_t j = 0;
     for (const FlowShape& f : plan.flows) {
       const double flow_bytes = f.bytes_of(bytes);
-      for (int k = 0; k < f.link_count; ++k) load[static_cast<size_t>(loads.slot_of_crossing[j++])] += flow_bytes;
+      for (int k = 0; k < f.link_count; ++k)
+        load[static_cast<size_t>(loads.slot_of_crossing[j++])] += flow_bytes;
     }
     for (size_t i = 0; i < load.size(); ++i)
       worst_s = std::max(worst_s, load[i] / t.links[static_cast<size_t>(loads.links[i])].capacity_Bps);
@@ -322,7 +324,8 @@ PlanShape empty_shape(CollectiveKind kind) {
 
 PlanShape send_recv_shape(const Topology& topology, const std::vector<int>& group) {
   PlanShape plan = empty_shape(CollectiveKind::SendRecv);
-  if (group.size() != 2) throw Error("internal", "", "send-recv needs exactly two members (sender, receiver)");
+  if (group.size() != 2)
+    throw Error("internal", "", "send-recv needs exactly two members (sender, receiver)");
   const int src = group[0], dst = group[1];
   if (src == dst) return plan;
   plan.latency_s = topology.hop_latency_s(src, dst);
@@ -349,7 +352,8 @@ PlanShape all_to_all_shape(const Topology& topology, const std::vector<int>& gro
 
 }  // namespace
 
-CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind, const std::vector<int>& group) {
+CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind,
+                                   const std::vector<int>& group) {
   const int n = static_cast<int>(group.size());
   CollectiveShapes shapes;
   if (n <= 1) {
@@ -404,7 +408,8 @@ CollectivePlan instantiate_plan(const Topology& topology, const CollectiveShapes
   if (!(bytes > 0)) return plan;  // zero bytes: no flows, the latency stays
   plan.flows.reserve(shape.flows.size());
   for (const FlowShape& f : shape.flows)
-    plan.flows.push_back({f.src_gpu, f.dst_gpu, f.bytes_of(bytes), std::vector<int>(shape.path_begin(f), shape.path_end(f))});
+    plan.flows.push_back(
+        {f.src_gpu, f.dst_gpu, f.bytes_of(bytes), std::vector<int>(shape.path_begin(f), shape.path_end(f))});
   return plan;
 }
 

@@ -63,21 +63,21 @@ struct HotTask {
 
 struct FlowState {
   double remaining_bytes = 0;
-  double share_Bps = 0;   // max-min share from BandwidthSharing
-  double rate_Bps = 0;    // effective: share / interference factor of its collective
-  double last_s = 0;      // remaining_bytes is exact at this time
-  double end_s = 0;       // when it ends at rate_Bps (+inf at rate 0)
+  double share_Bps = 0;  // max-min share from BandwidthSharing
+  double rate_Bps = 0;   // effective: share / interference factor of its collective
+  double last_s = 0;     // remaining_bytes is exact at this time
+  double end_s = 0;      // when it ends at rate_Bps (+inf at rate 0)
   int collective = -1;
   int prev = -1, next = -1;  // list of the flows of one collective
   bool alive = false;
-  bool marked = false;    // dedupe within one settle
+  bool marked = false;  // dedupe within one settle
 };
 
 struct CollectiveState {
   int ready_members = 0;
   int open_flows = 0;
   int first_flow = -1;
-  double factor = 1;      // comm slowdown currently applied to its flows
+  double factor = 1;  // comm slowdown currently applied to its flows
   double latency_s = 0;
   uint32_t flow_version = 0;  // of its latest FlowEnd event
   bool ends_dirty = false;    // a flow's end_s changed since its FlowEnd event was pushed
@@ -117,7 +117,8 @@ class Executor {
         options_(options),
         plans_(graph, topology),
         network_(link_capacities(topology)),
-        compute_slowdown_(cost.gpu.compute_slowdown_with_comm > 0 ? cost.gpu.compute_slowdown_with_comm : 1.0),
+        compute_slowdown_(cost.gpu.compute_slowdown_with_comm > 0 ? cost.gpu.compute_slowdown_with_comm
+                                                                  : 1.0),
         comm_slowdown_(cost.gpu.comm_slowdown_with_compute > 0 ? cost.gpu.comm_slowdown_with_compute : 1.0) {}
 
   Trace run() {
@@ -162,10 +163,12 @@ class Executor {
       HotTask& h = hot_[t];
       if (task.kind == TaskKind::Collective) {
         if (task.collective < 0 || static_cast<size_t>(task.collective) >= collectives)
-          throw Error("internal", "", "exec graph: collective task " + std::to_string(t) + " names no collective");
+          throw Error("internal", "",
+                      "exec graph: collective task " + std::to_string(t) + " names no collective");
         h.collective = task.collective;
       }
-      if (task.kind == TaskKind::Compute && (task.work < 0 || static_cast<size_t>(task.work) >= g_.works.size()))
+      if (task.kind == TaskKind::Compute &&
+          (task.work < 0 || static_cast<size_t>(task.work) >= g_.works.size()))
         throw Error("internal", "", "exec graph: compute task " + std::to_string(t) + " names no work");
       h.work = task.work;
       if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
@@ -188,10 +191,13 @@ class Executor {
       queued += g_.queues[q].size();
       for (int t : g_.queues[q]) {
         if (t < 0 || static_cast<size_t>(t) >= n || hot_[static_cast<size_t>(t)].queue != -1)
-          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
+          throw Error("internal", "",
+                      "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
         const Task& task = g_.tasks[static_cast<size_t>(t)];
-        if (task.rank < 0 || static_cast<size_t>(task.rank) * kNumStreams + static_cast<size_t>(task.stream) != q)
-          throw Error("internal", "", "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
+        if (task.rank < 0 ||
+            static_cast<size_t>(task.rank) * kNumStreams + static_cast<size_t>(task.stream) != q)
+          throw Error("internal", "",
+                      "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
         hot_[static_cast<size_t>(t)].queue = static_cast<int32_t>(q);
       }
     }
@@ -214,15 +220,19 @@ class Executor {
       if (col.member_tasks.empty())
         throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " has no member task");
       for (int t : col.member_tasks) {
-        if (t < 0 || static_cast<size_t>(t) >= n || g_.tasks[static_cast<size_t>(t)].collective != static_cast<int>(c))
-          throw Error("internal", "", "exec graph: collective " + std::to_string(c) + " lists a task that is not its member");
+        if (t < 0 || static_cast<size_t>(t) >= n ||
+            g_.tasks[static_cast<size_t>(t)].collective != static_cast<int>(c))
+          throw Error("internal", "",
+                      "exec graph: collective " + std::to_string(c) + " lists a task that is not its member");
         members_.push_back(t);
       }
       member_offsets_.push_back(static_cast<int>(members_.size()));
     }
   }
   const int* members_begin(int c) const { return members_.data() + member_offsets_[static_cast<size_t>(c)]; }
-  const int* members_end(int c) const { return members_.data() + member_offsets_[static_cast<size_t>(c) + 1]; }
+  const int* members_end(int c) const {
+    return members_.data() + member_offsets_[static_cast<size_t>(c) + 1];
+  }
 
   // Reverse CSR: who waits on each task (dependents_offsets_ holds the counts from index_tasks).
   void index_dependents() {
@@ -357,7 +367,8 @@ class Executor {
     const bool computing = rs.compute_task >= 0;
     const bool communicating = rs.collectives_running > 0;
     // Exposed communication: comm busy while compute idle, over the interval just closed.
-    if (rs.acc_comm && !rs.acc_compute) traces_[static_cast<size_t>(r)].exposed_comm_s += now_s_ - rs.acc_last_s;
+    if (rs.acc_comm && !rs.acc_compute)
+      traces_[static_cast<size_t>(r)].exposed_comm_s += now_s_ - rs.acc_last_s;
     rs.acc_compute = computing;
     rs.acc_comm = communicating;
     rs.acc_last_s = now_s_;
@@ -389,7 +400,8 @@ class Executor {
 
   double collective_factor(int c) const {
     for (const int* t = members_begin(c); t != members_end(c); ++t)
-      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(*t)].rank())].compute_task >= 0) return comm_slowdown_;
+      if (ranks_[static_cast<size_t>(hot_[static_cast<size_t>(*t)].rank())].compute_task >= 0)
+        return comm_slowdown_;
     return 1.0;
   }
 
@@ -434,8 +446,7 @@ class Executor {
     } else {
       // A compute-kind task on a communication stream (host-side work): not subject to
       // interference.
-      events_.push(now_s_ + duration_s(t), EventKind::ComputeEnd, t,
-                   ++hot_[static_cast<size_t>(t)].version);
+      events_.push(now_s_ + duration_s(t), EventKind::ComputeEnd, t, ++hot_[static_cast<size_t>(t)].version);
     }
   }
 
@@ -493,7 +504,8 @@ class Executor {
 
   void schedule_flow_end(int f) {
     FlowState& fs = flows_[static_cast<size_t>(f)];
-    fs.end_s = fs.rate_Bps > 0 ? now_s_ + fs.remaining_bytes / fs.rate_Bps : std::numeric_limits<double>::infinity();
+    fs.end_s =
+        fs.rate_Bps > 0 ? now_s_ + fs.remaining_bytes / fs.rate_Bps : std::numeric_limits<double>::infinity();
     touch_flow_ends(fs.collective);
   }
 
@@ -516,12 +528,13 @@ class Executor {
     network_.remove_flow(f);
     network_dirty_ = true;
     CollectiveState& cs = coll_[static_cast<size_t>(fs.collective)];
-    if (fs.prev >= 0) flows_[static_cast<size_t>(fs.prev)].next = fs.next;
-    else cs.first_flow = fs.next;
+    if (fs.prev >= 0)
+      flows_[static_cast<size_t>(fs.prev)].next = fs.next;
+    else
+      cs.first_flow = fs.next;
     if (fs.next >= 0) flows_[static_cast<size_t>(fs.next)].prev = fs.prev;
     fs.prev = fs.next = -1;
-    if (--cs.open_flows == 0)
-      events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, fs.collective, 0);
+    if (--cs.open_flows == 0) events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, fs.collective, 0);
   }
 
   void end_collective(int c) {
@@ -597,10 +610,12 @@ class Executor {
       if (static_cast<size_t>(heads_[q]) >= queue_len(q)) continue;
       const int t = head_task(q);
       const Task& task = g_.tasks[static_cast<size_t>(t)];
-      const std::string label =
-          task.label >= 0 && static_cast<size_t>(task.label) < g_.labels.size() ? g_.labels[static_cast<size_t>(task.label)] : "task " + std::to_string(t);
-      first = label + " " + phase_letter(task.phase) + (task.micro_batch >= 0 ? " mb " + std::to_string(task.micro_batch) : "") +
-              " on rank " + std::to_string(task.rank) + " stream " + to_string(task.stream);
+      const std::string label = task.label >= 0 && static_cast<size_t>(task.label) < g_.labels.size()
+                                    ? g_.labels[static_cast<size_t>(task.label)]
+                                    : "task " + std::to_string(t);
+      first = label + " " + phase_letter(task.phase) +
+              (task.micro_batch >= 0 ? " mb " + std::to_string(task.micro_batch) : "") + " on rank " +
+              std::to_string(task.rank) + " stream " + to_string(task.stream);
       break;
     }
     throw Error("internal", "",

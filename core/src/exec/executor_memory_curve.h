@@ -13,8 +13,8 @@ namespace proteus::exec {
 // ~2000 points per rank: enough for a chart several screens wide.
 constexpr int kMemoryCurveBuckets = 1000;
 
-inline std::vector<MemorySample> decimate_memory_curve(const std::vector<MemorySample>& raw,
-                                                       double end_s, int buckets) {
+inline std::vector<MemorySample> decimate_memory_curve(const std::vector<MemorySample>& raw, double end_s,
+                                                       int buckets) {
   if (raw.size() <= static_cast<size_t>(2 * buckets + 2) || end_s <= 0) return raw;
   std::vector<MemorySample> out;
   out.reserve(static_cast<size_t>(2 * buckets + 2));

@@ -60,8 +60,10 @@ std::vector<std::pair<int, double>> solver_links_of(const WeightedFlow& f) {
   std::stable_sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t out = 0;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (out > 0 && s[out - 1].first == s[i].first) s[out - 1].second += s[i].second;
-    else s[out++] = s[i];
+    if (out > 0 && s[out - 1].first == s[i].first)
+      s[out - 1].second += s[i].second;
+    else
+      s[out++] = s[i];
   }
   s.resize(out);
   for (auto& lw : s) lw.second *= f.count;
@@ -93,10 +95,13 @@ void merge_identical_flows(WeightedPlan& plan) {
   merged.reserve(plan.flows.size());
   for (WeightedFlow& f : plan.flows) {
     auto [it, inserted] = index.emplace(std::make_pair(f.bytes + 0.0, f.links), merged.size());
-    if (inserted) merged.push_back(std::move(f));
-    else ++merged[it->second].count;
+    if (inserted)
+      merged.push_back(std::move(f));
+    else
+      ++merged[it->second].count;
   }
-  plan.solver_link_store = fill_solver_links(merged.size(), [&](size_t i) -> WeightedFlow& { return merged[i]; });
+  plan.solver_link_store =
+      fill_solver_links(merged.size(), [&](size_t i) -> WeightedFlow& { return merged[i]; });
   plan.flows = std::move(merged);
 }
 
@@ -108,7 +113,9 @@ struct PathRange {
   const int* begin() const { return first; }
   const int* end() const { return last; }
 };
-PathRange links_of(const PlanShape& plan, const FlowShape& f) { return {plan.path_begin(f), plan.path_end(f)}; }
+PathRange links_of(const PlanShape& plan, const FlowShape& f) {
+  return {plan.path_begin(f), plan.path_end(f)};
+}
 
 // Symmetry weight of every link of every representative flow (flow after flow, each flow's
 // links in path order): flows of all sibling groups on the link / the representative's
@@ -204,7 +211,8 @@ size_t PlanCache::SignatureHash::operator()(int collective) const {
 bool PlanCache::SignatureEq::operator()(int a, int b) const {
   const Collective& x = cache->graph_.collectives[static_cast<size_t>(a)];
   const Collective& y = cache->graph_.collectives[static_cast<size_t>(b)];
-  return x.kind == y.kind && cache->axes_of(x) == cache->axes_of(y) && x.bytes == y.bytes && x.group == y.group;
+  return x.kind == y.kind && cache->axes_of(x) == cache->axes_of(y) && x.bytes == y.bytes &&
+         x.group == y.group;
 }
 
 PlanCache::PlanCache(const ExecGraph& graph, const Topology& topology)
@@ -289,7 +297,8 @@ const PlanCache::PlanTemplate& PlanCache::template_of(const Collective& c, Group
     tf.flow.links = std::move(links);
     t.flows.push_back(std::move(tf));
   }
-  t.solver_link_store = fill_solver_links(t.flows.size(), [&](size_t i) -> WeightedFlow& { return t.flows[i].flow; });
+  t.solver_link_store =
+      fill_solver_links(t.flows.size(), [&](size_t i) -> WeightedFlow& { return t.flows[i].flow; });
   return t;
 }
 

@@ -54,7 +54,7 @@ using SolverLinkStore = std::shared_ptr<const std::vector<std::pair<int, double>
 struct WeightedPlan {
   std::vector<WeightedFlow> flows;
   double latency_s = 0;
-  int64_t source_flows = 0;  // flows before merging (what Trace::flows counts)
+  int64_t source_flows = 0;           // flows before merging (what Trace::flows counts)
   SolverLinkStore solver_link_store;  // what the flows' solver_links point into
 };
 
@@ -101,9 +101,9 @@ class PlanCache {
     WeightedFlow flow;              // all but bytes
   };
   struct PlanTemplate {
-    std::vector<TemplateFlow> flows;  // merged, in order of first appearance
+    std::vector<TemplateFlow> flows;    // merged, in order of first appearance
     SolverLinkStore solver_link_store;  // of the flows' solver_links
-    std::vector<double> weights;      // sibling weights of the candidate's links (empty: all 1)
+    std::vector<double> weights;        // sibling weights of the candidate's links (empty: all 1)
     // Two merged flows with the same links and weights but different byte expressions: they
     // may have equal bytes at some sizes and then merge, so each size is merged on its own.
     bool merge_per_size = false;
@@ -118,7 +118,7 @@ class PlanCache {
 
   const ExecGraph& graph_;
   const Topology& topology_;
-  std::vector<int> plan_id_;  // per collective, -1 until planned
+  std::vector<int> plan_id_;            // per collective, -1 until planned
   std::vector<int> plan_of_signature_;  // per Collective::signature, -1 until planned
   std::unordered_map<int, int, SignatureHash, SignatureEq> ids_;  // first collective -> plan id
   std::vector<WeightedPlan> plans_;

@@ -25,12 +25,12 @@
 // - Hop latency: inside a node intra_node.latency_us over NVLink, pcie_latency_us over PCIe;
 //   across nodes inter_node.latency_us (NCCL's network hop constant already covers the
 //   GPUDirect PCIe traversal).
+#include "proteus/topology.h"
 #include <algorithm>
 #include <string>
-#include "proteus/error.h"
-#include "proteus/topology.h"
-#include "proteus/units.h"
 #include "nvlink_rings.h"
+#include "proteus/error.h"
+#include "proteus/units.h"
 
 namespace proteus {
 namespace {
@@ -96,9 +96,7 @@ int mesh_pair_index(const ClusterSpec& c, int g, int i, int j) {
   return -1;
 }
 
-bool mesh_connected(const ClusterSpec& c, int i, int j) {
-  return c.intra_node.links[i][j] > 0;
-}
+bool mesh_connected(const ClusterSpec& c, int i, int j) { return c.intra_node.links[i][j] > 0; }
 
 int root_of_switch(const Layout& L, int sw) { return std::min(L.roots - 1, sw / L.switches_per_root); }
 
@@ -139,7 +137,8 @@ void validate(const ClusterSpec& c) {
     bool square = static_cast<int>(links.size()) == c.gpus_per_node;
     for (const auto& row : links) square = square && static_cast<int>(row.size()) == c.gpus_per_node;
     if (!square)
-      throw invalid_config("cluster.intra_node.links", "links must be a gpus_per_node x gpus_per_node matrix");
+      throw invalid_config("cluster.intra_node.links",
+                           "links must be a gpus_per_node x gpus_per_node matrix");
     for (int i = 0; i < c.gpus_per_node; ++i)
       for (int j = 0; j < c.gpus_per_node; ++j)
         if (links[i][j] != links[j][i] || links[i][j] < 0)
@@ -160,7 +159,8 @@ Topology build_topology(const ClusterSpec& cluster) {
   const auto& net = cluster.inter_node;
   const double nvlink_Bps = in.link_GBps * kBytesPerGB * in.bus_efficiency;
   const double pcie_Bps = in.pcie_GBps * kBytesPerGB * in.bus_efficiency;
-  const double cpu_Bps = (in.cpu_link_GBps > 0 ? in.cpu_link_GBps : in.pcie_GBps) * kBytesPerGB * in.bus_efficiency;
+  const double cpu_Bps =
+      (in.cpu_link_GBps > 0 ? in.cpu_link_GBps : in.pcie_GBps) * kBytesPerGB * in.bus_efficiency;
   const double nic_Bps = net.nic_GBps * kBytesPerGB * net.bus_efficiency;
 
   Topology t;

@@ -9,7 +9,8 @@
 
 namespace proteus::model {
 
-OpGraphBuilder cnn_graph(const ModelSpec& model, const TrainingSpec& training, int64_t batch, size_t ops_hint) {
+OpGraphBuilder cnn_graph(const ModelSpec& model, const TrainingSpec& training, int64_t batch,
+                         size_t ops_hint) {
   if (model.image_size < 1) throw invalid_config("model.image_size", "image_size must be positive");
   if (model.channels < 1) throw invalid_config("model.channels", "channels must be positive");
   if (model.classes < 1) throw invalid_config("model.classes", "classes must be positive");
@@ -28,9 +29,15 @@ OpGraph build_alexnet(const ModelSpec& model, const TrainingSpec& training, int6
   OpGraphBuilder g = cnn_graph(model, training, batch, 40);
   const int features = g.module(OpGraphBuilder::kRoot, "features", "features", -1);
   FeatureMap x = cnn_image(g, model);
-  struct Conv { int64_t cout, kernel, stride, pad; bool pool; };
-  const Conv convs[] = {{64, 11, 4, 2, true}, {192, 5, 1, 2, true}, {384, 3, 1, 1, false},
-                        {256, 3, 1, 1, false}, {256, 3, 1, 1, true}};
+  struct Conv {
+    int64_t cout, kernel, stride, pad;
+    bool pool;
+  };
+  const Conv convs[] = {{64, 11, 4, 2, true},
+                        {192, 5, 1, 2, true},
+                        {384, 3, 1, 1, false},
+                        {256, 3, 1, 1, false},
+                        {256, 3, 1, 1, true}};
   int block = 0;
   int last = -1;
   for (const Conv& c : convs) {

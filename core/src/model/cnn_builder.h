@@ -16,7 +16,8 @@
 
 namespace proteus::model {
 
-OpGraphBuilder cnn_graph(const ModelSpec& model, const TrainingSpec& training, int64_t batch, size_t ops_hint);
+OpGraphBuilder cnn_graph(const ModelSpec& model, const TrainingSpec& training, int64_t batch,
+                         size_t ops_hint);
 // The [B, channels, image, image] input.
 FeatureMap cnn_image(OpGraphBuilder& g, const ModelSpec& model);
 

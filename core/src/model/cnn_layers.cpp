@@ -26,8 +26,9 @@ FeatureMap conv2d(OpGraphBuilder& g, int module, const std::string& name, const 
                   int64_t kh, int64_t kw, int64_t stride, int64_t pad_h, int64_t pad_w, bool bias) {
   const int64_t b = g.batch();
   FeatureMap y{-1, cout, out_size(x.h, kh, stride, pad_h, name), out_size(x.w, kw, stride, pad_w, name)};
-  const int op = g.op(module, name, OpKind::Conv2d,
-                      {{"batch", b}, {"cout", cout}, {"h", y.h}, {"w", y.w}, {"cin", x.c}, {"kh", kh}, {"kw", kw}});
+  const int op =
+      g.op(module, name, OpKind::Conv2d,
+           {{"batch", b}, {"cout", cout}, {"h", y.h}, {"w", y.w}, {"cin", x.c}, {"kh", kh}, {"kw", kw}});
   g.read(op, x.tensor, {"batch", "cin", "h", "w"});
   g.read_weight(op, g.weight(module, name + ".weight", {cout, x.c, kh, kw}), {"cout", "cin", "kh", "kw"});
   if (bias) g.read_weight(op, g.weight(module, name + ".bias", {cout}), {"cout"});
@@ -52,12 +53,13 @@ FeatureMap batch_norm(OpGraphBuilder& g, int module, const std::string& name, co
 
 FeatureMap relu(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x) {
   FeatureMap y = x;
-  y.tensor = unary(g, module, name, x.tensor, {"batch", "cout", "h", "w"}, kReluFlops, kReluFlops, Saves::Output);
+  y.tensor =
+      unary(g, module, name, x.tensor, {"batch", "cout", "h", "w"}, kReluFlops, kReluFlops, Saves::Output);
   return y;
 }
 
-FeatureMap conv_bn_relu(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x, int64_t cout,
-                        int64_t kh, int64_t kw, int64_t stride, int64_t pad_h, int64_t pad_w) {
+FeatureMap conv_bn_relu(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x,
+                        int64_t cout, int64_t kh, int64_t kw, int64_t stride, int64_t pad_h, int64_t pad_w) {
   const FeatureMap c = conv2d(g, module, name, x, cout, kh, kw, stride, pad_h, pad_w, false);
   return relu(g, module, name + "_relu", batch_norm(g, module, name + "_bn", c));
 }
@@ -68,16 +70,17 @@ int pool_op(OpGraphBuilder& g, int module, const std::string& name, const Featur
             int64_t stride, int64_t pad, FeatureMap* y) {
   const int64_t b = g.batch();
   *y = {-1, x.c, out_size(x.h, kernel, stride, pad, name), out_size(x.w, kernel, stride, pad, name)};
-  const int op = g.op(module, name, OpKind::Pool,
-                      {{"batch", b}, {"cout", x.c}, {"h", y->h}, {"w", y->w}, {"kh", kernel}, {"kw", kernel}});
+  const int op =
+      g.op(module, name, OpKind::Pool,
+           {{"batch", b}, {"cout", x.c}, {"h", y->h}, {"w", y->w}, {"kh", kernel}, {"kw", kernel}});
   g.read(op, x.tensor, {"batch", "cout", "h", "w"});
   y->tensor = g.write(op, {b, x.c, y->h, y->w}, {"batch", "cout", "h", "w"});
   return op;
 }
 }  // namespace
 
-FeatureMap max_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x, int64_t kernel,
-                    int64_t stride, int64_t pad) {
+FeatureMap max_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x,
+                    int64_t kernel, int64_t stride, int64_t pad) {
   FeatureMap y;
   const int op = pool_op(g, module, name, x, kernel, stride, pad, &y);
   // PyTorch's max_pool2d_with_indices saves its input and the int64 argmax indices.
@@ -87,8 +90,8 @@ FeatureMap max_pool(OpGraphBuilder& g, int module, const std::string& name, cons
   return y;
 }
 
-FeatureMap avg_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x, int64_t kernel,
-                    int64_t stride, int64_t pad) {
+FeatureMap avg_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x,
+                    int64_t kernel, int64_t stride, int64_t pad) {
   FeatureMap y;
   const int op = pool_op(g, module, name, x, kernel, stride, pad, &y);
   g.at(op).saves_inputs = false;  // the backward spreads gradients by shape alone

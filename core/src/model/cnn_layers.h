@@ -28,12 +28,12 @@ FeatureMap conv2d(OpGraphBuilder& g, int module, const std::string& name, const 
 FeatureMap batch_norm(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x);
 FeatureMap relu(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x);
 // conv (no bias) + BatchNorm + ReLU: torchvision's BasicConv2d and ResNet's conv-bn-relu.
-FeatureMap conv_bn_relu(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x, int64_t cout,
-                        int64_t kh, int64_t kw, int64_t stride, int64_t pad_h, int64_t pad_w);
-FeatureMap max_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x, int64_t kernel,
-                    int64_t stride, int64_t pad);
-FeatureMap avg_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x, int64_t kernel,
-                    int64_t stride, int64_t pad);
+FeatureMap conv_bn_relu(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x,
+                        int64_t cout, int64_t kh, int64_t kw, int64_t stride, int64_t pad_h, int64_t pad_w);
+FeatureMap max_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x,
+                    int64_t kernel, int64_t stride, int64_t pad);
+FeatureMap avg_pool(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& x,
+                    int64_t kernel, int64_t stride, int64_t pad);
 FeatureMap add_maps(OpGraphBuilder& g, int module, const std::string& name, const FeatureMap& a,
                     const FeatureMap& b);
 FeatureMap concat_channels(OpGraphBuilder& g, int module, const std::string& name,

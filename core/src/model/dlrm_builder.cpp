@@ -29,8 +29,10 @@ int mlp(OpGraphBuilder& g, int mod, int x, const std::vector<int64_t>& widths, b
     x = linear(g, mod, "fc" + n, x, widths[i - 1], widths[i], true);
     const bool last = i + 1 == widths.size();
     // The reference uses ReLU after every layer but the top MLP's last, which gets a sigmoid.
-    if (last && sigmoid_last) x = unary(g, mod, "sigmoid", x, {"batch", "out"}, kTanhFlops, kTanhFlops / 2, Saves::Output);
-    else x = unary(g, mod, "relu" + n, x, {"batch", "out"}, kReluFlops, kReluFlops, Saves::Output);
+    if (last && sigmoid_last)
+      x = unary(g, mod, "sigmoid", x, {"batch", "out"}, kTanhFlops, kTanhFlops / 2, Saves::Output);
+    else
+      x = unary(g, mod, "relu" + n, x, {"batch", "out"}, kReluFlops, kReluFlops, Saves::Output);
   }
   return x;
 }
@@ -44,19 +46,22 @@ int64_t interaction_width(const ModelSpec& m) {
 
 void validate(const ModelSpec& m) {
   if (m.bottom_mlp.size() < 2)
-    throw invalid_config("model.bottom_mlp", "needs the input width and at least one layer, e.g. 13-512-256-64");
+    throw invalid_config("model.bottom_mlp",
+                         "needs the input width and at least one layer, e.g. 13-512-256-64");
   if (m.top_mlp.empty()) throw invalid_config("model.top_mlp", "needs at least one layer, e.g. 1024-1024-1");
   for (int64_t w : m.bottom_mlp)
     if (w < 1) throw invalid_config("model.bottom_mlp", "widths must be positive");
   for (int64_t w : m.top_mlp)
     if (w < 1) throw invalid_config("model.top_mlp", "widths must be positive");
   if (m.dense_features != m.bottom_mlp.front())
-    throw invalid_config("model.dense_features", "dense_features (" + std::to_string(m.dense_features) +
-                                                     ") must equal the bottom MLP's input width bottom_mlp[0] (" +
-                                                     std::to_string(m.bottom_mlp.front()) + ")");
+    throw invalid_config("model.dense_features",
+                         "dense_features (" + std::to_string(m.dense_features) +
+                             ") must equal the bottom MLP's input width bottom_mlp[0] (" +
+                             std::to_string(m.bottom_mlp.front()) + ")");
   if (m.tables < 1) throw invalid_config("model.tables", "DLRM needs at least one embedding table");
   if (m.table_rows < 1) throw invalid_config("model.table_rows", "table_rows must be positive");
-  if (m.lookups_per_table < 1) throw invalid_config("model.lookups_per_table", "lookups_per_table must be positive");
+  if (m.lookups_per_table < 1)
+    throw invalid_config("model.lookups_per_table", "lookups_per_table must be positive");
   if (m.embedding_dim != m.bottom_mlp.back())
     throw invalid_config("model.embedding_dim", "the dot interaction needs embedding_dim (" +
                                                     std::to_string(m.embedding_dim) +

@@ -48,13 +48,15 @@ OpGraph build_explicit_graph(const ModelSpec& m, const TrainingSpec& training, i
     const GraphOpSpec& s = m.ops[i];
     const std::string name = s.name.empty() ? "op" + std::to_string(i) : s.name;
     if (name.find('.') != std::string::npos || name == "loss" || !names.insert(name).second)
-      throw invalid_config(field(i, "name"), "op names must be unique, without '.', and not 'loss': '" + name + "'");
+      throw invalid_config(field(i, "name"),
+                           "op names must be unique, without '.', and not 'loss': '" + name + "'");
     const int mod = g.module(OpGraphBuilder::kRoot, name, s.type, static_cast<int>(i));
 
     if (s.type == "linear") {
       const int64_t in = s.in_features > 0 ? s.in_features : width;
       if (in != width)
-        throw invalid_config(field(i, "in_features"), "is " + std::to_string(in) + " but the previous op produces " +
+        throw invalid_config(field(i, "in_features"), "is " + std::to_string(in) +
+                                                          " but the previous op produces " +
                                                           std::to_string(width) + " features per sample");
       if (s.out_features < 1) throw invalid_config(field(i, "out_features"), "out_features must be positive");
       x = linear(g, mod, name, x, in, s.out_features, true);
@@ -63,15 +65,18 @@ OpGraph build_explicit_graph(const ModelSpec& m, const TrainingSpec& training, i
       const int64_t cin = s.in_channels > 0 ? s.in_channels : width;
       const int64_t image = s.image > 0 ? s.image : square_side(width, cin);
       if (cin * image * image != width || image < 1)
-        throw invalid_config(field(i, "image"), "in_channels*image^2 must equal the " + std::to_string(width) +
+        throw invalid_config(field(i, "image"), "in_channels*image^2 must equal the " +
+                                                    std::to_string(width) +
                                                     " features per sample of the previous op");
       if (s.out_channels < 1) throw invalid_config(field(i, "out_channels"), "out_channels must be positive");
-      if (s.kernel < 1 || s.kernel > image) throw invalid_config(field(i, "kernel"), "kernel must be in 1..image");
+      if (s.kernel < 1 || s.kernel > image)
+        throw invalid_config(field(i, "kernel"), "kernel must be in 1..image");
       if (s.stride < 1) throw invalid_config(field(i, "stride"), "stride must be positive");
       const int64_t pad = s.kernel / 2, k = s.kernel, cout = s.out_channels;
       const int64_t out = (image + 2 * pad - k) / s.stride + 1;
-      const int op = g.op(mod, name, OpKind::Conv2d,
-                          {{"batch", b}, {"cout", cout}, {"h", out}, {"w", out}, {"cin", cin}, {"kh", k}, {"kw", k}});
+      const int op =
+          g.op(mod, name, OpKind::Conv2d,
+               {{"batch", b}, {"cout", cout}, {"h", out}, {"w", out}, {"cin", cin}, {"kh", k}, {"kw", k}});
       g.read(op, x, {"batch", "cin"});
       g.read_weight(op, g.weight(mod, "weight", {cout, cin, k, k}), {"cout", "cin", "kh", "kw"});
       g.read_weight(op, g.weight(mod, "bias", {cout}), {"cout"});

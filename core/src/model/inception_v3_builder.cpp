@@ -37,7 +37,8 @@ class InceptionBuilder {
     FeatureMap b3 = conv(m, "branch3x3dbl_1", x, 64, 1, 1);
     b3 = conv(m, "branch3x3dbl_2", b3, 96, 3, 3, 1, 1, 1);
     b3 = conv(m, "branch3x3dbl_3", b3, 96, 3, 3, 1, 1, 1);
-    const FeatureMap bp = conv(m, "branch_pool", avg_pool(g_, m, "branch_pool_avg", x, 3, 1, 1), pool_features, 1, 1);
+    const FeatureMap bp =
+        conv(m, "branch_pool", avg_pool(g_, m, "branch_pool_avg", x, 3, 1, 1), pool_features, 1, 1);
     return concat_channels(g_, m, "concat", {b1, b5, b3, bp});
   }
 

@@ -59,7 +59,8 @@ int linear(OpGraphBuilder& g, int module, const std::string& name, int x, int64_
   return y;
 }
 
-int classification_loss(OpGraphBuilder& g, int module, const std::string& name, int logits, const char* class_dim) {
+int classification_loss(OpGraphBuilder& g, int module, const std::string& name, int logits,
+                        const char* class_dim) {
   const Shape shape = g.tensor(logits).shape;
   const int op = g.op(module, name, OpKind::Loss, {{"batch", shape[0]}, {class_dim, shape[1]}});
   g.read(op, logits, {"batch", class_dim});

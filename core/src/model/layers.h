@@ -12,19 +12,19 @@ namespace proteus::model {
 // FLOPs per element of memory-bound ops. They are small next to the GEMMs and only keep
 // hardware FLOPs honest; their time comes from their bytes. Counted from the arithmetic of
 // the usual kernels (forward / backward):
-constexpr double kLayerNormFlops = 5;      // mean, centre, variance, normalize, scale+shift
-constexpr double kRmsNormFlops = 4;        // square-sum, rsqrt-scale, gamma
-constexpr double kBatchNormFlops = 5;      // as LayerNorm, statistics over batch and space
-constexpr double kNormWeightGradFlops = 2; // d(gamma) = sum dy*xhat, d(beta) = sum dy
-constexpr double kGeluFlops = 8;           // tanh form: x^3 term, fma, tanh, add, 2 mul
-constexpr double kSwigluFlops = 6;         // silu(gate) = gate*sigmoid(gate) (~4), * up
-constexpr double kDropoutFlops = 2;        // compare with random, scale
+constexpr double kLayerNormFlops = 5;       // mean, centre, variance, normalize, scale+shift
+constexpr double kRmsNormFlops = 4;         // square-sum, rsqrt-scale, gamma
+constexpr double kBatchNormFlops = 5;       // as LayerNorm, statistics over batch and space
+constexpr double kNormWeightGradFlops = 2;  // d(gamma) = sum dy*xhat, d(beta) = sum dy
+constexpr double kGeluFlops = 8;            // tanh form: x^3 term, fma, tanh, add, 2 mul
+constexpr double kSwigluFlops = 6;          // silu(gate) = gate*sigmoid(gate) (~4), * up
+constexpr double kDropoutFlops = 2;         // compare with random, scale
 constexpr double kReluFlops = 1;
-constexpr double kTanhFlops = 4;           // exp-based tanh; backward 1 - y^2 times dy
+constexpr double kTanhFlops = 4;  // exp-based tanh; backward 1 - y^2 times dy
 constexpr double kAddFlops = 1;
-constexpr double kRotaryFlops = 3;         // x*cos + rotate(x)*sin
-constexpr double kSoftmaxLossFlops = 5;    // max, subtract, exp, sum, log per logit
-constexpr double kSoftmaxLossBwdFlops = 2; // softmax - onehot, scale
+constexpr double kRotaryFlops = 3;          // x*cos + rotate(x)*sin
+constexpr double kSoftmaxLossFlops = 5;     // max, subtract, exp, sum, log per logit
+constexpr double kSoftmaxLossBwdFlops = 2;  // softmax - onehot, scale
 
 enum class Saves {
   Nothing,  // residual adds, rotary, concatenation, views: the backward needs no tensor

@@ -83,9 +83,10 @@ TensorUse OpGraphBuilder::bind(const Op& op, int tensor, DimNames dims) const {
     use.dims.push_back(d);
   }
   if (use.dims.size() != g_.tensors[tensor].shape.size())
-    throw Error("internal", "", "model builder: op '" + op.name + "' binds " + std::to_string(use.dims.size()) +
-                                    " dims to tensor '" + g_.tensors[tensor].name + "' of rank " +
-                                    std::to_string(g_.tensors[tensor].shape.size()));
+    throw Error("internal", "",
+                "model builder: op '" + op.name + "' binds " + std::to_string(use.dims.size()) +
+                    " dims to tensor '" + g_.tensors[tensor].name + "' of rank " +
+                    std::to_string(g_.tensors[tensor].shape.size()));
   return use;
 }
 
@@ -98,8 +99,8 @@ void OpGraphBuilder::read_weight(int op, int tensor, DimNames dims) {
 }
 
 int OpGraphBuilder::write(int op, Shape shape, DimNames dims, double bytes_per_element) {
-  const int t = add_tensor(g_.ops[op].name, std::move(shape), bytes_per_element < 0 ? act_bytes_ : bytes_per_element,
-                           false, op);
+  const int t = add_tensor(g_.ops[op].name, std::move(shape),
+                           bytes_per_element < 0 ? act_bytes_ : bytes_per_element, false, op);
   g_.ops[op].output = bind(g_.ops[op], t, dims);
   return t;
 }
@@ -121,7 +122,8 @@ void OpGraphBuilder::gemm(int op, DimNames m, DimNames n, DimNames k, DimNames b
     std::vector<int> out;
     for (const char* name : names) {
       const int d = o.find_dim(name);
-      if (d < 0) throw Error("internal", "", "model builder: op '" + o.name + "' has no GEMM dim '" + name + "'");
+      if (d < 0)
+        throw Error("internal", "", "model builder: op '" + o.name + "' has no GEMM dim '" + name + "'");
       out.push_back(d);
     }
     return out;
@@ -180,7 +182,8 @@ OpGraph OpGraphBuilder::finish() {
       for (const TensorUse& u : op.inputs) saved_as_input[u.tensor] = 1;
   for (Op& op : g_.ops) {
     auto& extra = op.saved_extra;
-    extra.erase(std::remove_if(extra.begin(), extra.end(), [&](const TensorUse& u) { return saved_as_input[u.tensor]; }),
+    extra.erase(std::remove_if(extra.begin(), extra.end(),
+                               [&](const TensorUse& u) { return saved_as_input[u.tensor]; }),
                 extra.end());
   }
   return std::move(g_);

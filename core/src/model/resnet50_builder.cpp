@@ -20,7 +20,8 @@ FeatureMap bottleneck(OpGraphBuilder& g, int mod, const FeatureMap& x, int64_t w
   y = batch_norm(g, mod, "bn3", conv2d(g, mod, "conv3", y, out, 1, 1, 1, 0, 0, false));
   FeatureMap shortcut = x;
   if (stride != 1 || x.c != out)
-    shortcut = batch_norm(g, mod, "downsample_bn", conv2d(g, mod, "downsample", x, out, 1, 1, stride, 0, 0, false));
+    shortcut =
+        batch_norm(g, mod, "downsample_bn", conv2d(g, mod, "downsample", x, out, 1, 1, stride, 0, 0, false));
   return relu(g, mod, "relu", add_maps(g, mod, "residual", y, shortcut));
 }
 

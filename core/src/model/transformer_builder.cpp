@@ -82,7 +82,8 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
   if (m.hidden < 1) throw invalid_config("model.hidden", "hidden must be positive");
   if (m.heads < 1) throw invalid_config("model.heads", "heads must be positive");
   if (m.hidden % m.heads != 0)
-    throw invalid_config("model.heads", "hidden=" + num(m.hidden) + " is not divisible by heads=" + num(m.heads));
+    throw invalid_config("model.heads",
+                         "hidden=" + num(m.hidden) + " is not divisible by heads=" + num(m.heads));
   const int kvh = m.kv_heads == 0 ? m.heads : m.kv_heads;
   if (kvh < 1 || kvh > m.heads || m.heads % kvh != 0)
     throw invalid_config("model.kv_heads",
@@ -106,7 +107,8 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
   if (m.moe.experts < 0) throw invalid_config("model.moe.experts", "experts must not be negative");
   if (m.moe.experts > 0) {
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
-      throw invalid_config("model.moe.top_k", "top_k=" + num(m.moe.top_k) + " must be in 1.." + num(m.moe.experts));
+      throw invalid_config("model.moe.top_k",
+                           "top_k=" + num(m.moe.top_k) + " must be in 1.." + num(m.moe.experts));
     if (!(m.moe.capacity_factor > 0))
       throw invalid_config("model.moe.capacity_factor", "capacity_factor must be positive");
     if (m.moe.expert_ffn_hidden < 0)
@@ -115,7 +117,8 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
     z.top_k = m.moe.top_k;
     z.expert_ffn = m.moe.expert_ffn_hidden > 0 ? m.moe.expert_ffn_hidden : m.ffn_hidden;
     if (z.expert_ffn < 1) throw invalid_config("model.ffn_hidden", "ffn_hidden must be positive");
-    const double slots = m.moe.capacity_factor * static_cast<double>(s * z.top_k) / static_cast<double>(z.experts);
+    const double slots =
+        m.moe.capacity_factor * static_cast<double>(s * z.top_k) / static_cast<double>(z.experts);
     z.slots = static_cast<int64_t>(std::ceil(slots - 1e-9));
     if (z.slots < 1) z.slots = 1;
   } else if (m.ffn_hidden < 1) {
@@ -197,11 +200,13 @@ class TransformerBuilder {
       const int type = g_.op(mod, "token_type_embedding", OpKind::Embedding,
                              {{"batch", b}, {"seq", s}, {"token_types", m_.type_vocab}, {"hidden", h}});
       g_.read(type, types, {"batch", "seq"});
-      g_.read_weight(type, g_.weight(mod, "token_type_embeddings", {m_.type_vocab, h}), {"token_types", "hidden"});
+      g_.read_weight(type, g_.weight(mod, "token_type_embeddings", {m_.type_vocab, h}),
+                     {"token_types", "hidden"});
       parts.push_back(g_.write(type, {b, s, h}, {"batch", "seq", "hidden"}));
       embedding_costs(type, static_cast<double>(b * s), static_cast<double>(h));
     }
-    int x = parts.size() > 1 ? add(g_, mod, "embedding_add", parts, {"batch", "seq", "hidden"}) : parts.front();
+    int x =
+        parts.size() > 1 ? add(g_, mod, "embedding_add", parts, {"batch", "seq", "hidden"}) : parts.front();
     if (m_.dropout) x = dropout(g_, mod, "embedding_dropout", x, {"batch", "seq", "hidden"});
     return x;
   }
@@ -221,8 +226,8 @@ class TransformerBuilder {
   }
 
   // y[b, s, out] = x[b, s, in] W[out, in]^T (+ bias): dims (batch, seq, out_dim, in_dim).
-  int token_linear(int mod, const std::string& name, int x, const char* out_dim, int64_t out, const char* in_dim,
-                   int64_t in, bool bias, int shared_weight = -1) {
+  int token_linear(int mod, const std::string& name, int x, const char* out_dim, int64_t out,
+                   const char* in_dim, int64_t in, bool bias, int shared_weight = -1) {
     const int64_t b = z_.b, s = z_.s;
     const int op = g_.op(mod, name, OpKind::Matmul, {{"batch", b}, {"seq", s}, {out_dim, out}, {in_dim, in}});
     g_.read(op, x, {"batch", "seq", in_dim});
@@ -242,7 +247,8 @@ class TransformerBuilder {
     int q = token_linear(mod, "q_proj", n1, "heads", a * d, "hidden", h, m_.bias);
     int kv = token_linear(mod, "kv_proj", n1, "kv_heads", 2 * kvh * d, "hidden", h, m_.bias);
     if (!m_.learned_positions) {
-      q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops, Saves::Nothing);
+      q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops,
+                Saves::Nothing);
       // Rotates K only; the output stands for [K_rot | V] with V passed through, so only the
       // K half is read, computed and written.
       kv = unary(g_, mod, "rotary_k", kv, {"batch", "seq", "kv_heads"}, kRotaryFlops / 2, kRotaryFlops / 2,
@@ -319,7 +325,8 @@ class TransformerBuilder {
     const bool swiglu = m_.mlp == MlpKind::Swiglu;
     const int n2 = norm(mod, "ln2", x);
 
-    const int router = g_.op(mod, "router", OpKind::Router, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
+    const int router =
+        g_.op(mod, "router", OpKind::Router, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
     g_.read(router, n2, {"batch", "seq", "hidden"});
     g_.read_weight(router, g_.weight(mod, "router.weight", {e, h}), {"route", "hidden"});
     const int probs = g_.write(router, {b, s, e}, {"batch", "seq", "route"});
@@ -328,7 +335,8 @@ class TransformerBuilder {
     set_gemm_costs(g_, router, 0);
 
     const double routed_elements = static_cast<double>(e * b * c * h);
-    const int dispatch = g_.op(mod, "dispatch", OpKind::Dispatch, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
+    const int dispatch =
+        g_.op(mod, "dispatch", OpKind::Dispatch, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
     g_.read(dispatch, n2, {"batch", "seq", "hidden"});
     g_.read(dispatch, probs, {"batch", "seq", "route"});
     const int routed = g_.write(dispatch, {e, b, c, h}, {"route", "batch", "seq", "hidden"});
@@ -341,7 +349,8 @@ class TransformerBuilder {
     const int act = activation(experts, "expert_act", up, {"expert", "batch", "seq", "ffn"}, {e, b, c, f});
     const int down = expert_linear(experts, "expert_fc2", act, "hidden", h, "ffn", f);
 
-    const int combine = g_.op(mod, "combine", OpKind::Dispatch, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
+    const int combine =
+        g_.op(mod, "combine", OpKind::Dispatch, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
     g_.read(combine, down, {"route", "batch", "seq", "hidden"});
     g_.read(combine, probs, {"batch", "seq", "route"});
     int y = g_.write(combine, {b, s, h}, {"batch", "seq", "hidden"});
@@ -354,8 +363,8 @@ class TransformerBuilder {
   }
 
   // Per-expert GEMM over routed tokens: dims (expert, batch, seq[slots], out_dim, in_dim).
-  int expert_linear(int mod, const std::string& name, int x, const char* out_dim, int64_t out, const char* in_dim,
-                    int64_t in) {
+  int expert_linear(int mod, const std::string& name, int x, const char* out_dim, int64_t out,
+                    const char* in_dim, int64_t in) {
     const int64_t e = z_.experts, b = z_.b, c = z_.slots;
     const int op = g_.op(mod, name, OpKind::Matmul,
                          {{"expert", e}, {"batch", b}, {"seq", c}, {out_dim, out}, {in_dim, in}});
@@ -404,7 +413,8 @@ class TransformerBuilder {
     g_.at(sel).fwd_bytes = 2 * g_.tensor(cls).bytes();
     g_.at(sel).bwd_input_bytes = g_.tensor(cls).bytes() + g_.tensor(x).bytes();
     const int pooled = linear(g_, mod, "pooler_dense", cls, h, h, true, "hidden", "pooled");
-    const int t = unary(g_, mod, "pooler_tanh", pooled, {"batch", "pooled"}, kTanhFlops, kTanhFlops / 2, Saves::Output);
+    const int t =
+        unary(g_, mod, "pooler_tanh", pooled, {"batch", "pooled"}, kTanhFlops, kTanhFlops / 2, Saves::Output);
     const int nsp = linear(g_, mod, "nsp_head", t, h, 2, true, "pooled", "classes");
     classification_loss(g_, mod, "nsp_loss", nsp, "classes");
   }

@@ -24,12 +24,21 @@ std::string chrome_trace(const ReportInputs& in) {
     std::string name = "GPU " + std::to_string(rank.gpu) + " (stage " + std::to_string(rank.stage);
     if (rank.multiplicity > 1) name += ", stands for " + std::to_string(rank.multiplicity) + " GPUs";
     name += ")";
-    events.push_back(ordered_json{{"name", "process_name"}, {"ph", "M"}, {"pid", rank.gpu}, {"tid", 0},
+    events.push_back(ordered_json{{"name", "process_name"},
+                                  {"ph", "M"},
+                                  {"pid", rank.gpu},
+                                  {"tid", 0},
                                   {"args", ordered_json{{"name", name}}}});
-    events.push_back(ordered_json{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank.gpu}, {"tid", 0},
+    events.push_back(ordered_json{{"name", "process_sort_index"},
+                                  {"ph", "M"},
+                                  {"pid", rank.gpu},
+                                  {"tid", 0},
                                   {"args", ordered_json{{"sort_index", static_cast<int64_t>(r)}}}});
     for (int s = 0; s < kNumStreams; ++s)
-      events.push_back(ordered_json{{"name", "thread_name"}, {"ph", "M"}, {"pid", rank.gpu}, {"tid", s},
+      events.push_back(ordered_json{{"name", "thread_name"},
+                                    {"ph", "M"},
+                                    {"pid", rank.gpu},
+                                    {"tid", s},
                                     {"args", ordered_json{{"name", to_string(static_cast<Stream>(s))}}}});
   }
 
@@ -66,7 +75,9 @@ std::string chrome_trace(const ReportInputs& in) {
 
   for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r)
     for (const MemorySample& s : trace.ranks[r].memory_curve)
-      events.push_back(ordered_json{{"name", "memory"}, {"ph", "C"}, {"pid", g.ranks[r].gpu},
+      events.push_back(ordered_json{{"name", "memory"},
+                                    {"ph", "C"},
+                                    {"pid", g.ranks[r].gpu},
                                     {"ts", s.time_s * kUsPerS},
                                     {"args", ordered_json{{"GiB", s.bytes / kBytesPerGiB}}}});
 

@@ -2,13 +2,13 @@
 // doubles are printed by nlohmann's shortest round-trip formatter, so the same inputs give
 // byte-identical text natively and in WebAssembly. Divisions by a zero iteration time give 0.
 #include <algorithm>
-#include <limits>
-#include <sstream>
 #include <array>
-#include <iterator>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <limits>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,7 +55,8 @@ std::string module_kind(const std::string& label) {
     size_t j = label.find('.', i);
     if (j == std::string::npos) j = label.size();
     const std::string seg = label.substr(i, j - i);
-    const bool numeric = !seg.empty() && std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool numeric =
+        !seg.empty() && std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (!out.empty()) out += '.';
     out += numeric ? "*" : seg;
     i = j + 1;
@@ -63,8 +64,8 @@ std::string module_kind(const std::string& label) {
   return out;
 }
 
-constexpr Phase kPhases[] = {Phase::Forward, Phase::BackwardInput, Phase::BackwardWeight,
-                             Phase::Recompute, Phase::Optimizer, Phase::Sync};
+constexpr Phase kPhases[] = {Phase::Forward,   Phase::BackwardInput, Phase::BackwardWeight,
+                             Phase::Recompute, Phase::Optimizer,     Phase::Sync};
 constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
                                                CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
                                                CollectiveKind::SendRecv};
@@ -173,14 +174,15 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
   ordered_json b;
   int busiest = -1;
   for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r)
-    if (busiest < 0 || trace.ranks[r].compute_busy_s > trace.ranks[static_cast<size_t>(busiest)].compute_busy_s)
+    if (busiest < 0 ||
+        trace.ranks[r].compute_busy_s > trace.ranks[static_cast<size_t>(busiest)].compute_busy_s)
       busiest = static_cast<int>(r);
   if (busiest < 0) return ordered_json::object();
   const RankTrace& tr = trace.ranks[static_cast<size_t>(busiest)];
 
   std::array<double, std::size(kPhases)> by_phase{};
   std::array<double, std::size(kCollectiveKinds)> by_collective{};
-  std::map<int, double> by_op_kind;            // OpKind value -> s
+  std::map<int, double> by_op_kind;  // OpKind value -> s
   // Module kind of each label, derived once per label (a rank runs each label per micro-batch);
   // time summed per module in task order.
   std::vector<int> module_of_label(g.labels.size() + 1, -1);  // last: tasks without a label
@@ -199,14 +201,15 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
     const bool labelled = task.label >= 0 && static_cast<size_t>(task.label) < g.labels.size();
     int& module = module_of_label[labelled ? static_cast<size_t>(task.label) : g.labels.size()];
     if (module < 0) {
-      const std::string kind = module_kind(labelled ? g.labels[static_cast<size_t>(task.label)] : "unlabelled");
+      const std::string kind =
+          module_kind(labelled ? g.labels[static_cast<size_t>(task.label)] : "unlabelled");
       auto [it, inserted] = module_index.emplace(kind, static_cast<int>(module_s.size()));
       if (inserted) module_s.push_back(0);
       module = it->second;
     }
     module_s[static_cast<size_t>(module)] += d;
   }
-  std::map<std::string, double> by_module;     // module kind -> s
+  std::map<std::string, double> by_module;  // module kind -> s
   for (const auto& [kind, index] : module_index) by_module[kind] = module_s[static_cast<size_t>(index)];
 
   b["rank"] = g.ranks[static_cast<size_t>(busiest)].gpu;
@@ -231,8 +234,10 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
   ordered_json mods;
   double other = 0;
   for (size_t i = 0; i < modules.size(); ++i) {
-    if (i < kMaxModules) mods[modules[i].first] = modules[i].second;
-    else other += modules[i].second;
+    if (i < kMaxModules)
+      mods[modules[i].first] = modules[i].second;
+    else
+      other += modules[i].second;
   }
   if (modules.size() > kMaxModules) mods["other"] = other;
   b["compute_by_module_s"] = std::move(mods);
@@ -247,21 +252,23 @@ std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, co
     int over = 0;
     for (const auto& [stage, b] : peaks.peak_bytes) over += b > capacity_bytes ? 1 : 0;
     std::string s = "Out of memory: stage " + std::to_string(peaks.worst_stage) + " needs " +
-                    fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB but the GPU has " + gib_text(capacity_GiB) + " GiB.";
+                    fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB but the GPU has " +
+                    gib_text(capacity_GiB) + " GiB.";
     if (over > 1)
       s += " " + std::to_string(over) + " of the " + std::to_string(peaks.peak_bytes.size()) +
            " pipeline stages exceed it.";
     w.push_back(s);
   } else if (capacity_bytes > 0 && peaks.worst_bytes > kMemoryWarnFraction * capacity_bytes) {
     w.push_back("Memory is tight: stage " + std::to_string(peaks.worst_stage) + " peaks at " +
-                fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB, " + percent_text(peaks.worst_bytes / capacity_bytes) +
-                " of the GPU's " + gib_text(capacity_GiB) +
+                fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB, " +
+                percent_text(peaks.worst_bytes / capacity_bytes) + " of the GPU's " + gib_text(capacity_GiB) +
                 " GiB; allocator fragmentation and temporary buffers may not fit.");
   }
   if (f.bubble > kBubbleWarnFraction) {
     if (in.graph.pipeline_stages > 1)
-      w.push_back("Pipeline bubble is " + percent_text(f.bubble) + " of the iteration: more micro-batches (now " +
-                  std::to_string(in.graph.micro_batches) + ") or interleaving would shrink it.");
+      w.push_back("Pipeline bubble is " + percent_text(f.bubble) +
+                  " of the iteration: more micro-batches (now " + std::to_string(in.graph.micro_batches) +
+                  ") or interleaving would shrink it.");
     else
       w.push_back("GPUs are idle " + percent_text(f.bubble) +
                   " of the iteration, neither computing nor communicating.");
@@ -312,8 +319,8 @@ ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& war
   if (total > cap) {
     std::ostringstream horizon;
     horizon << horizon_s;
-    warns.push_back("The timeline shows " + std::to_string(spans.size()) + " of the " + std::to_string(total) +
-                    " spans: every rank up to t = " + horizon.str() +
+    warns.push_back("The timeline shows " + std::to_string(spans.size()) + " of the " +
+                    std::to_string(total) + " spans: every rank up to t = " + horizon.str() +
                     " s (raise simulation.max_timeline_spans to see more).");
   }
   return spans;

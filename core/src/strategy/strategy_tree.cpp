@@ -17,22 +17,32 @@ std::vector<int> split_layers(int layers, int chunks) {
   // Take the missing layers from the ends inwards: first, last, second, second-to-last, ...
   for (int i = 0; deficit > 0 && i < chunks; ++i) {
     const int idx = (i % 2 == 0) ? i / 2 : chunks - 1 - i / 2;
-    if (out[idx] > 0) { --out[idx]; --deficit; }
+    if (out[idx] > 0) {
+      --out[idx];
+      --deficit;
+    }
   }
   // Tiny models with more chunks than layers per chunk can still leave a deficit: spread it.
   for (int idx = 0; deficit > 0 && idx < chunks; ++idx)
-    while (deficit > 0 && out[idx] > 0) { --out[idx]; --deficit; }
+    while (deficit > 0 && out[idx] > 0) {
+      --out[idx];
+      --deficit;
+    }
   return out;
 }
 
-std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& cfg, const Mesh& mesh) {
+std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& cfg,
+                                                   const Mesh& mesh) {
   std::array<int, kNumMeshAxes> out{-1, -1, -1, -1, -1};
   for (int a = 0; a < kNumMeshAxes; ++a) {
     if (a == kAxisPp || mesh.size[a] <= 1) continue;
     for (const std::string& name : cfg.axis_dims[a]) {
       if (op.kind == OpKind::Dispatch && name == "expert") continue;
       const int d = op.find_dim(name);
-      if (d >= 0) { out[a] = d; break; }
+      if (d >= 0) {
+        out[a] = d;
+        break;
+      }
     }
   }
   return out;
@@ -60,8 +70,11 @@ std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> out;
   std::string cur;
   for (char ch : path) {
-    if (ch == '.') { out.push_back(cur); cur.clear(); }
-    else cur += ch;
+    if (ch == '.') {
+      out.push_back(cur);
+      cur.clear();
+    } else
+      cur += ch;
   }
   if (!path.empty()) out.push_back(cur);
   return out;
@@ -119,7 +132,10 @@ void assign_chunks(const OpGraph& graph, StrategyTree* tree) {
     for (int k = 0; k < tree->chunk_layers[c]; ++k) chunk_of_layer.push_back(c);
   int first_layer_op = static_cast<int>(graph.ops.size());
   for (size_t i = 0; i < graph.ops.size(); ++i)
-    if (graph.modules[graph.ops[i].module].layer >= 0) { first_layer_op = static_cast<int>(i); break; }
+    if (graph.modules[graph.ops[i].module].layer >= 0) {
+      first_layer_op = static_cast<int>(i);
+      break;
+    }
   // Walk ops so a leaf module's position is that of its first op.
   std::vector<int> first_op(graph.modules.size(), -1);
   for (size_t i = 0; i < graph.ops.size(); ++i)
@@ -145,11 +161,14 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   tree.stages = s.pp;
   tree.virtual_stages = (s.schedule == Schedule::Interleaved1F1B) ? s.virtual_stages : 1;
   tree.micro_batch = s.micro_batch;
-  tree.micro_batches = static_cast<int>(config.training.global_batch / (static_cast<int64_t>(s.dp) * s.micro_batch));
+  tree.micro_batches =
+      static_cast<int>(config.training.global_batch / (static_cast<int64_t>(s.dp) * s.micro_batch));
   tree.sequence_parallel = s.sequence_parallel;
   const int chunks = tree.chunks();
-  if (!s.stage_layers.empty()) tree.chunk_layers = s.stage_layers;
-  else tree.chunk_layers = split_layers(std::max(graph.num_layers, 0), chunks);
+  if (!s.stage_layers.empty())
+    tree.chunk_layers = s.stage_layers;
+  else
+    tree.chunk_layers = split_layers(std::max(graph.num_layers, 0), chunks);
 
   const std::vector<std::vector<std::string>> patterns = [&] {
     std::vector<std::vector<std::string>> p;
@@ -248,7 +267,8 @@ std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph) {
           const auto dims = resolve_op_axis_dims(op, tree.nodes[op.module].config, tree.mesh);
           std::string split;
           for (int a = 1; a < kNumMeshAxes; ++a)
-            if (dims[a] >= 0) split += std::string(" ") + axis_name(MeshAxis(a)) + "->" + op.dims[dims[a]].name;
+            if (dims[a] >= 0)
+              split += std::string(" ") + axis_name(MeshAxis(a)) + "->" + op.dims[dims[a]].name;
           out << indent << "    " << graph.modules[op.module].path << "." << op.name << ":"
               << (split.empty() ? " replicated" : split) << "\n";
         }
