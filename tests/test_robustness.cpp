@@ -1,12 +1,13 @@
 // Bad input gets a clear error, fast (docs/robustness.md). Every case goes through the same
 // entry point as the CLI and the page (simulate_json) and checks: the error code, the JSON path
 // of the field to change, a sentence that names the problem, that error_json renders it as
-// {"ok": false, ...}, and that the answer took less than a second. Valid but unusual setups, and
-// configs that do not fit in memory, simulate.
+// {"ok": false, ...}, and that the answer took less than a second of processor time (not wall
+// time: the check is against hangs and blow-ups, and must not fail because the machine is
+// busy). Valid but unusual setups, and configs that do not fit in memory, simulate.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cmath>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -36,15 +37,15 @@ constexpr double kSecond = 1.0;
 struct Answer {
   bool ok = false;
   std::string code, path, message;
-  std::string text;  // the result JSON, or error_json of the error
-  double seconds = 0;
+  std::string text;    // the result JSON, or error_json of the error
+  double seconds = 0;  // processor time of this process: other load on the machine does not count
 };
 
 Answer simulate(const std::string& config, bool timeline = false) {
   Answer a;
   proteus::SimulateOptions options;
   options.timeline = timeline;
-  const auto start = std::chrono::steady_clock::now();
+  const std::clock_t start = std::clock();
   try {
     a.text = proteus::simulate_json(config, options);
     a.ok = true;
@@ -54,7 +55,7 @@ Answer simulate(const std::string& config, bool timeline = false) {
     a.message = e.what();
     a.text = proteus::error_json(e);
   }
-  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  a.seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   return a;
 }
 
