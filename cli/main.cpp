@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proteus/api.h"
+#include "proteus/import.h"
 #include "proteus/presets.h"
 
 namespace {
@@ -23,6 +24,10 @@ const char* kUsage =
     "                                  simulate one training iteration and print the result JSON\n"
     "  validate FILE                   simulate every case of a validation file (tests/validation/published.json),\n"
     "                                  print predicted vs published and the mean error; exit 1 if targets are missed\n"
+    "  import megatron|hf FILE|- [--cluster PRESET|JSON] [--nodes N]\n"
+    "                                  print the config of a Megatron-LM launch script / arguments or of a\n"
+    "                                  Hugging Face config.json (the model part); what is ignored goes to stderr\n"
+    "  export megatron CONFIG          print the Megatron-LM command line of a config\n"
     "  version\n"
     "CONFIG is a JSON file, '-' for standard input, or the name of a scenario preset.\n";
 
@@ -32,11 +37,36 @@ std::string read_stream(std::istream& in) {
   return s.str();
 }
 
+// A file or stdin, refused before it is read whole when it is larger than any valid input
+// (the config limit): a 100 MiB file is rejected without reading it.
+std::string read_input(const std::string& arg) {
+  const int64_t limit = proteus::max_input_bytes();
+  auto too_big = [&](int64_t size) {
+    return proteus::Error("invalid_json", "",
+                          "the input is " + std::to_string(size) + " bytes or more; the limit is " +
+                              std::to_string(limit) + " bytes (16 MiB)");
+  };
+  std::string text;
+  if (arg == "-") {
+    char buffer[1 << 16];
+    while (std::cin.read(buffer, sizeof buffer) || std::cin.gcount() > 0) {
+      text.append(buffer, static_cast<size_t>(std::cin.gcount()));
+      if (static_cast<int64_t>(text.size()) > limit) throw too_big(static_cast<int64_t>(text.size()));
+    }
+    return text;
+  }
+  std::ifstream f(arg, std::ios::binary | std::ios::ate);
+  if (!f) throw proteus::Error("invalid_request", "", "cannot read '" + arg + "': no such file");
+  const std::streamoff size = f.tellg();
+  if (size > limit) throw too_big(static_cast<int64_t>(size));
+  f.seekg(0);
+  return read_stream(f);
+}
+
 // A config argument: a file, stdin, or a scenario preset by name.
 std::string read_config(const std::string& arg) {
-  if (arg == "-") return read_stream(std::cin);
-  std::ifstream f(arg, std::ios::binary);
-  if (f) return read_stream(f);
+  if (arg == "-") return read_input(arg);
+  if (std::ifstream(arg, std::ios::binary)) return read_input(arg);
   if (proteus::find_preset(proteus::PresetKind::Scenario, arg)) return "{\"preset\": \"" + arg + "\"}";
   throw proteus::Error("invalid_request", "",
                        "cannot read config '" + arg + "': no such file or scenario preset");
@@ -100,6 +130,37 @@ int validate(const std::vector<std::string>& args) {
   return met ? 0 : 1;
 }
 
+// `import megatron|hf FILE|- [--cluster C] [--nodes N]`: the config on stdout, what was
+// ignored or assumed on stderr.
+int import_command(const std::vector<std::string>& args) {
+  if (args.size() < 3 || (args[1] != "megatron" && args[1] != "hf")) {
+    std::cerr << "proteus import: expects megatron|hf FILE|-\n" << kUsage;
+    return 2;
+  }
+  nlohmann::json options = nlohmann::json::object();
+  for (size_t i = 3; i < args.size(); ++i) {
+    if (args[i] == "--cluster" && i + 1 < args.size()) {
+      options["cluster"] = args[++i];
+    } else if (args[i] == "--nodes" && i + 1 < args.size()) {
+      const std::string& n = args[++i];
+      if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 6) {
+        std::cerr << "proteus import: --nodes expects a positive integer, got '" << n << "'\n";
+        return 2;
+      }
+      options["nodes"] = std::stoi(n);
+    } else {
+      std::cerr << "proteus import: unknown option '" << args[i] << "'\n" << kUsage;
+      return 2;
+    }
+  }
+  const std::string text = read_input(args[2]);
+  const auto r = nlohmann::ordered_json::parse(proteus::import_json(args[1], text, options.dump()));
+  std::cout << r["config"].dump(2) << "\n";
+  for (const auto& s : r["ignored"]) std::cerr << "proteus import: ignored " << s.get<std::string>() << "\n";
+  for (const auto& s : r["assumed"]) std::cerr << "proteus import: assumed " << s.get<std::string>() << "\n";
+  return 0;
+}
+
 int run(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::cout << kUsage;
@@ -119,6 +180,15 @@ int run(const std::vector<std::string>& args) {
     return 2;
   }
   if (cmd == "validate") return validate(args);
+  if (cmd == "import") return import_command(args);
+  if (cmd == "export") {
+    if (args.size() != 3 || args[1] != "megatron") {
+      std::cerr << "proteus export: expects megatron CONFIG\n" << kUsage;
+      return 2;
+    }
+    std::cout << proteus::export_megatron_text(read_config(args[2]));
+    return 0;
+  }
   bool tree = false;
   proteus::SimulateOptions options;
   std::string out_path, trace_path;

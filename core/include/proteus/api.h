@@ -13,6 +13,9 @@ struct SimulateOptions {
 };
 
 std::string version();
+// The largest input text any entry point reads (a config, a launch script, a config.json):
+// callers holding a file refuse a bigger one before reading it.
+long long max_input_bytes();
 std::string presets_json();  // {"models":[{name,..}],"clusters":[..],"scenarios":[..]}
 std::string preset_text(const std::string& kind, const std::string& name);  // the preset's JSON
 std::string show_json(const std::string& config_text);                      // resolved config
@@ -24,6 +27,12 @@ std::string chrome_trace_json(const std::string& config_text);
 // and returns per-case predicted vs published, the mean absolute percentage error, memory
 // cases, rankings and whether the targets are met.
 std::string validate_json(const std::string& validation_text);
-std::string error_json(const Error& error);  // {"ok":false,"error":{code,path,message}}
+// Importers (core/src/import, docs/import.md). kind: "megatron" | "hf" | "auto" (recognises
+// JSON configs, Hugging Face config.json files and Megatron arguments). options_json:
+// {"cluster": preset name or cluster object, "nodes": N} for Megatron arguments. Returns
+// {"ok":true,"kind":...,"config":{...},"ignored":[...],"assumed":[...]}.
+std::string import_json(const std::string& kind, const std::string& text, const std::string& options_json);
+std::string export_megatron_text(const std::string& config_text);  // the Megatron command line
+std::string error_json(const Error& error);                        // {"ok":false,"error":{code,path,message}}
 
 }  // namespace proteus

@@ -1,0 +1,194 @@
+// A config -> the Megatron-LM command line that trains the same run. Written so that
+// import_megatron(export_megatron(c), cluster of c) gives c back (tests/test_import.cpp checks
+// it on every transformer scenario); what Megatron cannot express is an error naming the field.
+#include <sstream>
+
+#include "proteus/config.h"
+#include "proteus/error.h"
+#include "proteus/import.h"
+
+namespace proteus {
+
+namespace {
+
+class Args {
+ public:
+  void add(const std::string& name) { lines_.push_back(name); }
+  template <class T>
+  void add(const std::string& name, const T& value) {
+    std::ostringstream s;
+    s << name << " " << value;
+    lines_.push_back(s.str());
+  }
+  std::string text(const std::string& head) const {
+    std::string out = head;
+    for (const std::string& l : lines_) out += " \\\n    " + l;
+    return out + "\n";
+  }
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
+  if (m.kind != ModelKind::Transformer) {
+    throw invalid_config(
+        "model.kind", std::string("Megatron-LM trains transformers; this model is a ") + to_string(m.kind));
+  }
+  a.add("--num-layers", m.layers);
+  a.add("--hidden-size", m.hidden);
+  a.add("--num-attention-heads", m.heads);
+  if (m.kv_heads != m.heads) {
+    a.add("--group-query-attention");
+    a.add("--num-query-groups", m.kv_heads);
+  }
+  a.add("--ffn-hidden-size", m.ffn_hidden);
+  a.add("--max-position-embeddings", m.seq_len);
+  if (m.mlp == MlpKind::Swiglu) a.add("--swiglu");
+  a.add("--normalization", m.norm == NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  if (!m.tied_embeddings) a.add("--untie-embeddings-and-output-weights");
+  if (!m.bias) a.add("--disable-bias-linear");
+  if (!m.dropout) {
+    a.add("--attention-dropout", 0.0);
+    a.add("--hidden-dropout", 0.0);
+  }
+  a.add("--attention-backend", m.flash_attention ? "flash" : "unfused");
+  a.add("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
+  if (!m.causal) {
+    if (m.pooler != (m.type_vocab == 2) || (m.type_vocab != 0 && m.type_vocab != 2)) {
+      throw invalid_config("model.type_vocab",
+                           "Megatron's BERT has 2 token types with the binary head, none without");
+    }
+    if (!m.pooler) a.add("--bert-no-binary-head");
+  } else if (m.pooler || m.type_vocab != 0) {
+    throw invalid_config(m.pooler ? "model.pooler" : "model.type_vocab",
+                         "Megatron's GPT models have no pooler or token types");
+  }
+  // The vocabulary as given: Megatron pads it to a multiple of divisible_by x tp.
+  if (m.vocab % st.tp != 0) {
+    const int64_t padded = (m.vocab + st.tp - 1) / st.tp * st.tp;
+    throw invalid_config("model.vocab",
+                         "Megatron pads the vocabulary to a multiple of tp=" + std::to_string(st.tp) +
+                             ": vocab " + std::to_string(m.vocab) + " would train as " +
+                             std::to_string(padded) + "; set model.vocab to " + std::to_string(padded));
+  }
+  a.add("--vocab-size", m.vocab);
+  a.add("--make-vocab-size-divisible-by", 1);
+  if (m.moe.experts > 0) {
+    a.add("--num-experts", m.moe.experts);
+    a.add("--moe-router-topk", m.moe.top_k);
+    a.add("--moe-ffn-hidden-size", m.moe.expert_ffn_hidden);
+    a.add("--moe-expert-capacity-factor", m.moe.capacity_factor);
+    a.add("--moe-token-dispatcher-type", "alltoall");
+  }
+}
+
+void strategy_args(const Config& c, Args& a) {
+  const StrategySpec& st = c.strategy;
+  a.add("--tensor-model-parallel-size", st.tp);
+  a.add("--pipeline-model-parallel-size", st.pp);
+  if (st.cp > 1) a.add("--context-parallel-size", st.cp);
+  if (st.ep > 1) a.add("--expert-model-parallel-size", st.ep);
+  if (st.sequence_parallel) a.add("--sequence-parallel");
+  switch (st.schedule) {
+    case Schedule::OneFOneB:
+      break;
+    case Schedule::Interleaved1F1B:
+      a.add("--virtual-pipeline-model-parallel-size", st.virtual_stages);
+      break;
+    default:
+      throw invalid_config("strategy.schedule", std::string("Megatron-LM has no ") + to_string(st.schedule) +
+                                                    " schedule (it runs 1F1B and interleaved 1F1B)");
+  }
+  if (!st.stage_layers.empty()) {
+    // Megatron-Core's layout string: "E" embedding, "t" a layer, "L" loss, "|" between
+    // stages, "(...)*N" a repetition: [1, 2, 2, 2, 1] -> "Et|(tt|)*3tL".
+    const auto& sl = st.stage_layers;
+    std::string layout = "E" + std::string(static_cast<size_t>(sl.front()), 't');
+    for (size_t i = 1; i < sl.size();) {
+      size_t j = i;
+      while (j + 1 < sl.size() && sl[j] == sl[i]) ++j;  // stages i..j-1 repeat (the last is separate)
+      const std::string stage = std::string(static_cast<size_t>(sl[i]), 't');
+      if (j - i > 1) {
+        layout += "|(" + stage + "|)*" + std::to_string(j - i - 1) + stage;
+        i = j;
+      } else {
+        layout += "|" + stage;
+        ++i;
+      }
+    }
+    layout += "L";
+    a.add("--pipeline-model-parallel-layout", "\"" + layout + "\"");
+  }
+  a.add("--micro-batch-size", st.micro_batch);
+  a.add("--global-batch-size", c.training.global_batch);
+  switch (st.zero) {
+    case 0:
+      break;
+    case 1:
+      a.add("--use-distributed-optimizer");
+      break;
+    default:
+      a.add("--use-megatron-fsdp");
+      a.add("--data-parallel-sharding-strategy", st.zero == 2 ? "optim_grads" : "optim_grads_params");
+  }
+  if (st.recompute != Recompute::None) a.add("--recompute-granularity", to_string(st.recompute));
+  if (st.recompute == Recompute::Full) {
+    a.add("--recompute-method", "uniform");
+    a.add("--recompute-num-layers", 1);
+  }
+  if (!st.overrides.empty()) {
+    throw invalid_config("strategy.overrides", "per-module overrides have no Megatron-LM argument");
+  }
+  if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");
+  if (st.zero >= 1 && st.overlap_param_gather) a.add("--overlap-param-gather");
+  if (st.overlap_grad_reduce || st.grad_bucket_MB != 25) {
+    // Megatron counts the bucket in fp32 gradient elements (4 bytes each).
+    const double elements = st.grad_bucket_MB * 1e6 / 4;
+    if (elements != static_cast<double>(static_cast<int64_t>(elements))) {
+      throw invalid_config("strategy.grad_bucket_MB", "the bucket is not a whole number of fp32 gradients");
+    }
+    a.add("--ddp-bucket-size", static_cast<int64_t>(elements));
+  }
+}
+
+void training_args(const TrainingSpec& t, Args& a) {
+  a.add("--seq-length", t.seq_len);
+  switch (t.precision) {
+    case Precision::Fp32:
+      break;
+    case Precision::Fp16:
+      a.add("--fp16");
+      break;
+    case Precision::Bf16:
+      a.add("--bf16");
+      break;
+    case Precision::Fp8:
+      a.add("--bf16");
+      a.add("--fp8-format", "hybrid");
+      break;
+    case Precision::Tf32:
+      throw invalid_config("training.precision",
+                           "Megatron-LM has no TF32 switch (fp32 runs under PyTorch's TF32 setting)");
+  }
+  a.add("--optimizer", to_string(t.optimizer));
+}
+
+}  // namespace
+
+std::string export_megatron(const std::string& config_text) {
+  const Config c = parse_config(config_text);
+  Args a;
+  model_args(c.model, c.strategy, a);
+  training_args(c.training, a);
+  strategy_args(c, a);
+  const std::string script = c.model.causal ? "pretrain_gpt.py" : "pretrain_bert.py";
+  std::string head = "# " + (c.name.empty() ? std::string("Proteus config") : c.name) +
+                     "\n# cluster: " + (c.cluster.name.empty() ? std::string("(unnamed)") : c.cluster.name) +
+                     " (not a Megatron argument: import with --cluster)\n";
+  head += "torchrun --nnodes " + std::to_string(c.cluster.nodes) + " --nproc-per-node " +
+          std::to_string(c.cluster.gpus_per_node) + " " + script;
+  return a.text(head);
+}
+
+}  // namespace proteus

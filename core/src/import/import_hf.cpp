@@ -1,0 +1,240 @@
+// A Hugging Face config.json -> the model part of a config. Field meanings are those of the
+// transformers library's configuration classes (LlamaConfig, MistralConfig, MixtralConfig,
+// Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, GemmaConfig,
+// Gemma2Config); docs/import.md lists the mapping.
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "../config/json_text.h"
+#include "hf_model.h"
+#include "proteus/error.h"
+#include "proteus/import.h"
+
+namespace proteus {
+
+namespace import_detail {
+
+namespace {
+
+using In = nlohmann::json;
+
+class HfReader {
+ public:
+  explicit HfReader(const In& root) : root_(root) {}
+
+  bool has(const char* key) {
+    used_.insert(key);
+    return root_.contains(key) && !root_.at(key).is_null();
+  }
+  int64_t integer(const char* key, int64_t fallback, int64_t min, int64_t max) {
+    if (!has(key)) {
+      if (fallback < 0) throw Error("invalid_config", key, std::string("missing \"") + key + "\"");
+      return fallback;
+    }
+    const In& v = root_.at(key);
+    if (!v.is_number_integer() &&
+        !(v.is_number_float() &&
+          v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
+      throw Error("invalid_config", key, std::string(key) + " must be an integer, got " + v.dump());
+    }
+    const int64_t x = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    if (x < min || x > max) {
+      throw Error("invalid_config", key,
+                  std::string(key) + " " + std::to_string(x) + " is out of range [" + std::to_string(min) +
+                      ", " + std::to_string(max) + "]");
+    }
+    return x;
+  }
+  bool boolean(const char* key, bool fallback) {
+    if (!has(key)) return fallback;
+    if (!root_.at(key).is_boolean())
+      throw Error("invalid_config", key, std::string(key) + " must be true or false");
+    return root_.at(key).get<bool>();
+  }
+  double number(const char* key, double fallback) {
+    if (!has(key)) return fallback;
+    if (!root_.at(key).is_number())
+      throw Error("invalid_config", key, std::string(key) + " must be a number");
+    return root_.at(key).get<double>();
+  }
+  std::string string(const char* key, const std::string& fallback) {
+    if (!has(key)) return fallback;
+    if (!root_.at(key).is_string())
+      throw Error("invalid_config", key, std::string(key) + " must be a string");
+    return root_.at(key).get<std::string>();
+  }
+  const In& at(const char* key) {
+    used_.insert(key);
+    return root_.at(key);
+  }
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (auto it = root_.begin(); it != root_.end(); ++it)
+      if (!used_.count(it.key())) out.push_back(it.key());
+    return out;
+  }
+
+ private:
+  const In& root_;
+  std::set<std::string> used_;
+};
+
+enum class Arch { Llama, Mistral, Mixtral, Qwen2, Qwen3, Qwen3Moe, DeepseekV3, GptOss, Gemma, Gemma2 };
+
+Arch architecture(HfReader& in) {
+  if (!in.has("architectures") || !in.at("architectures").is_array() || in.at("architectures").empty() ||
+      !in.at("architectures")[0].is_string()) {
+    throw Error("invalid_config", "architectures",
+                "missing \"architectures\": a Hugging Face config.json names its model class there");
+  }
+  const std::string name = in.at("architectures")[0].get<std::string>();
+  static const std::pair<const char*, Arch> known[] = {
+      {"LlamaForCausalLM", Arch::Llama},           {"MistralForCausalLM", Arch::Mistral},
+      {"MixtralForCausalLM", Arch::Mixtral},       {"Qwen2ForCausalLM", Arch::Qwen2},
+      {"Qwen3ForCausalLM", Arch::Qwen3},           {"Qwen3MoeForCausalLM", Arch::Qwen3Moe},
+      {"DeepseekV3ForCausalLM", Arch::DeepseekV3}, {"GptOssForCausalLM", Arch::GptOss},
+      {"GemmaForCausalLM", Arch::Gemma},           {"Gemma2ForCausalLM", Arch::Gemma2}};
+  std::string list;
+  for (const auto& [n, a] : known) {
+    if (name == n) return a;
+    list += (list.empty() ? "" : ", ") + std::string(n);
+  }
+  throw Error("invalid_config", "architectures[0]",
+              "architecture " + name + " is not supported; supported: " + list);
+}
+
+// Keys that describe inference, tokenizer ids, numerics or provenance: no effect on the
+// training iteration's shape or cost.
+bool unused_key(const std::string& k) {
+  static const std::set<std::string> keys = {"_name_or_path",
+                                             "model_type",
+                                             "torch_dtype",
+                                             "dtype",
+                                             "transformers_version",
+                                             "bos_token_id",
+                                             "eos_token_id",
+                                             "pad_token_id",
+                                             "use_cache",
+                                             "initializer_range",
+                                             "rms_norm_eps",
+                                             "layer_norm_eps",
+                                             "rope_theta",
+                                             "rope_scaling",
+                                             "pretraining_tp",
+                                             "auto_map",
+                                             "quantization_config",
+                                             "output_router_logits",
+                                             "router_aux_loss_coef",
+                                             "router_jitter_noise",
+                                             "use_sliding_window",
+                                             "max_window_layers",
+                                             "attention_dropout",
+                                             "bias",
+                                             "norm_topk_prob",
+                                             "routed_scaling_factor",
+                                             "scoring_func",
+                                             "topk_method",
+                                             "n_group",
+                                             "topk_group",
+                                             "aux_loss_alpha",
+                                             "seq_aux",
+                                             "ep_size",
+                                             "hidden_act",
+                                             "hidden_activation",
+                                             "query_pre_attn_scalar",
+                                             "final_logit_softcapping",
+                                             "attn_logit_softcapping",
+                                             "swiglu_limit",
+                                             "rope_interleave",
+                                             "id2label",
+                                             "label2id",
+                                             "tie_word_embeddings",
+                                             "architectures",
+                                             "num_local_experts"};
+  return keys.count(k) > 0;
+}
+
+}  // namespace
+
+HfModel read_hf_model(const std::string& text) {
+  const In root = config_detail::parse_json_text(text, "the Hugging Face config");
+  if (!root.is_object()) throw Error("invalid_config", "", "a Hugging Face config.json is a JSON object");
+  HfReader in(root);
+  HfModel out;
+  const Arch arch = architecture(in);
+  auto& m = out.model;
+  m["kind"] = "transformer";
+  m["name"] = in.string("_name_or_path", root.at("architectures")[0].get<std::string>());
+  const int64_t layers = in.integer("num_hidden_layers", -1, 1, 10000);
+  const int64_t hidden = in.integer("hidden_size", -1, 1, 1 << 20);
+  const int64_t heads = in.integer("num_attention_heads", -1, 1, 65536);
+  m["layers"] = layers;
+  m["hidden"] = hidden;
+  m["heads"] = heads;
+  m["kv_heads"] = in.integer("num_key_value_heads", heads, 1, 65536);
+  if (in.has("head_dim") && in.integer("head_dim", 0, 1, 1 << 20) * heads != hidden) {
+    throw Error("invalid_config", "head_dim",
+                "head_dim other than hidden_size / num_attention_heads is not simulated yet");
+  }
+  const int64_t ffn = in.integer("intermediate_size", -1, 1, 16777216);
+  m["ffn_hidden"] = ffn;
+  m["seq_len"] = in.integer("max_position_embeddings", -1, 1, 16777216);
+  m["vocab"] = in.integer("vocab_size", -1, 1, int64_t{1} << 31);
+  // Every supported architecture has a gated MLP (gate, up, down); Gemma's gate is GELU.
+  const std::string act =
+      in.string(arch == Arch::Gemma || arch == Arch::Gemma2 ? "hidden_activation" : "hidden_act",
+                arch == Arch::Gemma || arch == Arch::Gemma2 ? "gelu_pytorch_tanh" : "silu");
+  if (act != "silu" && act != "swish")
+    out.ignored.push_back("hidden_act " + act + ": the gated MLP is costed as SwiGLU (same three matrices)");
+  m["mlp"] = "swiglu";
+  m["norm"] = "rmsnorm";
+  // PretrainedConfig's default is tied; LlamaConfig, MistralConfig, Qwen*Config and
+  // DeepseekV3Config default to untied; Gemma ties.
+  const bool tied_default = arch == Arch::Gemma || arch == Arch::Gemma2;
+  m["tied_embeddings"] = in.boolean("tie_word_embeddings", tied_default);
+  const bool attention_bias = in.boolean("attention_bias", arch == Arch::Qwen2);
+  const bool mlp_bias = in.boolean("mlp_bias", false);
+  if (attention_bias != mlp_bias)
+    out.ignored.push_back(std::string("attention_bias ") + (attention_bias ? "true" : "false") +
+                          ": Proteus has one bias switch for all linear layers (set from mlp_bias)");
+  m["bias"] = mlp_bias;
+  m["dropout"] = in.number("attention_dropout", 0.0) > 0;
+  m["flash_attention"] = true;
+  out.assumed.push_back(
+      "flash_attention: true (a config.json does not say how attention is computed in training)");
+  m["causal"] = true;
+  m["learned_positions"] = false;  // rotary embeddings in every supported architecture
+
+  if (arch == Arch::Mixtral || arch == Arch::Qwen3Moe || arch == Arch::DeepseekV3 || arch == Arch::GptOss) {
+    throw Error("invalid_config", "architectures[0]",
+                "mixture-of-experts architectures are not simulated from config.json yet");
+  }
+  for (const char* key : {"sliding_window", "layer_types", "q_lora_rank", "num_nextn_predict_layers"}) {
+    if (in.has(key) && !(std::string(key) == "sliding_window" &&
+                         (arch == Arch::Mistral || arch == Arch::Qwen2 || arch == Arch::Qwen3))) {
+      throw Error("invalid_config", key, std::string(key) + " is not simulated yet");
+    }
+  }
+  if (in.has("sliding_window")) {
+    out.ignored.push_back("sliding_window: windowed attention is costed as full attention");
+  }
+  for (const std::string& key : in.unread()) {
+    if (unused_key(key)) continue;
+    out.ignored.push_back(key);
+  }
+  return out;
+}
+
+}  // namespace import_detail
+
+ImportResult import_hf(const std::string& text) {
+  import_detail::HfModel m = import_detail::read_hf_model(text);
+  ImportResult result;
+  nlohmann::ordered_json config = {{"model", m.model}};
+  result.config_json = config.dump(2);
+  result.ignored = std::move(m.ignored);
+  result.assumed = std::move(m.assumed);
+  return result;
+}
+
+}  // namespace proteus

@@ -1,0 +1,596 @@
+// Megatron-LM / Megatron-Core training arguments -> a Proteus config. Each argument's meaning
+// and default are Megatron's own (megatron/training/arguments.py, core_r0.x); docs/import.md
+// lists the mapping. The hardware is not in the arguments: the caller names the cluster.
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "../config/json_text.h"
+#include "megatron_args.h"
+#include "proteus/error.h"
+#include "proteus/import.h"
+#include "proteus/presets.h"
+
+namespace proteus {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using import_detail::MegatronArgs;
+
+class ArgReader {
+ public:
+  explicit ArgReader(const MegatronArgs& args) : a_(args) {}
+
+  bool has(const std::string& name) {
+    used_.insert(name);
+    return a_.values.count(name) > 0;
+  }
+  bool flag(const std::string& name) {
+    if (!has(name)) return false;
+    const auto& v = a_.values.at(name);
+    if (!v.empty()) throw Error("invalid_config", name, name + " takes no value, got \"" + v[0] + "\"");
+    return true;
+  }
+  std::string text(const std::string& name, const std::string& fallback = "") {
+    if (!has(name)) return fallback;
+    const auto& v = a_.values.at(name);
+    if (v.size() != 1) {
+      throw Error(
+          "invalid_config", name,
+          name + (v.empty() ? " needs a value" : " takes one value, got " + std::to_string(v.size())));
+    }
+    return v[0];
+  }
+  int64_t integer(const std::string& name, int64_t fallback, int64_t min, int64_t max) {
+    if (!has(name)) return fallback;
+    const std::string t = text(name);
+    char* end = nullptr;
+    const long long v = std::strtoll(t.c_str(), &end, 10);
+    if (t.empty() || *end) throw Error("invalid_config", name, name + " \"" + t + "\" is not an integer");
+    if (v < min || v > max) {
+      throw Error(
+          "invalid_config", name,
+          name + " " + t + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    return v;
+  }
+  double number(const std::string& name, double fallback) {
+    if (!has(name)) return fallback;
+    const std::string t = text(name);
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (t.empty() || *end || !std::isfinite(v)) {
+      throw Error("invalid_config", name, name + " \"" + t + "\" is not a number");
+    }
+    return v;
+  }
+  std::string choice(const std::string& name, const std::string& fallback,
+                     std::initializer_list<const char*> options) {
+    if (!has(name)) return fallback;
+    const std::string t = text(name);
+    std::string list;
+    for (const char* o : options) {
+      if (t == o) return t;
+      list += (list.empty() ? "" : ", ") + std::string(o);
+    }
+    throw Error("invalid_config", name, name + " \"" + t + "\" is not one of: " + list);
+  }
+  // Arguments present that no mapping asked about.
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (const std::string& name : a_.order)
+      if (!used_.count(name)) out.push_back(name);
+    return out;
+  }
+  const MegatronArgs& args() const { return a_; }
+
+ private:
+  const MegatronArgs& a_;
+  std::set<std::string> used_;
+};
+
+constexpr int64_t kBig = int64_t{1} << 31;
+
+// What the training script builds (Megatron's entry points).
+enum class Family { Gpt, Bert };
+
+Family script_family(const std::string& script, std::vector<std::string>& assumed) {
+  const std::string base =
+      script.substr(script.find_last_of('/') == std::string::npos ? 0 : script.find_last_of('/') + 1);
+  if (base.empty()) {
+    assumed.push_back("no training script given: a GPT-style decoder (pretrain_gpt.py) is assumed");
+    return Family::Gpt;
+  }
+  if (base.find("bert") != std::string::npos) return Family::Bert;
+  for (const char* other : {"t5", "mamba", "retro", "vlm", "ict", "vit", "llava", "multimodal"}) {
+    if (base.find(other) != std::string::npos) {
+      throw Error(
+          "invalid_config", "script",
+          "the training script " + base +
+              " builds a model Proteus does not simulate (decoders via pretrain_gpt.py and BERT via pretrain_bert.py are supported)");
+    }
+  }
+  if (base.find("gpt") == std::string::npos && base.find("llama") == std::string::npos &&
+      base.find("mixtral") == std::string::npos && base.find("deepseek") == std::string::npos &&
+      base.find("qwen") == std::string::npos) {
+    assumed.push_back("training script " + base + ": a GPT-style decoder (as pretrain_gpt.py) is assumed");
+  }
+  return Family::Gpt;
+}
+
+// Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by * tp
+// (megatron/training/tokenizer: _vocab_size_with_padding).
+int64_t padded_vocab(int64_t vocab, int64_t divisible_by, int64_t tp) {
+  const int64_t multiple = divisible_by * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+// The unpadded vocabulary: --vocab-size, or the size of a tokenizer whose size is fixed.
+int64_t vocab_size(ArgReader& in, Family family, std::vector<std::string>& assumed) {
+  if (in.has("--vocab-size")) return in.integer("--vocab-size", 0, 1, kBig);
+  // pretrain_gpt.py / pretrain_bert.py pass these tokenizer types as argument defaults.
+  std::string type =
+      in.text("--tokenizer-type", family == Family::Gpt ? "GPT2BPETokenizer" : "BertWordPieceLowerCase");
+  const std::string model = in.text("--tokenizer-model");
+  in.has("--vocab-file");
+  in.has("--merge-file");
+  // Sizes of the tokenizers' published vocabularies.
+  if (type == "GPT2BPETokenizer") return 50257;        // GPT-2's encoder.json
+  if (type == "BertWordPieceLowerCase") return 30522;  // bert-large-uncased vocab.txt
+  if (type == "BertWordPieceCase") return 28996;       // bert-large-cased vocab.txt
+  if (type == "Llama2Tokenizer") return 32000;         // Llama 2 tokenizer.model
+  struct Known {
+    const char* fragment;
+    int64_t size;
+  };
+  // Hugging Face tokenizers by model name (the vocab_size of each model's config.json).
+  static const Known known[] = {{"Llama-3", 128256},   {"llama-3", 128256},     {"Llama3", 128256},
+                                {"Llama-2", 32000},    {"llama-2", 32000},      {"Mixtral", 32000},
+                                {"Mistral-7B", 32000}, {"DeepSeek-V3", 129280}, {"Qwen3", 151936},
+                                {"gpt2", 50257}};
+  for (const Known& k : known) {
+    if (model.find(k.fragment) != std::string::npos) {
+      assumed.push_back("vocabulary " + std::to_string(k.size) + " from --tokenizer-model " + model);
+      return k.size;
+    }
+  }
+  const std::string path = in.has("--tokenizer-model") ? "--tokenizer-model" : "--tokenizer-type";
+  throw Error("invalid_config", path,
+              "the vocabulary size of tokenizer " + type + (model.empty() ? "" : " (" + model + ")") +
+                  " is not known: add --vocab-size N");
+}
+
+// "--moe-layer-freq" etc. are read later by the model-feature mapping; here the transformer's
+// own fields.
+Json model_part(ArgReader& in, Family family, int64_t tp, std::vector<std::string>& ignored,
+                std::vector<std::string>& assumed) {
+  Json m;
+  m["kind"] = "transformer";
+  const int64_t layers = in.has("--num-layers")           ? in.integer("--num-layers", 0, 1, 10000)
+                         : in.has("--decoder-num-layers") ? in.integer("--decoder-num-layers", 0, 1, 10000)
+                                                          : in.integer("--encoder-num-layers", 0, 1, 10000);
+  if (layers == 0) throw Error("invalid_config", "--num-layers", "missing --num-layers");
+  const int64_t hidden = in.integer("--hidden-size", 0, 1, 1 << 20);
+  if (hidden == 0) throw Error("invalid_config", "--hidden-size", "missing --hidden-size");
+  const int64_t heads = in.integer("--num-attention-heads", 0, 1, 65536);
+  if (heads == 0) throw Error("invalid_config", "--num-attention-heads", "missing --num-attention-heads");
+  m["layers"] = layers;
+  m["hidden"] = hidden;
+  m["heads"] = heads;
+  const bool gqa = in.flag("--group-query-attention");
+  if (gqa) {
+    m["kv_heads"] = in.integer("--num-query-groups", 1, 1, 65536);
+  } else {
+    if (in.has("--num-query-groups"))
+      ignored.push_back("--num-query-groups: Megatron uses it only with --group-query-attention");
+    m["kv_heads"] = heads;
+  }
+  const bool swiglu = in.flag("--swiglu");
+  // Megatron's default FFN width: 4h, or for SwiGLU 2/3 of it rounded down to a multiple of 64.
+  const int64_t default_ffn = swiglu ? (4 * hidden * 2 / 3) / 64 * 64 : 4 * hidden;
+  m["ffn_hidden"] = in.integer("--ffn-hidden-size", default_ffn, 1, 16777216);
+  const int64_t seq = in.has("--seq-length") ? in.integer("--seq-length", 0, 1, 16777216)
+                                             : in.integer("--encoder-seq-length", 0, 1, 16777216);
+  if (seq == 0) throw Error("invalid_config", "--seq-length", "missing --seq-length");
+  m["seq_len"] = in.integer("--max-position-embeddings", seq, 1, 16777216);
+  m["vocab"] = padded_vocab(vocab_size(in, family, assumed),
+                            in.integer("--make-vocab-size-divisible-by", 128, 1, kBig), tp);
+  m["mlp"] = swiglu ? "swiglu" : "gelu";
+  if (in.flag("--squared-relu"))
+    ignored.push_back("--squared-relu: the activation is costed as GELU (same two matrices)");
+  const std::string norm = in.choice("--normalization", "LayerNorm", {"LayerNorm", "RMSNorm"});
+  m["norm"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
+  m["tied_embeddings"] = !in.flag("--untie-embeddings-and-output-weights");
+  m["bias"] = !in.flag("--disable-bias-linear");
+  if (in.flag("--add-qkv-bias"))
+    ignored.push_back("--add-qkv-bias: Proteus has one bias switch for all linear layers");
+  const double hidden_dropout = in.number("--hidden-dropout", 0.1),
+               attention_dropout = in.number("--attention-dropout", 0.1);
+  m["dropout"] = hidden_dropout > 0 || attention_dropout > 0;
+  if ((hidden_dropout > 0) != (attention_dropout > 0))
+    ignored.push_back(
+        "--hidden-dropout / --attention-dropout: one is 0; Proteus has one dropout switch (on)");
+  bool flash = false;
+  if (in.flag("--use-flash-attn")) flash = true;
+  if (in.has("--attention-backend")) {
+    const std::string b =
+        in.choice("--attention-backend", "auto", {"auto", "flash", "fused", "unfused", "local"});
+    flash = b != "unfused" && b != "local";
+  } else if (!flash) {
+    assumed.push_back(
+        "attention unfused (no --attention-backend or --use-flash-attn, as Megatron-LM before Core 0.10)");
+  }
+  m["flash_attention"] = flash;
+  m["causal"] = family == Family::Gpt;
+  std::string pos = in.choice("--position-embedding-type", "learned_absolute",
+                              {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"});
+  if (in.flag("--use-rotary-position-embeddings")) pos = "rope";
+  if (in.flag("--no-position-embedding") && pos == "learned_absolute") pos = "none";
+  if (pos == "relative")
+    throw Error("invalid_config", "--position-embedding-type",
+                "relative position embeddings (T5) are not simulated");
+  m["learned_positions"] = pos == "learned_absolute";
+  if (pos == "none")
+    ignored.push_back(
+        "--position-embedding-type none: costed as rotary embeddings (a few elementwise FLOPs)");
+  if (family == Family::Bert) {
+    const bool binary_head = !in.flag("--bert-no-binary-head");
+    m["type_vocab"] = binary_head ? 2 : 0;  // pretrain_bert.py: num_tokentypes = 2 if binary head
+    m["pooler"] = binary_head;
+  }
+  if (in.has("--kv-channels") && in.integer("--kv-channels", 0, 1, 1 << 20) * heads != hidden) {
+    throw Error("invalid_config", "--kv-channels",
+                "--kv-channels (head dimension) other than hidden/heads is not simulated yet");
+  }
+  // Architecture features the op graph does not build yet: refused rather than dropped.
+  for (const char* arg : {"--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+                          "--qk-pos-emb-head-dim", "--v-head-dim", "--mtp-num-layers", "--qk-layernorm",
+                          "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--window-size"}) {
+    if (in.has(arg)) throw Error("invalid_config", arg, std::string(arg) + " is not simulated yet");
+  }
+  return m;
+}
+
+void moe_part(ArgReader& in, Json& model, std::vector<std::string>& ignored,
+              std::vector<std::string>& assumed) {
+  const int64_t experts = in.integer("--num-experts", 0, 0, 65536);
+  if (experts == 0) return;
+  Json moe;
+  moe["experts"] = experts;
+  moe["top_k"] = in.integer("--moe-router-topk", 2, 1, experts);
+  moe["expert_ffn_hidden"] =
+      in.integer("--moe-ffn-hidden-size", model["ffn_hidden"].get<int64_t>(), 1, 16777216);
+  if (in.has("--moe-expert-capacity-factor")) {
+    moe["capacity_factor"] = in.number("--moe-expert-capacity-factor", 1.0);
+  } else {
+    assumed.push_back(
+        "no --moe-expert-capacity-factor (dropless routing): every expert receives the balanced share of tokens");
+  }
+  if (in.has("--moe-token-dispatcher-type"))
+    ignored.push_back("--moe-token-dispatcher-type: tokens are exchanged by all-to-all");
+  model["moe"] = moe;
+}
+
+Json cluster_part(const MegatronImportOptions& options, const MegatronArgs& args, int& gpus,
+                  std::vector<std::string>& assumed) {
+  if (options.cluster_json.empty()) {
+    throw Error("invalid_request", "cluster",
+                "Megatron arguments do not name the hardware: choose a cluster (proteus import megatron FILE "
+                "--cluster dgx-h100 [--nodes N])");
+  }
+  Json cluster;
+  const char first = options.cluster_json.find_first_not_of(" \t\r\n") == std::string::npos
+                         ? 0
+                         : options.cluster_json[options.cluster_json.find_first_not_of(" \t\r\n")];
+  if (first == '{') {
+    cluster = Json::parse(config_detail::parse_json_text(options.cluster_json, "the cluster").dump());
+  } else {
+    cluster = Json{{"preset", options.cluster_json}};
+  }
+  int per_node = 8;
+  if (cluster.contains("gpus_per_node") && cluster["gpus_per_node"].is_number_integer()) {
+    per_node = cluster["gpus_per_node"].get<int>();
+  } else if (cluster.contains("preset") && cluster["preset"].is_string()) {
+    const Preset* p = find_preset(PresetKind::Cluster, cluster["preset"].get<std::string>());
+    if (!p)
+      throw Error("unknown_preset", "cluster",
+                  "no cluster preset \"" + cluster["preset"].get<std::string>() + "\"");
+    const auto preset = nlohmann::json::parse(p->json);
+    per_node = preset.value("gpus_per_node", 8);
+  }
+  if (args.nproc_per_node > 0 && args.nproc_per_node != per_node) {
+    cluster["gpus_per_node"] = args.nproc_per_node;
+    per_node = args.nproc_per_node;
+  }
+  int nodes = options.nodes > 0 ? options.nodes : args.nnodes;
+  if (nodes == 0) {
+    if (cluster.contains("nodes") && cluster["nodes"].is_number_integer()) {
+      nodes = cluster["nodes"].get<int>();
+    } else {
+      throw Error(
+          "invalid_request", "--nnodes",
+          "the number of nodes is not in the arguments (no torchrun --nnodes or #SBATCH --nodes): give it "
+          "(proteus import megatron FILE --nodes N)");
+    }
+  } else if (options.nodes == 0) {
+    assumed.push_back("nodes " + std::to_string(nodes) + " from " + args.nnodes_source);
+  }
+  cluster["nodes"] = nodes;
+  gpus = nodes * per_node;
+  return cluster;
+}
+
+// Pipeline layout: "Et|(tt|)*30L" (Megatron-Core's --pipeline-model-parallel-layout) -> the
+// transformer layers of each (virtual) stage in model order.
+std::vector<int64_t> parse_layout(const std::string& text) {
+  const std::string arg = "--pipeline-model-parallel-layout";
+  std::string s;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(') {
+      const size_t close = text.find(')', i);
+      if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != '*')
+        throw Error("invalid_config", arg, arg + " \"" + text + "\": '(' needs a matching ')*N'");
+      size_t k = close + 2;
+      int64_t n = 0;
+      while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])))
+        n = n * 10 + (text[k++] - '0');
+      const std::string body = text.substr(i + 1, close - i - 1);
+      for (int64_t r = 0; r < n; ++r) s += body;
+      i = k - 1;
+    } else if (text[i] == '*' && !s.empty()) {
+      size_t k = i + 1;
+      int64_t n = 0;
+      while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])))
+        n = n * 10 + (text[k++] - '0');
+      const char c = s.back();
+      for (int64_t r = 1; r < n; ++r) s += c;
+      i = k - 1;
+    } else if (text[i] != ' ' && text[i] != ',' && text[i] != '"' && text[i] != '\'') {
+      s += text[i];
+    }
+  }
+  std::vector<int64_t> stages(1, 0);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '|') {
+      stages.push_back(0);
+    } else if (c == 't') {
+      ++stages.back();
+    } else if (c == 'E') {
+      if (stages.size() != 1)
+        throw Error("invalid_config", arg,
+                    "the embedding (E) must be in the first stage: Proteus places it there");
+    } else if (c == 'L') {
+      if (s.find('|', i) != std::string::npos)
+        throw Error("invalid_config", arg, "the loss (L) must be in the last stage: Proteus places it there");
+    } else {
+      throw Error("invalid_config", arg,
+                  arg + ": layer type '" + std::string(1, c) + "' is not simulated (t, E, L are)");
+    }
+  }
+  return stages;
+}
+
+Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
+                   std::vector<std::string>& ignored, std::vector<std::string>& assumed, Json& training,
+                   Json& model) {
+  Json st;
+  const int64_t tp = in.has("--tensor-model-parallel-size")
+                         ? in.integer("--tensor-model-parallel-size", 1, 1, 1 << 20)
+                         : in.integer("--model-parallel-size", 1, 1, 1 << 20);
+  const int64_t pp = in.integer("--pipeline-model-parallel-size", 1, 1, 1 << 20);
+  const int64_t cp = in.integer("--context-parallel-size", 1, 1, 1 << 20);
+  const int64_t ep = in.integer("--expert-model-parallel-size", 1, 1, 1 << 20);
+  tp_out = tp;
+  if (in.has("--expert-tensor-parallel-size") &&
+      in.integer("--expert-tensor-parallel-size", 1, 1, 1 << 20) != tp)
+    ignored.push_back("--expert-tensor-parallel-size: experts are split by the tensor-parallel size");
+  if (gpus % (tp * pp * cp) != 0) {
+    throw Error("invalid_config", "--tensor-model-parallel-size",
+                std::to_string(gpus) + " GPUs are not divisible by tensor x pipeline x context parallel = " +
+                    std::to_string(tp * pp * cp));
+  }
+  const int64_t dp = gpus / (tp * pp * cp);
+  st["dp"] = dp;
+  st["tp"] = tp;
+  st["pp"] = pp;
+  st["cp"] = cp;
+  st["ep"] = ep;
+  const int64_t micro = in.has("--micro-batch-size") ? in.integer("--micro-batch-size", 1, 1, kBig - 1)
+                                                     : in.integer("--batch-size", 0, 1, kBig - 1);
+  if (micro == 0) throw Error("invalid_config", "--micro-batch-size", "missing --micro-batch-size");
+  st["micro_batch"] = micro;
+  training["global_batch"] = in.integer("--global-batch-size", micro * dp, 1, kBig - 1);
+  if (in.has("--rampup-batch-size"))
+    ignored.push_back("--rampup-batch-size: the iteration simulated has the full --global-batch-size");
+
+  // Virtual pipeline stages.
+  int64_t vp = 1;
+  if (in.has("--virtual-pipeline-model-parallel-size"))
+    vp = in.integer("--virtual-pipeline-model-parallel-size", 1, 1, 10000);
+  if (in.has("--num-layers-per-virtual-pipeline-stage")) {
+    const int64_t per = in.integer("--num-layers-per-virtual-pipeline-stage", 1, 1, 10000);
+    if (layers % (per * pp) != 0) {
+      throw Error(
+          "invalid_config", "--num-layers-per-virtual-pipeline-stage",
+          "--num-layers " + std::to_string(layers) +
+              " is not divisible by pipeline size x layers per virtual stage = " + std::to_string(per * pp));
+    }
+    const int64_t v = layers / (per * pp);
+    if (in.has("--virtual-pipeline-model-parallel-size") && v != vp) {
+      throw Error("invalid_config", "--num-layers-per-virtual-pipeline-stage",
+                  "contradicts --virtual-pipeline-model-parallel-size " + std::to_string(vp));
+    }
+    vp = v;
+  }
+  st["schedule"] = vp > 1 ? "interleaved-1f1b" : "1f1b";
+  st["virtual_stages"] = vp;
+
+  // Uneven pipelines.
+  std::vector<int64_t> stage_layers;
+  if (in.has("--pipeline-model-parallel-layout")) {
+    stage_layers = parse_layout(in.text("--pipeline-model-parallel-layout"));
+    if (static_cast<int64_t>(stage_layers.size()) != pp * vp) {
+      throw Error("invalid_config", "--pipeline-model-parallel-layout",
+                  "the layout has " + std::to_string(stage_layers.size()) +
+                      " stages; pipeline x virtual size is " + std::to_string(pp * vp));
+    }
+  } else if (in.has("--decoder-first-pipeline-num-layers") || in.has("--decoder-last-pipeline-num-layers")) {
+    const std::string arg = in.has("--decoder-first-pipeline-num-layers")
+                                ? "--decoder-first-pipeline-num-layers"
+                                : "--decoder-last-pipeline-num-layers";
+    if (vp > 1 || pp < 2)
+      throw Error("invalid_config", arg,
+                  arg + " needs pp >= 2 and no virtual pipeline here (use --pipeline-model-parallel-layout)");
+    const int64_t even = layers / pp;
+    const int64_t first = in.integer("--decoder-first-pipeline-num-layers", -1, 0, layers);
+    const int64_t last = in.integer("--decoder-last-pipeline-num-layers", -1, 0, layers);
+    const int64_t middle_stages = pp - (first >= 0) - (last >= 0);
+    const int64_t rest = layers - std::max<int64_t>(first, 0) - std::max<int64_t>(last, 0);
+    if (middle_stages <= 0 || rest < 0 || rest % middle_stages != 0) {
+      throw Error("invalid_config", arg,
+                  "the remaining " + std::to_string(rest) + " layers do not divide evenly over the other " +
+                      std::to_string(middle_stages) + " pipeline stages (Megatron requires it)");
+    }
+    (void)even;
+    for (int64_t s = 0; s < pp; ++s) stage_layers.push_back(rest / middle_stages);
+    if (first >= 0) stage_layers.front() = first;
+    if (last >= 0) stage_layers.back() = last;
+  }
+  if (!stage_layers.empty()) st["stage_layers"] = stage_layers;
+
+  st["sequence_parallel"] = in.flag("--sequence-parallel");
+
+  // Optimizer state sharding.
+  int zero = in.flag("--use-distributed-optimizer") ? 1 : 0;
+  const bool mfsdp = in.flag("--use-megatron-fsdp");
+  if (in.has("--data-parallel-sharding-strategy")) {
+    const std::string s = in.choice("--data-parallel-sharding-strategy", "no_shard",
+                                    {"no_shard", "optim", "optim_grads", "optim_grads_params"});
+    if (!mfsdp)
+      ignored.push_back("--data-parallel-sharding-strategy: used by Megatron only with --use-megatron-fsdp");
+    else
+      zero = s == "no_shard" ? 0 : s == "optim" ? 1 : s == "optim_grads" ? 2 : 3;
+  }
+  if (in.flag("--use-torch-fsdp2")) {
+    if (mfsdp) throw Error("invalid_config", "--use-torch-fsdp2", "contradicts --use-megatron-fsdp");
+    zero = 3;
+  }
+  st["zero"] = zero;
+
+  // Activation recomputation.
+  std::string recompute = "none";
+  if (in.flag("--recompute-activations")) recompute = "selective";
+  if (in.flag("--checkpoint-activations"))
+    recompute = "full";  // Megatron-LM before 2022: full, uniform, 1 layer
+  if (in.has("--recompute-granularity")) {
+    const std::string g = in.choice("--recompute-granularity", "", {"full", "selective"});
+    if (recompute != "none" && g != recompute) {
+      throw Error("invalid_config", "--recompute-granularity",
+                  "contradicts --recompute-activations/--checkpoint-activations");
+    }
+    recompute = g;
+  }
+  if (recompute == "full") {
+    const std::string method = in.choice("--recompute-method", "uniform", {"uniform", "block"});
+    const int64_t n = in.integer("--recompute-num-layers", 1, 0, layers);
+    const int64_t per_chunk = layers / (pp * vp);
+    if (method == "uniform" && n != 1) {
+      ignored.push_back("--recompute-num-layers " + std::to_string(n) +
+                        " (uniform): each layer is checkpointed on its own");
+    }
+    if (method == "block" && n < per_chunk) {
+      // The first n layers of each chunk are recomputed, the others keep their activations.
+      if (!stage_layers.empty() || layers % (pp * vp) != 0) {
+        throw Error(
+            "invalid_config", "--recompute-num-layers",
+            "block recomputation of part of each stage needs layers divisible by pp x virtual stages");
+      }
+      Json overrides = Json::array();
+      for (int64_t l = 0; l < layers; ++l)
+        if (l % per_chunk < n)
+          overrides.push_back(Json{{"path", "layers." + std::to_string(l)}, {"recompute", "full"}});
+      st["overrides"] = overrides;
+      recompute = "none";
+    }
+  } else if (in.has("--recompute-method") || in.has("--recompute-num-layers")) {
+    ignored.push_back(
+        "--recompute-method/--recompute-num-layers: used only with --recompute-granularity full");
+  }
+  if (recompute == "selective" && in.has("--recompute-modules")) {
+    const auto& mods = in.args().values.at("--recompute-modules");
+    if (!(mods.size() == 1 && mods[0] == "core_attn"))
+      ignored.push_back("--recompute-modules: selective recompute covers the attention core only");
+  }
+  st["recompute"] = recompute;
+
+  st["overlap_grad_reduce"] = in.flag("--overlap-grad-reduce");
+  const bool overlap_param = in.flag("--overlap-param-gather");
+  if (zero >= 1) st["overlap_param_gather"] = overlap_param;
+  // Megatron's DDP bucket is counted in parameters; main gradients are fp32 (4 bytes). Its
+  // default, max(40M, 1M x dp) parameters, applies when gradient reduction overlaps; without
+  // overlap all gradients go in one bucket after the backward.
+  if (in.has("--ddp-bucket-size")) {
+    st["grad_bucket_MB"] =
+        static_cast<double>(in.integer("--ddp-bucket-size", 0, 1, int64_t{1} << 40)) * 4 / 1e6;
+  } else if (st["overlap_grad_reduce"].get<bool>()) {
+    st["grad_bucket_MB"] = static_cast<double>(std::max<int64_t>(40'000'000, 1'000'000 * dp)) * 4 / 1e6;
+    assumed.push_back("gradient buckets of Megatron's default max(40M, 1M x dp) parameters");
+  }
+  (void)model;
+  return st;
+}
+
+Json training_part(ArgReader& in, Json& training) {
+  const bool fp16 = in.flag("--fp16"), bf16 = in.flag("--bf16");
+  if (fp16 && bf16) throw Error("invalid_config", "--bf16", "--bf16 contradicts --fp16");
+  std::string precision = fp16 ? "fp16" : bf16 ? "bf16" : "fp32";
+  if (in.has("--fp8-format") || in.has("--fp8")) {
+    const std::string arg = in.has("--fp8-format") ? "--fp8-format" : "--fp8";
+    in.choice(arg, "hybrid", {"e4m3", "hybrid"});
+    if (precision == "fp32")
+      throw Error("invalid_config", arg,
+                  arg + " needs --bf16 or --fp16 (Transformer Engine's FP8 runs inside mixed precision)");
+    precision = "fp8";
+  }
+  training["precision"] = precision;
+  training["optimizer"] = in.choice("--optimizer", "adam", {"adam", "sgd"});
+  return training;
+}
+
+}  // namespace
+
+ImportResult import_megatron(const std::string& text, const MegatronImportOptions& options) {
+  const MegatronArgs args = import_detail::parse_megatron_command(text);
+  ArgReader in(args);
+  ImportResult result;
+  const Family family = script_family(args.script, result.assumed);
+  int gpus = 0;
+  Json cluster = cluster_part(options, args, gpus, result.assumed);
+  Json training = Json::object();
+  // tp first: the vocabulary padding depends on it.
+  const int64_t tp = in.has("--tensor-model-parallel-size")
+                         ? in.integer("--tensor-model-parallel-size", 1, 1, 1 << 20)
+                         : in.integer("--model-parallel-size", 1, 1, 1 << 20);
+  Json model = model_part(in, family, tp, result.ignored, result.assumed);
+  moe_part(in, model, result.ignored, result.assumed);
+  int64_t tp_unused = 0;
+  Json strategy = strategy_part(in, model["layers"].get<int64_t>(), gpus, tp_unused, result.ignored,
+                                result.assumed, training, model);
+  training["seq_len"] = in.has("--seq-length") ? in.integer("--seq-length", 0, 1, 16777216)
+                                               : in.integer("--encoder-seq-length", 0, 1, 16777216);
+  training_part(in, training);
+  for (const std::string& name : args.repeated)
+    result.ignored.push_back(name + " is given more than once: the last value is used (as argparse does)");
+  for (const std::string& name : in.unread()) result.ignored.push_back(name);
+  Json config = Json::object();
+  config["schema"] = 1;
+  config["model"] = model;
+  config["cluster"] = cluster;
+  config["training"] = training;
+  config["strategy"] = strategy;
+  result.config_json = config.dump(2);
+  return result;
+}
+
+}  // namespace proteus

@@ -1,0 +1,180 @@
+// Importers and the Megatron exporter (core/src/import, docs/import.md): real launch scripts
+// and config.json files from public repositories (tests/import/, each with its source), the
+// GPT-3 175B validation case, export -> import on every scenario, and the errors that name
+// the offending argument.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "proteus/config.h"
+#include "proteus/error.h"
+#include "proteus/import.h"
+#include "proteus/presets.h"
+
+using nlohmann::json;
+using namespace proteus;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/tests/import/" + name, std::ios::binary);
+  REQUIRE_MESSAGE(f, "missing fixture " << name);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The resolved config as JSON, names cleared (Megatron arguments carry no run or model name).
+json resolved(const std::string& config_text) {
+  Config c = parse_config(config_text);
+  c.name.clear();
+  c.model.name.clear();
+  return json::parse(config_to_json(c));
+}
+
+Config import_config(const std::string& text, const std::string& cluster, int nodes = 0) {
+  MegatronImportOptions o;
+  o.cluster_json = cluster;
+  o.nodes = nodes;
+  return parse_config(import_megatron(text, o).config_json);
+}
+
+// The path of the error an import throws ("" if none).
+template <class F>
+std::string error_path(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.path;
+  }
+  return "<no error>";
+}
+
+MegatronImportOptions on(const std::string& cluster, int nodes) {
+  MegatronImportOptions o;
+  o.cluster_json = cluster;
+  o.nodes = nodes;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("import: the GPT-3 175B run's Megatron script gives the hand-written validation case") {
+  // tests/validation/published.json, case megatron-gpt3-175b-1024, written by hand from the
+  // paper; the fixture is Megatron-LM's own launch script of that run (#SBATCH --nodes=128).
+  std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/tests/validation/published.json", std::ios::binary);
+  const json published = json::parse(f);
+  json hand;
+  for (const json& c : published["cases"])
+    if (c["id"] == "megatron-gpt3-175b-1024") hand = c["config"];
+  REQUIRE(hand.is_object());
+  hand.erase("simulation");  // simulator limits, not part of the run
+  const ImportResult r = import_megatron(fixture("megatron-gpt3-175b.sh"), on("dgx-a100-80g", 0));
+  CHECK(resolved(r.config_json) == resolved(hand.dump()));
+  // What it read: 8 x 16 x 8 = 1024 GPUs from #SBATCH --nodes=128 and TP/PP; vocabulary
+  // 50257 (GPT-2 BPE, pretrain_gpt.py's default tokenizer) padded to a multiple of 128 x 8.
+  const Config c = parse_config(r.config_json);
+  CHECK(c.cluster.nodes == 128);
+  CHECK(c.strategy.dp == 8);
+  CHECK(c.model.vocab == 51200);
+  CHECK(c.training.precision == Precision::Fp16);
+  CHECK(c.strategy.recompute == Recompute::Full);
+  bool lr_ignored = false;
+  for (const std::string& s : r.ignored) lr_ignored = lr_ignored || s == "--lr";
+  CHECK(lr_ignored);
+}
+
+TEST_CASE("export -> import is the identity on every transformer scenario") {
+  int checked = 0;
+  for (const Preset& p : embedded_presets()) {
+    if (p.kind != PresetKind::Scenario) continue;
+    const std::string config = "{\"preset\": \"" + p.name + "\"}";
+    const Config c = parse_config(config);
+    if (c.model.kind != ModelKind::Transformer) {
+      // CNN and DLRM scenarios have no Megatron form: the error names the field.
+      CHECK(error_path([&] { export_megatron(config); }) == "model.kind");
+      continue;
+    }
+    CAPTURE(p.name);
+    if (c.model.vocab % c.strategy.tp != 0) {
+      // gpt2-1.5b-proteus: GPT-2's 50257 rows split 4 ways, which Megatron cannot train unpadded.
+      CHECK(error_path([&] { export_megatron(config); }) == "model.vocab");
+      continue;
+    }
+    const std::string args = export_megatron(config);
+    const json cluster = json::parse(config_to_json(c))["cluster"];
+    const ImportResult back = import_megatron(args, on(cluster.dump(), 0));
+    CHECK(resolved(back.config_json) == resolved(config));
+    ++checked;
+  }
+  CHECK(checked == 5);  // default, gpt-12l-dp32, gpt3-175b-megatron, llama3-405b-16k, mixtral-8x7b-ep
+}
+
+TEST_CASE("import: bare arguments, torchrun lines, variables, arrays and conditionals") {
+  const std::string bare =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+      "--micro-batch-size 2 --global-batch-size 16 --vocab-size 1000 --bf16";
+  Config c = import_config(bare, "dgx-h100", 1);
+  CHECK(c.strategy.dp == 8);
+  CHECK(c.model.vocab == 1024);  // padded to a multiple of 128 x tp
+  CHECK(c.model.ffn_hidden == 1024);
+  CHECK(c.training.precision == Precision::Bf16);
+
+  const std::string script =
+      "#!/bin/bash\n"
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+      "GPUS=8; NODES=${NNODES:-2}\n"
+      "TP=2\n"
+      "DTYPE=fp8\n"
+      "ARGS=(\n  --num-layers 4  # four\n  --hidden-size 512\n)\n"
+      "ARGS+=(--num-attention-heads 8 --group-query-attention --num-query-groups 2)\n"
+      "if [[ \"$DTYPE\" == \"fp8\" ]]; then\n  EXTRA=(\"--fp8-format hybrid\")\nelse\n  EXTRA=()\nfi\n"
+      "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=$GPUS --nnodes $NODES pretrain_gpt.py \\\n"
+      "  ${ARGS[@]} --swiglu \\\n"
+      "  --tensor-model-parallel-size $TP --sequence-parallel --seq-length 1024 \\\n"
+      "  --micro-batch-size 1 --global-batch-size $((4*8)) --tokenizer-type Llama2Tokenizer \\\n"
+      "  --bf16 ${EXTRA[@]} --use-distributed-optimizer --overlap-grad-reduce 2>&1 | tee log.txt\n";
+  c = import_config(script, "dgx-h100");
+  CHECK(c.cluster.nodes == 2);
+  CHECK(c.strategy.tp == 2);
+  CHECK(c.strategy.dp == 8);
+  CHECK(c.model.kv_heads == 2);
+  CHECK(c.model.mlp == MlpKind::Swiglu);
+  CHECK(c.model.ffn_hidden == 1344);  // Megatron: int(4h * 2/3 / 64) * 64 for SwiGLU
+  CHECK(c.model.vocab == 32000);      // Llama 2 tokenizer, 32000 = 125 x 256
+  CHECK(c.training.global_batch == 32);
+  CHECK(c.training.precision == Precision::Fp8);
+  CHECK(c.strategy.zero == 1);
+  CHECK(c.strategy.sequence_parallel);
+  // Megatron's default bucket: max(40M, 1M x dp) fp32 gradients = 160 MB.
+  CHECK(c.strategy.grad_bucket_MB == doctest::Approx(160));
+}
+
+TEST_CASE("import: bad input gets an error naming the argument or field") {
+  const std::string base =
+      "--hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 --vocab-size 1000 ";
+  CHECK(error_path([&] { import_megatron(base + "--num-layer 2", on("dgx-h100", 1)); }) == "--num-layer");
+  CHECK(error_path([&] { import_megatron(base + "--num-layers two", on("dgx-h100", 1)); }) == "--num-layers");
+  CHECK(error_path([&] { import_megatron(base + "--num-layers 2 --fp16 --bf16", on("dgx-h100", 1)); }) ==
+        "--bf16");
+  CHECK(error_path([&] { import_megatron(base + "--num-layers 2 --fp16 yes", on("dgx-h100", 1)); }) ==
+        "--fp16");
+  CHECK(error_path([&] {
+          import_megatron(base + "--num-layers 2 --tensor-model-parallel-size 3", on("dgx-h100", 1));
+        }) == "--tensor-model-parallel-size");
+  CHECK(error_path([&] { import_megatron(base + "--num-layers 2", on("", 1)); }) == "cluster");
+  CHECK(error_path([&] { import_megatron(base + "--num-layers 2", on("dgx-h100", 0)); }) == "--nnodes");
+  CHECK(error_path([&] { import_hf("{\"architectures\": [\"FalconForCausalLM\"]}"); }) == "architectures[0]");
+  CHECK(error_path([&] {
+          import_hf("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096}");
+        }) == "num_hidden_layers");
+  CHECK(error_path([&] {
+          import_hf("{\"architectures\": [\"LlamaForCausalLM\"], \"num_hidden_layers\": \"32\"}");
+        }) == "num_hidden_layers");
+  // Over the size limit: refused before any parsing.
+  const std::string huge(17 * 1024 * 1024, ' ');
+  CHECK(error_path([&] { import_megatron(huge, on("dgx-h100", 1)); }) == "");
+}
