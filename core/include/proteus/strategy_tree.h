@@ -16,10 +16,17 @@ namespace proteus {
 // order of preference (the first one an op has wins); empty = replicate the op on this axis.
 using AxisDims = std::vector<std::string>;
 
+// Every strategy knob the compiler reads lives here, inherited from the parent module unless
+// a node sets its own (the compiler never reads StrategySpec). Knobs that act once per rank
+// (gradient buckets, overlap switches) are read from the root node.
 struct ParallelConfig {
   std::array<AxisDims, kNumMeshAxes> axis_dims;
   Recompute recompute = Recompute::None;
   int chunk = -1;  // model chunk (virtual pipeline stage, 0..pp*v-1); -1 = inherit/derive
+  int zero = 0;    // ZeRO stage of this module's weights: 1 optimizer states, 2 + grads, 3 + weights
+  double grad_bucket_MB = 25;        // data-parallel gradient bucket size (root node)
+  bool overlap_grad_reduce = true;   // reduce a bucket as soon as its gradients are final (root)
+  bool overlap_param_gather = true;  // ZeRO-1/2 parameter all-gather overlapped with the next forward (root)
 };
 
 struct StrategyNode {
@@ -40,6 +47,8 @@ struct StrategyTree {
   std::vector<StrategyNode> nodes;  // one per OpGraph module, same index
   std::vector<int> chunk_layers;    // layers per chunk (pp * v entries)
   int chunks() const { return stages * virtual_stages; }
+  // The root module's configuration: the knobs that act once per rank.
+  const ParallelConfig& root() const { return nodes.front().config; }
   int stage_of_chunk(int chunk) const { return chunk % stages; }
 };
 

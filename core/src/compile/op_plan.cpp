@@ -75,7 +75,6 @@ Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tens
 std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
   const OpGraph& g = ctx.graph;
   const Mesh& mesh = ctx.tree.mesh;
-  const int zero = ctx.config.strategy.zero;
   std::vector<OpPlan> plans(g.ops.size());
   // (tensor, chunk) pairs already saved: a tensor that crosses a pipeline boundary is kept by
   // both stages that read it.
@@ -110,8 +109,10 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.output_grad_required = layout_of_use(op.output, p.axis_dim, mesh, false);
     if (op.output.tensor >= 0) account(g.tensors[op.output.tensor], p.output_grad_required);
 
+    const int zero = cfg.zero;
     for (const TensorUse& wu : op.weights) {
       WeightPlan w;
+      w.zero = zero;
       w.tensor = wu.tensor;
       w.use = layout_of_use(wu, p.axis_dim, mesh, false);
       w.grad = layout_of_use(wu, p.axis_dim, mesh, true);

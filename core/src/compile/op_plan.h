@@ -18,6 +18,7 @@ struct WeightPlan {
   Layout grad_target;                 // where the gradient must end (storage, or sharded under ZeRO >= 2)
   double local_params = 0;            // elements held per rank in `use`
   AxisMask data_axes_replicated = 0;  // data axes (dp, ep, cp) it is replicated over
+  int zero = 0;                       // ZeRO stage of the module that uses it (strategy tree)
 };
 
 struct OpPlan {
@@ -40,7 +41,6 @@ struct OpPlan {
 };
 
 struct PlanContext {
-  const Config& config;
   const OpGraph& graph;
   const StrategyTree& tree;
 };

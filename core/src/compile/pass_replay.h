@@ -7,11 +7,18 @@
 // Two recordings of one (kind, chunk) that are equal prove the pass independent of the
 // micro-batch; later micro-batches are then instantiated from it without re-deriving
 // layouts, providers and redistributions (a 1,024-GPU GPT-3 has 192 micro-batches).
+//
+// PassReplayer is that wrapper around the emitter: for each pass of the schedule it either
+// instantiates a verified template, or runs the derivation (pass_derivation.h) while watching
+// the emitter and the pass state as their observer, and compares the recordings.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "emitter.h"
+#include "pass_state.h"
 #include "proteus/exec_graph.h"
+#include "proteus/schedule.h"
 
 namespace proteus {
 
@@ -44,11 +51,11 @@ struct ReplayItem {
     kCollective,  // emit_collective(ckind, axes, bytes, task.stream, task.phase, mb, task.label, refs,
                   // purpose)
     kSend,        // emit_send(dst_gpu, tensor, mb, backward, bytes, task.label, refs[0], chunk)
-    kProvider,    // builder map writes: key with the micro-batch cleared, value = refs[0]
+    kProvider,    // pass state writes (pass_state.h): key with the micro-batch cleared, value = refs[0]
     kGradProvider,
     kRegathered,
-    kWGradDeps,  // w_grad_deps_[key] = refs
-    kWeightUse,  // ++w_done_[op]
+    kWGradDeps,  // PassState::set_w_grad_deps(key, refs)
+    kWeightUse,  // PassState::count_weight_use(op)
   };
   Kind kind = kCompute;
   Task task;
@@ -79,5 +86,73 @@ struct PassRecording {
 };
 
 bool same_task_shape(const Task& a, const Task& b);  // every field but the micro-batch
+
+class PassDeriver;
+
+class PassReplayer : public EmitObserver, public StateObserver {
+ public:
+  PassReplayer(const StrategyTree& tree, bool enabled, Emitter* emitter, PassState* state,
+               PassDeriver* deriver, CompileStats* stats);
+
+  void begin_rank();
+  // Emits one pass of the schedule: from its template when one is verified and applies, else
+  // op by op (recording the first two instances of each (kind, chunk)).
+  void run_pass(const Pass& pass, int chunk, bool split_w);
+
+  // EmitObserver, StateObserver: what the pass being recorded does.
+  void on_compute(const Task& t, const int* deps, size_t n_deps, const MemEvent* mem, size_t n_mem) override;
+  void on_collective(const Task& t, CollectiveKind kind, AxisMask axes, double bytes,
+                     const std::vector<int>& deps, const char* purpose, bool explicit_group) override;
+  void on_send(const Task& t, int dst_gpu, int tensor, bool backward, double bytes, int dep,
+               int chunk) override;
+  void on_write(StateMap map, uint64_t key, const int* values, size_t n) override;
+  void on_weight_use(int op) override;
+
+ private:
+  // A micro-batch template of this rank and where each pass's tasks are.
+  struct PassTemplate {
+    PassRecording recording;  // of the first instance
+    int seen = 0;             // instances recorded
+    bool verified = false;    // the second instance equalled the first
+    bool failed = false;
+  };
+  struct PassRange {
+    int begin, end;
+    PassKind kind;
+    int chunk, mb;
+  };
+  // An instance's writes to the pass state are only read by op-by-op passes of the same
+  // micro-batch (the last one, or those of a failed template): they are applied when such a
+  // pass begins (apply_deferred_writes), not at every instance.
+  struct DeferredWrites {
+    const PassRecording* recording;
+    int begin;
+    std::vector<int> other_begin;
+  };
+
+  void build_recorded(const Pass& pass, int chunk, bool split_w, PassTemplate* tp);
+  RelRef relative(int id, bool may_be_pending);
+  ReplayItem& record_item(ReplayItem::Kind kind, const int* refs, size_t n_refs, bool may_be_pending);
+  ReplayItem& record_task(ReplayItem::Kind kind, const Task& t, const int* deps, size_t n_deps);
+  bool replay_if_possible(PassRecording& r, int mb);
+  int absolute(const RelRef& ref, int begin, const std::vector<int>& other_begin, int mb);
+  void apply_deferred_writes(int mb);
+  void replay(PassRecording& r, int mb);
+
+  const StrategyTree& tree_;
+  const bool enabled_;
+  Emitter& emit_;
+  PassState& state_;
+  PassDeriver& deriver_;
+  CompileStats& stats_;
+
+  std::vector<PassTemplate> templates_;  // by 3 * chunk + kind
+  std::vector<PassRange> pass_ranges_;   // this rank's passes, in emission order
+  IdMap pass_index_;                     // pass_key -> index into pass_ranges_
+  PassRecording* rec_ = nullptr;         // recording the pass being built, if any
+  int rec_begin_ = 0, rec_mb_ = 0;
+  std::vector<int> other_begin_, replay_refs_;
+  std::vector<std::vector<DeferredWrites>> deferred_;  // by micro-batch, this rank
+};
 
 }  // namespace proteus

@@ -1,16 +1,28 @@
 // Emits the per-rank programs (tasks, streams, dependencies, memory events) of an iteration
 // from the op plans and the pipeline schedule. Private to the compiler.
+//
+// The builder is split by concept, one file each:
+//   emitter.h          tasks, streams, collectives and their matching across ranks, p2p pairing
+//   pass_derivation.h  one F, B or W pass of a chunk derived op by op (layouts, redistribution,
+//                      recompute, ZeRO-3 gathers)
+//   iteration_tail.h   gradient buckets, the tied-embedding reduction, the optimizer step and
+//                      the ZeRO-1/2 parameter gathers
+//   pass_replay.h      micro-batch templates: records the emitter's output for a pass and
+//                      instantiates it for later micro-batches, around the derivation
+//   compile_stats.h    what `proteus compile` reports
 #pragma once
 #include <vector>
 
 #include "op_plan.h"
+#include "proteus/schedule.h"
+#include "proteus/training_spec.h"
 
 namespace proteus {
 
 struct ProgramInputs {
-  const Config& config;
   const OpGraph& graph;
   const StrategyTree& tree;
+  const TrainingSpec& training;
   const std::vector<OpPlan>& plans;
   bool symmetric = true;
   bool micro_batch_templates = true;  // instantiate repeated passes from a template (pass_replay.h)

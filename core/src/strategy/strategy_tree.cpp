@@ -63,6 +63,10 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.axis_dims[kAxisTp] = {"heads", "kv_heads", "ffn", "vocab", "out", "cout"};
   if (s.sequence_parallel) c.axis_dims[kAxisTp].push_back("seq");
   c.recompute = s.recompute;
+  c.zero = s.zero;
+  c.grad_bucket_MB = s.grad_bucket_MB;
+  c.overlap_grad_reduce = s.overlap_grad_reduce;
+  c.overlap_param_gather = s.overlap_param_gather;
   return c;
 }
 

@@ -1,0 +1,214 @@
+#include "iteration_tail.h"
+
+#include <algorithm>
+
+#include "proteus/units.h"
+
+namespace proteus {
+namespace {
+
+// Mixed-precision training keeps fp32 main gradients (Megatron-LM's default) and reduces them
+// in fp32; fp32 training has fp32 gradients too.
+constexpr double kGradBytes = 4;
+// PyTorch DDP's first bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES); later ones grad_bucket_MB.
+constexpr double kFirstBucketMB = 1;
+
+// ZeRO-1/2 keep 1/d of the updated weights after the step; they are gathered again. ZeRO-3
+// gathers before each use instead (pass_derivation.h).
+bool gathered_after_step(const WeightPlan& w) { return w.zero >= 1 && w.zero < 3; }
+
+}  // namespace
+
+IterationTail::IterationTail(const ProgramInputs& in, const OpIndex& index, Emitter* emitter,
+                             PassState* state, CompileStats* stats)
+    : g_(in.graph),
+      tree_(in.tree),
+      plans_(in.plans),
+      mesh_(in.tree.mesh),
+      knobs_(in.tree.root()),
+      index_(index),
+      emit_(*emitter),
+      state_(*state),
+      stats_(*stats) {}
+
+void IterationTail::begin_rank() {
+  param_gather_ready_.assign(g_.ops.size(), -1);
+  grad_sync_tasks_.clear();
+  plan_buckets();
+  if (knobs_.overlap_param_gather) param_gathers(true);
+}
+
+void IterationTail::finish_rank() {
+  if (!knobs_.overlap_grad_reduce)
+    for (size_t bi = 0; bi < buckets_.size(); ++bi)
+      reduce_bucket(static_cast<int>(bi), {state_.last_compute});
+  tied_weight_reduce();
+  static_memory_and_optimizer();
+  if (!knobs_.overlap_param_gather) param_gathers(false);
+}
+
+// Weight tensors of this stage in the order their last gradient completes (backward order of
+// the stage's chunks, last chunk first), grouped into DDP-like buckets.
+void IterationTail::plan_buckets() {
+  buckets_.clear();
+  bucket_of_tensor_.assign(g_.tensors.size(), -1);
+  uses_left_.assign(g_.tensors.size(), 0);
+  const double first_cap = kFirstBucketMB * kBytesPerMB;
+  const double cap = knobs_.grad_bucket_MB * kBytesPerMB;
+  double filled = 0;
+  for (int c = tree_.chunks() - 1; c >= 0; --c) {
+    if (!emit_.chunk_is_local(c)) continue;
+    for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
+      for (const WeightPlan& w : plans_[*it].weights) {
+        ++uses_left_[w.tensor];
+        if (bucket_of_tensor_[w.tensor] >= 0) continue;
+        if (buckets_.empty() || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
+          buckets_.push_back({});
+          filled = 0;
+        }
+        bucket_of_tensor_[w.tensor] = static_cast<int>(buckets_.size()) - 1;
+        buckets_.back().tensors.push_back(w.tensor);
+        if (gathered_after_step(w)) buckets_.back().param_bytes_16 += w.local_params * index_.weight_bytes;
+        ++buckets_.back().pending;
+        filled += w.local_params * kGradBytes;
+      }
+    }
+  }
+  // Which weight plan describes each tensor (first use wins; tied uses share layouts per stage).
+  weight_plan_of_tensor_.assign(g_.tensors.size(), nullptr);
+  for (int c = 0; c < tree_.chunks(); ++c) {
+    if (!emit_.chunk_is_local(c)) continue;
+    for (int op : index_.chunk_ops[c])
+      for (const WeightPlan& w : plans_[op].weights)
+        if (!weight_plan_of_tensor_[w.tensor]) weight_plan_of_tensor_[w.tensor] = &w;
+  }
+}
+
+void IterationTail::weights_final(int op, int w_task) {
+  for (const WeightPlan& w : plans_[op].weights) {
+    if (--uses_left_[w.tensor] > 0) continue;
+    Bucket& b = buckets_[bucket_of_tensor_[w.tensor]];
+    b.ready_tasks.push_back(w_task);
+    if (--b.pending == 0 && knobs_.overlap_grad_reduce)
+      reduce_bucket(bucket_of_tensor_[w.tensor], b.ready_tasks);
+  }
+}
+
+void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps) {
+  Bucket& b = buckets_[bi];
+  // Sum the steps of every weight per (kind, axes): one collective each.
+  std::vector<CollectiveStep> merged;
+  for (int t : b.tensors) {
+    const WeightPlan& w = *weight_plan_of_tensor_[t];
+    for (const CollectiveStep& s :
+         redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_)) {
+      auto it = std::find_if(merged.begin(), merged.end(),
+                             [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
+      if (it == merged.end())
+        merged.push_back(s);
+      else
+        it->bytes += s.bytes;
+    }
+  }
+  const int label = emit_.exec().label_id("grad_bucket_" + std::to_string(bi));
+  for (const CollectiveStep& s : merged)
+    grad_sync_tasks_.push_back(
+        emit_.collective(s.kind, s.axes, s.bytes, Stream::DpComm, Phase::Sync, -1, label, deps, "gradient"));
+}
+
+void IterationTail::tied_weight_reduce() {
+  // A weight used by ops on several stages (tied input/output embedding) keeps a copy per
+  // stage; their gradients are summed across those stages (Megatron's embedding group).
+  for (size_t t = 0; t < g_.tensors.size(); ++t) {
+    if (!weight_plan_of_tensor_[t]) continue;
+    const std::vector<int>& stages = index_.weight_stages[t];
+    if (stages.size() < 2) continue;
+    std::vector<int> group;
+    auto c = mesh_.coords_of(emit_.gpu());
+    for (int s : stages) {
+      c[kAxisPp] = s;
+      group.push_back(mesh_.gpu_of(c));
+    }
+    const WeightPlan& w = *weight_plan_of_tensor_[t];
+    const double bytes =
+        static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) * kGradBytes;
+    std::vector<int> deps = grad_sync_tasks_;
+    if (deps.empty() && state_.last_compute >= 0) deps.push_back(state_.last_compute);
+    grad_sync_tasks_.push_back(
+        emit_.collective(CollectiveKind::AllReduce, axis_bit(kAxisPp), bytes, Stream::DpComm, Phase::Sync, -1,
+                         emit_.exec().label_id("tied_embedding"), deps, "tied_embedding", group));
+  }
+}
+
+double IterationTail::data_replication(const WeightPlan& w) const {
+  double f = 1;
+  for (int a = 0; a < kNumMeshAxes; ++a)
+    if (w.data_axes_replicated & (1u << a)) f *= mesh_.size[a];
+  return f;
+}
+
+void IterationTail::static_memory_and_optimizer() {
+  std::array<double, kNumMemCategories> bytes{};
+  double opt_params = 0;
+  for (size_t t = 0; t < g_.tensors.size(); ++t) {
+    const WeightPlan* w = weight_plan_of_tensor_[t];
+    if (!w) continue;
+    const double d = data_replication(*w);
+    const double p = w->local_params;
+    const int zero = w->zero;
+    bytes[static_cast<int>(MemCategory::Weights)] += p * index_.weight_bytes / (zero >= 3 ? d : 1);
+    bytes[static_cast<int>(MemCategory::Gradients)] += p * kGradBytes / (zero >= 2 ? d : 1);
+    bytes[static_cast<int>(MemCategory::OptimizerStates)] += p * index_.opt_state_bytes / (zero >= 1 ? d : 1);
+    opt_params += p / (zero >= 1 ? d : 1);
+  }
+  emit_.exec().ranks[emit_.rank()].static_bytes = bytes;
+  if (emit_.is_stats_rank()) stats_.static_bytes_per_stage[emit_.stage()] = bytes;
+  // The optimizer step: memory-bound over the parameters this rank updates.
+  Task t;
+  t.kind = TaskKind::Compute;
+  t.phase = Phase::Optimizer;
+  t.stream = Stream::Compute;
+  t.rank = emit_.rank();
+  t.label = emit_.exec().label_id("optimizer");
+  t.stage = emit_.stage();
+  ComputeWork step;
+  step.op_kind = OpKind::Elementwise;
+  step.bytes = opt_params * index_.opt_traffic_bytes;
+  step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
+  t.work = emit_.exec().add_work(step);
+  std::vector<int> deps = grad_sync_tasks_;
+  if (state_.last_compute >= 0) deps.push_back(state_.last_compute);
+  state_.last_compute = emit_.compute(t, deps, {});
+}
+
+// ZeRO-1/2: after the step each rank holds 1/d of the updated weights; all-gather them.
+void IterationTail::param_gathers(bool at_start) {
+  std::vector<int> gather_of_bucket(buckets_.size(), -1);
+  for (size_t bi = 0; bi < buckets_.size(); ++bi) {
+    const Bucket& b = buckets_[bi];
+    AxisMask axes = 0;
+    for (int t : b.tensors)
+      if (gathered_after_step(*weight_plan_of_tensor_[t]))
+        axes |= weight_plan_of_tensor_[t]->data_axes_replicated;
+    if (!axes) continue;
+    std::vector<int> deps;
+    if (!at_start && state_.last_compute >= 0) deps.push_back(state_.last_compute);
+    const int id =
+        emit_.collective(CollectiveKind::AllGather, axes, b.param_bytes_16, Stream::DpComm, Phase::Sync, -1,
+                         emit_.exec().label_id("param_gather_" + std::to_string(bi)), deps, "weight");
+    gather_of_bucket[bi] = id;
+  }
+  if (!at_start) return;
+  // Overlapped with the forward (Megatron's overlap_param_gather): each op's forward waits
+  // for the all-gather of its weights' bucket.
+  for (int c = 0; c < tree_.chunks(); ++c) {
+    if (!emit_.chunk_is_local(c)) continue;
+    for (int op : index_.chunk_ops[c])
+      for (const WeightPlan& w : plans_[op].weights) {
+        const int task = gather_of_bucket[bucket_of_tensor_[w.tensor]];
+        if (task >= 0) param_gather_ready_[op] = std::max(param_gather_ready_[op], task);
+      }
+  }
+}
+
+}  // namespace proteus

@@ -1,0 +1,64 @@
+// The iteration's tail on one rank, after (or overlapped with) the passes: gradients grouped
+// into DDP-like buckets and reduced over the data axes as soon as a bucket's last gradient is
+// final (overlap_grad_reduce) or after the last backward; the tied-embedding all-reduce
+// across stages; the rank's static memory; the optimizer step; and under ZeRO-1/2 the
+// all-gather of the updated parameters, overlapped with the next forward or after the step.
+// Every knob comes from the strategy tree (the root node's, or the weight's module's ZeRO stage).
+#pragma once
+#include <vector>
+
+#include "emitter.h"
+#include "op_index.h"
+#include "pass_state.h"
+
+namespace proteus {
+
+class IterationTail {
+ public:
+  IterationTail(const ProgramInputs& in, const OpIndex& index, Emitter* emitter, PassState* state,
+                CompileStats* stats);
+
+  // Plans this rank's buckets; with overlap_param_gather, emits the parameter gathers the
+  // forward will wait for.
+  void begin_rank();
+  // The parameter gather op's forward waits for (-1: none).
+  int param_gather_ready(int op) const { return param_gather_ready_[op]; }
+  // The last micro-batch's gradient of op's weights is done by task w_task.
+  void weights_final(int op, int w_task);
+  // After the last pass: remaining reductions, tied weights, optimizer, parameter gathers.
+  void finish_rank();
+
+ private:
+  struct Bucket {
+    std::vector<int> tensors;
+    double param_bytes_16 = 0;  // of its ZeRO-1/2 weights, for the parameter all-gather
+    int pending = 0;            // weights not yet final
+    std::vector<int> ready_tasks;
+  };
+
+  void plan_buckets();
+  void reduce_bucket(int bi, const std::vector<int>& deps);
+  void tied_weight_reduce();
+  double data_replication(const WeightPlan& w) const;
+  void static_memory_and_optimizer();
+  void param_gathers(bool at_start);
+
+  const OpGraph& g_;
+  const StrategyTree& tree_;
+  const std::vector<OpPlan>& plans_;
+  const Mesh& mesh_;
+  const ParallelConfig& knobs_;  // the root node's
+  const OpIndex& index_;
+  Emitter& emit_;
+  PassState& state_;
+  CompileStats& stats_;
+
+  std::vector<int> param_gather_ready_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_tensor_;
+  std::vector<int> uses_left_;
+  std::vector<const WeightPlan*> weight_plan_of_tensor_;
+  std::vector<int> grad_sync_tasks_;
+};
+
+}  // namespace proteus

@@ -1,0 +1,122 @@
+#include "op_index.h"
+
+#include <algorithm>
+
+#include "proteus/error.h"
+
+namespace proteus {
+namespace {
+
+// Optimizer step traffic in bytes per parameter (reads + writes of the tensors it updates).
+// Adam, mixed precision: read fp32 master 4, grad 4, m 4, v 4; write master 4, m 4, v 4, 16-bit copy 2.
+// Adam, fp32: read w 4, g 4, m 4, v 4; write w 4, m 4, v 4.  SGD with momentum: read w, g, mom; write w, mom
+// (+ the 16-bit copy under mixed precision).
+double optimizer_bytes_per_param(Optimizer opt, bool mixed) {
+  if (opt == Optimizer::Adam) return mixed ? 30 : 28;
+  return mixed ? 22 : 20;
+}
+
+// Static memory per parameter held by one rank (Megatron, REFERENCE.md §2): 16-bit weight 2,
+// fp32 main grad 4, fp32 master 4 + Adam m 4 + v 4 (= 18 bytes); fp32 training: weight 4, grad 4,
+// m 4 + v 4. SGD keeps one momentum (+ the master copy under mixed precision).
+double optimizer_state_bytes_per_param(Optimizer opt, bool mixed) {
+  if (opt == Optimizer::Adam) return mixed ? 12 : 8;
+  return mixed ? 8 : 4;
+}
+
+}  // namespace
+
+OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_(in.tree), plans_(in.plans) {
+  const int chunks = tree_.chunks();
+  chunk_ops.assign(static_cast<size_t>(chunks), {});
+  for (size_t i = 0; i < g_.ops.size(); ++i) {
+    const int c = plans_[i].chunk;
+    if (c < 0 || c >= chunks) throw Error("internal", "", "op " + g_.ops[i].name + " has no pipeline chunk");
+    chunk_ops[c].push_back(static_cast<int>(i));
+  }
+  consumers.assign(g_.tensors.size(), {});
+  for (size_t i = 0; i < g_.ops.size(); ++i)
+    for (size_t k = 0; k < g_.ops[i].inputs.size(); ++k)
+      consumers[g_.ops[i].inputs[k].tensor].push_back({static_cast<int>(i), static_cast<int>(k)});
+  labels.resize(g_.ops.size());
+  for (size_t i = 0; i < g_.ops.size(); ++i) {
+    const std::string& path = g_.modules[g_.ops[i].module].path;
+    labels[i] = exec->label_id(path.empty() ? g_.ops[i].name : path + "." + g_.ops[i].name);
+  }
+  build_segments();
+  weight_stages.assign(g_.tensors.size(), {});
+  for (size_t i = 0; i < g_.ops.size(); ++i)
+    for (const TensorUse& w : g_.ops[i].weights) {
+      auto& st = weight_stages[w.tensor];
+      const int s = tree_.stage_of_chunk(plans_[i].chunk);
+      if (std::find(st.begin(), st.end(), s) == st.end()) st.push_back(s);
+    }
+  for (auto& st : weight_stages) std::sort(st.begin(), st.end());
+  const bool mixed = is_mixed_precision(in.training.precision);
+  weight_bytes = mixed ? 2 : 4;
+  opt_state_bytes = optimizer_state_bytes_per_param(in.training.optimizer, mixed);
+  opt_traffic_bytes = optimizer_bytes_per_param(in.training.optimizer, mixed);
+}
+
+// Full recompute: consecutive ops of one layer (or one non-layer module) in a chunk.
+void OpIndex::build_segments() {
+  seg_of_op.assign(g_.ops.size(), -1);
+  for (const auto& ops : chunk_ops) {
+    int prev_key = -2;
+    for (int op : ops) {
+      if (plans_[op].recompute != Recompute::Full) {
+        prev_key = -2;
+        continue;
+      }
+      const Module& m = g_.modules[g_.ops[op].module];
+      const int key = m.layer >= 0 ? m.layer : -100 - g_.ops[op].module;
+      if (key != prev_key) segments.push_back({});
+      segments.back().ops.push_back(op);
+      seg_of_op[op] = static_cast<int>(segments.size()) - 1;
+      prev_key = key;
+    }
+  }
+  // Checkpoint = the inputs a segment reads from outside itself, stored once.
+  for (Segment& s : segments) {
+    std::vector<int> seen;
+    for (int op : s.ops) {
+      const Op& o = g_.ops[op];
+      for (size_t k = 0; k < o.inputs.size(); ++k) {
+        const int t = o.inputs[k].tensor;
+        const int prod = g_.tensors[t].producer;
+        if (prod >= 0 && seg_of_op[prod] == seg_of_op[op]) continue;
+        if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+        seen.push_back(t);
+        s.checkpoint_bytes += tensor_bytes_per_rank(g_.tensors[t], plans_[op].input_required[k], tree_.mesh);
+      }
+    }
+  }
+}
+
+bool OpIndex::drops_extra(int op) const {
+  return plans_[op].recompute == Recompute::Selective && g_.ops[op].selective_recompute;
+}
+
+double OpIndex::fwd_alloc(int op) const {
+  const OpPlan& p = plans_[op];
+  const int s = seg_of_op[op];
+  if (s >= 0) return segments[s].ops.front() == op ? segments[s].checkpoint_bytes : 0;
+  return p.saved_input_bytes + (drops_extra(op) ? 0 : p.saved_extra_bytes);
+}
+
+double OpIndex::recompute_alloc(int op) const {
+  const OpPlan& p = plans_[op];
+  if (seg_of_op[op] >= 0) return p.saved_input_bytes + p.saved_extra_bytes;
+  return drops_extra(op) ? p.saved_extra_bytes : 0;
+}
+
+bool OpIndex::has_w(int op) const {
+  return plans_[op].has_weights() && (g_.ops[op].bwd_weight_flops > 0 || g_.ops[op].bwd_weight_bytes > 0);
+}
+
+bool OpIndex::input_needed_by_w(int op) const {
+  const OpKind k = g_.ops[op].kind;
+  return has_w(op) && (k == OpKind::Matmul || k == OpKind::Conv2d);
+}
+
+}  // namespace proteus

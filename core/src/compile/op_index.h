@@ -1,0 +1,45 @@
+// What the program builder looks up about ops, computed once per compile and shared by every
+// rank: each chunk's ops, each tensor's consumers, labels, full-recompute segments, the
+// stages that hold each weight, and the memory each op keeps for its backward.
+#pragma once
+#include <utility>
+#include <vector>
+
+#include "program_builder.h"
+
+namespace proteus {
+
+struct Segment {  // a run of ops recomputed together under full recompute
+  std::vector<int> ops;
+  double checkpoint_bytes = 0;
+};
+
+class OpIndex {
+ public:
+  OpIndex(const ProgramInputs& in, ExecGraph* exec);
+
+  std::vector<std::vector<int>> chunk_ops;                  // ops of each chunk, forward order
+  std::vector<std::vector<std::pair<int, int>>> consumers;  // per tensor: (op, input index)
+  std::vector<int> labels;                                  // per op: ExecGraph label id
+  std::vector<Segment> segments;
+  std::vector<int> seg_of_op;                   // -1: not under full recompute
+  std::vector<std::vector<int>> weight_stages;  // stages that hold each weight tensor
+  double weight_bytes = 2, opt_state_bytes = 12, opt_traffic_bytes = 30;
+
+  // Selective recompute drops what the op saves beyond its inputs.
+  bool drops_extra(int op) const;
+  double fwd_alloc(int op) const;        // activation bytes the forward keeps
+  double recompute_alloc(int op) const;  // ... and the recompute before the backward
+  // Ops with weights get a separate weight-gradient task when it does any work.
+  bool has_w(int op) const;
+  // Matmul and convolution backward needs the input for the weight gradient only.
+  bool input_needed_by_w(int op) const;
+
+ private:
+  void build_segments();
+  const OpGraph& g_;
+  const StrategyTree& tree_;
+  const std::vector<OpPlan>& plans_;
+};
+
+}  // namespace proteus

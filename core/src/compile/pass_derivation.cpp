@@ -1,0 +1,305 @@
+#include "pass_derivation.h"
+
+#include <algorithm>
+
+#include "iteration_tail.h"
+#include "proteus/error.h"
+
+namespace proteus {
+namespace {
+
+void add_dep(std::vector<int>* deps, int d) {
+  if (d != INT32_MIN) deps->push_back(d);
+}
+
+}  // namespace
+
+PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter* emitter, PassState* state,
+                         IterationTail* tail, CompileStats* stats)
+    : g_(in.graph),
+      tree_(in.tree),
+      plans_(in.plans),
+      mesh_(in.tree.mesh),
+      index_(index),
+      emit_(*emitter),
+      state_(*state),
+      tail_(*tail),
+      stats_(*stats),
+      work_ids_(3 * in.graph.ops.size(), -1) {}
+
+// Task (or pending send) after which tensor t is on this rank in layout `want`.
+// Returns INT32_MIN when no task is needed (a model input).
+int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& want) {
+  const int prod = g_.tensors[t].producer;
+  if (prod < 0) return INT32_MIN;
+  const int* found = state_.provider(mb, provider_key(mb, ns, t, want));
+  if (!found && ns == kRecompute) found = state_.provider(mb, provider_key(mb, kFwd, t, want));
+  if (found) return *found;
+  const Layout& src = plans_[prod].output;
+  int src_task;
+  const int* at_src = state_.provider(mb, provider_key(mb, ns, t, src));
+  if (!at_src && ns == kRecompute) at_src = state_.provider(mb, provider_key(mb, kFwd, t, src));
+  if (at_src) {
+    src_task = *at_src;
+  } else if (!emit_.chunk_is_local(plans_[prod].chunk)) {
+    src_task = emit_.pending_ref(send_key(emit_.gpu(), t, mb, false));
+    state_.set_provider(provider_key(mb, kFwd, t, src), src_task);
+  } else {
+    throw Error("internal", "", "tensor " + g_.tensors[t].name + " is used before it is produced");
+  }
+  if (src == want) return src_task;
+  int last = src_task;
+  for (const CollectiveStep& step : redistribute(src, want, g_.tensors[t].bytes(), mesh_))
+    last = emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm,
+                            ns == kFwd ? Phase::Forward : Phase::Recompute, mb, index_.labels[prod], {last},
+                            "activation");
+  state_.set_provider(provider_key(mb, ns, t, want), last);
+  return last;
+}
+
+// ZeRO-3: gather an op's weights before each use (one all-gather per op, as FSDP gathers a
+// module's flat parameter); the gathered copy is freed when its user ends.
+void PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps,
+                                std::vector<MemEvent>* frees) {
+  std::vector<CollectiveStep> merged;
+  double gathered_bytes = 0;
+  for (const WeightPlan& w : plans_[op].weights) {
+    if (w.storage == w.use) continue;
+    gathered_bytes += w.local_params * index_.weight_bytes;
+    for (const CollectiveStep& s :
+         redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * index_.weight_bytes, mesh_)) {
+      auto it = std::find_if(merged.begin(), merged.end(),
+                             [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
+      if (it == merged.end())
+        merged.push_back(s);
+      else
+        it->bytes += s.bytes;
+    }
+  }
+  if (merged.empty()) return;
+  std::vector<int> gdeps;
+  if (state_.last_weight_compute >= 0) gdeps.push_back(state_.last_weight_compute);  // prefetch one op ahead
+  for (const CollectiveStep& step : merged)
+    gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, index_.labels[op],
+                              gdeps, "weight")};
+  deps->push_back(gdeps.back());
+  frees->push_back({MemCategory::Weights, true, -gathered_bytes});
+  pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
+}
+
+// Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work in
+// ExecGraph::works, added on first use: all micro-batches and ranks share it.
+int PassDeriver::work_id(int op, int which) {
+  int& id = work_ids_[static_cast<size_t>(3 * op + which)];
+  if (id < 0) {
+    const OpPlan& p = plans_[op];
+    id = emit_.exec().add_work(which == 0 ? p.fwd : which == 1 ? p.bwd_input : p.bwd_weight);
+  }
+  return id;
+}
+
+void PassDeriver::forward_op(int op, int mb, Namespace ns) {
+  const Op& o = g_.ops[op];
+  const OpPlan& p = plans_[op];
+  std::vector<int> deps;
+  for (size_t k = 0; k < o.inputs.size(); ++k)
+    add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
+  if (ns == kFwd && tail_.param_gather_ready(op) >= 0) deps.push_back(tail_.param_gather_ready(op));
+  std::vector<MemEvent> mem;
+  pending_weight_alloc_.clear();
+  zero3_gathers(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, &deps, &mem);
+  const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.recompute_alloc(op);
+  if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
+  mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+  const int id =
+      emit_.compute(emit_.compute_task(index_.labels[op], ns == kFwd ? Phase::Forward : Phase::Recompute, mb,
+                                       work_id(op, 0)),
+                    deps, mem);
+  if (p.has_weights()) state_.last_weight_compute = id;
+  state_.last_compute = id;
+  if (ns == kFwd && emit_.is_stats_rank() && mb == 0)
+    stats_.activation_bytes_per_microbatch_per_stage[emit_.stage()] += keep;
+  if (o.output.tensor < 0) return;
+  const int out = o.output.tensor;
+  state_.set_provider(provider_key(mb, ns, out, p.output), id);
+  if (index_.consumers[out].empty()) {
+    // A model output with partial sums (the vocab-parallel loss) is reduced where it is made.
+    Layout whole = p.output;
+    for (int& pl : whole.placement)
+      if (pl == kPartial) pl = kReplicate;
+    if (!(whole == p.output)) tensor_in_layout(mb, ns, out, whole);
+    return;
+  }
+  if (ns != kFwd) return;
+  // Send to every other rank's chunk that consumes it (once per chunk).
+  std::vector<int> sent;
+  for (const auto& [c_op, k] : index_.consumers[out]) {
+    const int c = plans_[c_op].chunk;
+    if (emit_.chunk_is_local(c) || std::find(sent.begin(), sent.end(), c) != sent.end()) continue;
+    sent.push_back(c);
+    emit_.send(emit_.gpu_of_chunk(c), out, mb, false, tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_),
+               index_.labels[op], id, plans_[op].chunk);
+  }
+}
+
+// Gradient of op's output in the layout its backward needs: contributions of all consumers,
+// summed locally per layout, each redistributed.
+void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps) {
+  const Op& o = g_.ops[op];
+  const int out = o.output.tensor;
+  if (out < 0) return;
+  const Layout& want = plans_[op].output_grad_required;
+  std::vector<std::pair<Layout, std::vector<int>>> groups;
+  auto add = [&](const Layout& l, int task) {
+    for (auto& gr : groups)
+      if (gr.first == l) {
+        gr.second.push_back(task);
+        return;
+      }
+    groups.push_back({l, {task}});
+  };
+  std::vector<int> remote_chunks;
+  for (const auto& [c_op, k] : index_.consumers[out]) {
+    const int c = plans_[c_op].chunk;
+    if (emit_.chunk_is_local(c)) {
+      const int* grad = state_.grad_provider(mb, grad_key(mb, out, c_op));
+      if (!grad) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
+      add(plans_[c_op].input_grad[k], *grad);
+    } else if (std::find(remote_chunks.begin(), remote_chunks.end(), c) == remote_chunks.end()) {
+      remote_chunks.push_back(c);
+      add(plans_[c_op].input_grad[k], emit_.pending_ref(send_key(emit_.gpu(), out, mb, true)));
+    }
+  }
+  for (auto& [layout, tasks] : groups) {
+    if (layout == want) {
+      deps->insert(deps->end(), tasks.begin(), tasks.end());
+      continue;
+    }
+    std::vector<int> d = tasks;
+    for (const CollectiveStep& step : redistribute(layout, want, g_.tensors[out].bytes(), mesh_))
+      d = {emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb,
+                            index_.labels[op], d, "activation")};
+    deps->insert(deps->end(), d.begin(), d.end());
+  }
+}
+
+void PassDeriver::backward_op(int op, int mb, bool split_w) {
+  const Op& o = g_.ops[op];
+  const OpPlan& p = plans_[op];
+  // Recompute what the backward needs.
+  const int seg = index_.seg_of_op[op];
+  if (seg >= 0 && index_.segments[seg].ops.back() == op)
+    for (int r : index_.segments[seg].ops) forward_op(r, mb, kRecompute);
+  else if (seg < 0 && index_.drops_extra(op))
+    forward_op(op, mb, kRecompute);
+
+  std::vector<int> grad_deps;
+  output_grad_deps(op, mb, &grad_deps);
+  std::vector<int> deps = grad_deps;
+  std::vector<MemEvent> mem;
+  pending_weight_alloc_.clear();
+  zero3_gathers(op, mb, Phase::BackwardInput, &deps, &mem);
+  if (!index_.input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardInput, &deps);
+  mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+  const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
+  const bool w_here = index_.has_w(op);
+  if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
+  const int b = emit_.compute(emit_.compute_task(index_.labels[op], Phase::BackwardInput, mb, work_id(op, 1)),
+                              deps, mem);
+  state_.last_compute = b;
+  if (p.has_weights()) state_.last_weight_compute = b;
+  for (size_t k = 0; k < o.inputs.size(); ++k)
+    state_.set_grad_provider(grad_key(mb, o.inputs[k].tensor, op), b);
+  // Gradients of inputs produced on another rank go back to it once per tensor. As in
+  // Megatron's schedules, the send is issued when the backward step of the chunk returns
+  // (after its weight gradients too, unless the schedule splits them off): see end_backward_pass.
+  for (size_t k = 0; k < o.inputs.size(); ++k) {
+    const int t = o.inputs[k].tensor;
+    const int prod = g_.tensors[t].producer;
+    if (prod < 0 || emit_.chunk_is_local(plans_[prod].chunk)) continue;
+    int first_consumer = -1;
+    for (const auto& [c_op, kk] : index_.consumers[t])
+      if (plans_[c_op].chunk == p.chunk) {
+        first_consumer = c_op;
+        break;
+      }
+    if (first_consumer != op) continue;
+    pending_grad_sends_.push_back(
+        {t, prod, tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), index_.labels[op]});
+  }
+  if (w_here) {
+    if (split_w)
+      state_.set_w_grad_deps(wkey(mb, op), grad_deps);
+    else
+      weight_grad(op, mb, grad_deps);
+  } else if (p.has_weights() && state_.count_weight_use(op) == tree_.micro_batches) {
+    tail_.weights_final(op, b);
+  }
+}
+
+void PassDeriver::end_backward_pass(int mb) {
+  for (const GradSend& gs : pending_grad_sends_)
+    emit_.send(emit_.gpu_of_chunk(plans_[gs.producer].chunk), gs.tensor, mb, true, gs.bytes, gs.label,
+               state_.last_compute, plans_[gs.producer].chunk);
+  pending_grad_sends_.clear();
+}
+
+// Inputs the backward reads that were kept as a shard (op_plan.h, input_saved) are gathered
+// again, once per tensor and micro-batch, on the tensor-parallel stream; the task that needs
+// them waits, the input-gradient GEMM does not (Megatron overlaps this all-gather with it).
+void PassDeriver::regather_inputs(int op, int mb, Phase phase, std::vector<int>* deps) {
+  const Op& o = g_.ops[op];
+  const OpPlan& p = plans_[op];
+  if (!o.saves_inputs) return;
+  for (size_t k = 0; k < o.inputs.size(); ++k) {
+    if (p.input_saved[k] == p.input_required[k]) continue;
+    const int t = o.inputs[k].tensor;
+    // A full-recompute replay gathered it already.
+    if (const int* replayed = state_.provider(mb, provider_key(mb, kRecompute, t, p.input_required[k]))) {
+      deps->push_back(*replayed);
+      continue;
+    }
+    const uint64_t key = provider_key(mb, kFwd, t, p.input_required[k]);
+    const int* known = state_.regathered(mb, key);
+    int gathered = known ? *known : -1;
+    if (!known) {
+      std::vector<int> d;
+      for (const CollectiveStep& step :
+           redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
+        d = {emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, index_.labels[op],
+                              d, "activation")};
+      gathered = d.empty() ? -1 : d.front();
+      state_.set_regathered(key, gathered);
+    }
+    if (gathered >= 0) deps->push_back(gathered);
+  }
+}
+
+// Matmul and convolution backward needs the input for the weight gradient only.
+void PassDeriver::weight_grad(int op, int mb, const std::vector<int>& grad_deps) {
+  const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
+  std::vector<MemEvent> mem;
+  if (held > 0) mem.push_back({MemCategory::Activations, true, -held});
+  std::vector<int> deps = grad_deps;
+  if (index_.input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardWeight, &deps);
+  const int w = emit_.compute(
+      emit_.compute_task(index_.labels[op], Phase::BackwardWeight, mb, work_id(op, 2)), deps, mem);
+  state_.last_compute = w;
+  if (state_.count_weight_use(op) == tree_.micro_batches) tail_.weights_final(op, w);
+}
+
+void PassDeriver::build_pass(const Pass& pass, int chunk, bool split_w) {
+  const auto& ops = index_.chunk_ops[chunk];
+  const int mb = pass.micro_batch;
+  if (pass.kind == PassKind::F) {
+    for (int op : ops) forward_op(op, mb, kFwd);
+  } else if (pass.kind == PassKind::B) {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) backward_op(*it, mb, split_w);
+    end_backward_pass(mb);
+  } else {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+      if (index_.has_w(*it)) weight_grad(*it, mb, state_.w_grad_deps(wkey(mb, *it)));
+  }
+}
+
+}  // namespace proteus
