@@ -22,8 +22,8 @@ std::vector<std::string> unsourced(const json& object, const std::string& path) 
   for (const auto& [key, value] : object.items()) {
     if (key == "sources" || key == "source" || value.is_string() || value.is_boolean()) continue;
     if ((value.is_array() || value.is_object()) && value.empty()) continue;
-    const bool has = sources.contains(key) && sources.at(key).is_string() &&
-                     !sources.at(key).get<std::string>().empty();
+    const bool has =
+        sources.contains(key) && sources.at(key).is_string() && !sources.at(key).get<std::string>().empty();
     if (!has) missing.push_back(path + "." + key);
   }
   return missing;

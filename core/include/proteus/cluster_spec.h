@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "proteus/gemm_table.h"
 #include "proteus/training_spec.h"
 
 namespace proteus {
@@ -27,6 +28,9 @@ struct GpuSpec {
   // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
   // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
   std::map<std::string, double> measured_us;
+  // Measured GEMM throughput by shape (gemm_table.h); replaces the roofline's GEMM efficiency
+  // where it covers a shape and precision (docs/fidelity.md).
+  GemmTable gemm_table;
   double peak_TFLOPS(Precision p) const;  // with fallback to a wider precision
 };
 

@@ -112,6 +112,26 @@ Out cluster_json(const ClusterSpec& c) {
     for (const auto& [signature, us] : g.measured_us) table[signature] = us;
     gpu["measured_us"] = std::move(table);
   }
+  if (!g.gemm_table.empty()) {
+    const GemmTable& table = g.gemm_table;
+    Out per_precision = Out::object();
+    for (const auto& [precision, values] : table.TFLOPS) {
+      Out rows_m = Out::array();
+      for (size_t i = 0; i < table.m.size(); ++i) {
+        Out rows_n = Out::array();
+        for (size_t j = 0; j < table.n.size(); ++j) {
+          const size_t first = (i * table.n.size() + j) * table.k.size();
+          rows_n.push_back(
+              std::vector<double>(values.begin() + static_cast<std::ptrdiff_t>(first),
+                                  values.begin() + static_cast<std::ptrdiff_t>(first + table.k.size())));
+        }
+        rows_m.push_back(std::move(rows_n));
+      }
+      per_precision[to_string(precision)] = std::move(rows_m);
+    }
+    gpu["gemm_table"] =
+        Out{{"m", table.m}, {"n", table.n}, {"k", table.k}, {"TFLOPS", std::move(per_precision)}};
+  }
   const IntraNodeSpec& n = c.intra_node;
   Out intra{{"kind", to_string(n.kind)},
             {"link_GBps", n.link_GBps},

@@ -28,12 +28,65 @@ std::map<std::string, double> read_measured_us(const Json& value, const std::str
   return table;
 }
 
+// One measured axis of a GEMM table: at least two sizes, strictly increasing.
+std::vector<int64_t> read_gemm_axis(const ObjectReader& in, const char* key) {
+  const std::string path = in.path_of(key);
+  std::vector<int64_t> axis =
+      as_integer_array(in.required(key, "measured sizes, increasing"), path, 64, 1, L::kMaxGraphDim);
+  if (axis.size() < 2) throw invalid_config(path, std::string(key) + " needs at least two measured sizes");
+  for (size_t i = 1; i < axis.size(); ++i) {
+    if (axis[i] <= axis[i - 1])
+      throw invalid_config(index_path(path, i), std::string(key) + " must be strictly increasing");
+  }
+  return axis;
+}
+
+// "gemm_table": {"m": [...], "n": [...], "k": [...], "TFLOPS": {"bf16": [[[k values] per n] per m]}}
+// (gemm_table.h, docs/fidelity.md).
+GemmTable read_gemm_table(const Json& value, const std::string& path) {
+  ObjectReader in(value, path, {"m", "n", "k", "TFLOPS"});
+  GemmTable table;
+  table.m = read_gemm_axis(in, "m");
+  table.n = read_gemm_axis(in, "n");
+  table.k = read_gemm_axis(in, "k");
+  const std::string tflops_path = in.path_of("TFLOPS");
+  const Json& per_precision = in.required("TFLOPS", "measured TFLOP/s per precision");
+  if (!per_precision.is_object() || per_precision.empty())
+    throw invalid_config(tflops_path, "TFLOPS must be an object {\"bf16\": [[[...]]], ...} with a table");
+  for (const auto& item : per_precision.items()) {
+    const std::string p_path = join_path(tflops_path, item.key());
+    const Precision precision =
+        as_enum(Json(item.key()), p_path,
+                {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8});
+    std::vector<double> values;
+    const Json& rows_m = as_array(item.value(), p_path, table.m.size());
+    if (rows_m.size() != table.m.size())
+      throw invalid_config(p_path, "needs one row per m (" + std::to_string(table.m.size()) + ")");
+    for (size_t i = 0; i < rows_m.size(); ++i) {
+      const std::string i_path = index_path(p_path, i);
+      const Json& rows_n = as_array(rows_m[i], i_path, table.n.size());
+      if (rows_n.size() != table.n.size())
+        throw invalid_config(i_path, "needs one row per n (" + std::to_string(table.n.size()) + ")");
+      for (size_t j = 0; j < rows_n.size(); ++j) {
+        const std::string j_path = index_path(i_path, j);
+        const Json& row_k = as_array(rows_n[j], j_path, table.k.size());
+        if (row_k.size() != table.k.size())
+          throw invalid_config(j_path, "needs one value per k (" + std::to_string(table.k.size()) + ")");
+        for (size_t l = 0; l < row_k.size(); ++l)
+          values.push_back(as_number(row_k[l], index_path(j_path, l), 0, L::kMaxTFLOPS, true));
+      }
+    }
+    table.TFLOPS[precision] = std::move(values);
+  }
+  return table;
+}
+
 GpuSpec read_gpu(const Json& value, const std::string& path) {
   ObjectReader in(
       value, path,
       {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
        "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
-       "compute_slowdown_with_comm", "comm_slowdown_with_compute", "measured_us"});
+       "compute_slowdown_with_comm", "comm_slowdown_with_compute", "measured_us", "gemm_table"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
@@ -67,6 +120,7 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
       in.number("comm_slowdown_with_compute", defaults.comm_slowdown_with_compute, 1, L::kMaxSlowdown);
   if (in.has("measured_us"))
     gpu.measured_us = read_measured_us(in.at("measured_us"), in.path_of("measured_us"));
+  if (in.has("gemm_table")) gpu.gemm_table = read_gemm_table(in.at("gemm_table"), in.path_of("gemm_table"));
   return gpu;
 }
 

@@ -24,6 +24,8 @@
 //   Attention: max(flops / (peak * attention_efficiency), bytes / (hbm * memory_bound_efficiency)).
 //   Embedding, Norm, Elementwise, Softmax, Pool, Dispatch, Loss, Interaction: memory-bound,
 //   bytes / (hbm * memory_bound_efficiency).
+// A GEMM shape that the GPU's measured throughput table covers (gpu.gemm_table, gemm_table.h)
+// takes the table's TFLOP/s instead of peak * efficiency, still bounded by memory traffic.
 // A measured table entry for op_signature(work, precision) replaces all of this (launches
 // included: a measured time is the op's whole time). The table is CostModel::measured_us, then
 // the GPU's own (cluster.gpu.measured_us).
@@ -98,6 +100,12 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   }
   if (is_memory_bound(work.op_kind) || work.flops <= 0) return memory_s + launch_s;
 
+  if (work.op_kind != OpKind::Attention && has_gemm_shape(work)) {
+    const auto measured_TFLOPS =
+        gemm_table_TFLOPS(gpu.gemm_table, precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+    if (measured_TFLOPS)
+      return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP), memory_s) + launch_s;
+  }
   const double peak_flops = gpu.peak_TFLOPS(precision) * kFlopsPerTFLOP;
   double efficiency = gpu.gemm_max_efficiency;
   if (work.op_kind == OpKind::Attention) {

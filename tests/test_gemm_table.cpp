@@ -1,0 +1,116 @@
+// Deterministic log2/exp2 (det_math.h) and the measured GEMM table (gemm_table.h).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include "proteus/config.h"
+#include "proteus/cost_model.h"
+#include "proteus/det_math.h"
+#include "proteus/error.h"
+#include "proteus/gemm_table.h"
+#include "proteus/presets.h"
+
+using namespace proteus;
+
+TEST_CASE("det_math: log2 and exp2 agree with the exact values to a few ulp") {
+  // Powers of two are exact: frexp gives m = 1/2, shifted to 1, where the series is 0.
+  for (int e = -1000; e <= 1000; e += 37) {
+    CHECK(det_log2(std::ldexp(1.0, e)) == static_cast<double>(e));
+    CHECK(det_exp2(static_cast<double>(e)) == std::ldexp(1.0, e));
+  }
+  // Elsewhere within 4e-16 relative of libm (log2 3 = 1.5849625007211562, 2^0.5 = sqrt 2).
+  CHECK(det_log2(3.0) == doctest::Approx(1.5849625007211562).epsilon(4e-16));
+  CHECK(det_exp2(0.5) == doctest::Approx(std::sqrt(2.0)).epsilon(4e-16));
+  for (double x = 1e-9; x < 1e12; x *= 1.7) {
+    CAPTURE(x);
+    CHECK(std::fabs(det_log2(x) - std::log2(x)) <= 4e-16 * std::fmax(1.0, std::fabs(std::log2(x))));
+    CHECK(std::fabs(det_exp2(det_log2(x)) - x) <= 1e-14 * x);
+  }
+  for (double y = -60; y < 60; y += 0.37) {
+    CAPTURE(y);
+    CHECK(std::fabs(det_exp2(y) - std::exp2(y)) <= 4e-16 * std::exp2(y));
+  }
+  CHECK(std::isinf(det_log2(0.0)));
+  CHECK(det_exp2(-2000) == 0);
+  CHECK(std::isinf(det_exp2(2000)));
+}
+
+namespace {
+
+// 2 x 2 x 2 grid over {256, 1024}: throughput doubles per quadrupling of K (a power law of
+// exponent 1/2), constant in M and N.
+GemmTable power_law_table() {
+  GemmTable t;
+  t.m = {256, 1024};
+  t.n = {256, 1024};
+  t.k = {256, 1024};
+  t.TFLOPS[Precision::Bf16] = {100, 200, 100, 200, 100, 200, 100, 200};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("gemm table: log-space interpolation, saturation above the grid, nothing below") {
+  const GemmTable t = power_law_table();
+  // Grid points read back the measurement.
+  CHECK(*gemm_table_TFLOPS(t, Precision::Bf16, 256, 256, 256, 1) == doctest::Approx(100).epsilon(1e-14));
+  CHECK(*gemm_table_TFLOPS(t, Precision::Bf16, 1024, 1024, 1024, 1) == doctest::Approx(200).epsilon(1e-14));
+  // K = 512, halfway in log2: the power law's 100 * 2^(1/2) = 141.42 (interpolating linearly in
+  // K would give 100 + 100 * 256/768 = 133.3). M and N inside the grid change nothing.
+  CHECK(*gemm_table_TFLOPS(t, Precision::Bf16, 256, 256, 512, 1) == doctest::Approx(141.4213562373095));
+  CHECK(*gemm_table_TFLOPS(t, Precision::Bf16, 300, 700, 512, 1) == doctest::Approx(141.4213562373095));
+  // K = 362: 100 * (362/256)^(1/2) = 118.91.
+  CHECK(*gemm_table_TFLOPS(t, Precision::Bf16, 256, 1024, 362, 1) == doctest::Approx(118.9139).epsilon(1e-5));
+  // Above the grid the largest measured size's value; the batch counts as rows.
+  CHECK(*gemm_table_TFLOPS(t, Precision::Bf16, 8192, 65536, 4096, 1) == doctest::Approx(200).epsilon(1e-14));
+  CHECK(gemm_table_TFLOPS(t, Precision::Bf16, 128, 256, 256, 2).has_value());
+  // Below the grid, or another precision: the roofline applies.
+  CHECK_FALSE(gemm_table_TFLOPS(t, Precision::Bf16, 128, 256, 256, 1).has_value());
+  CHECK_FALSE(gemm_table_TFLOPS(t, Precision::Bf16, 256, 256, 64, 1).has_value());
+  CHECK_FALSE(gemm_table_TFLOPS(t, Precision::Fp8, 1024, 1024, 1024, 1).has_value());
+}
+
+TEST_CASE("gemm table: the H100 preset's XLA measurements drive GEMM time") {
+  const Config config = parse_config(R"({"model": {"preset": "llama3-8b"}, "cluster": {"preset": "dgx-h100"},
+      "training": {"global_batch": 8, "precision": "bf16"}, "strategy": {"tp": 1, "pp": 1, "dp": 8}})");
+  CostModel cost;
+  cost.gpu = config.cluster.gpu;
+  cost.precision = Precision::Bf16;
+  ComputeWork w;
+  w.op_kind = OpKind::Matmul;
+  w.gemm_m = w.gemm_n = w.gemm_k = 4096;
+  w.gemm_batch = 1;
+  w.kernels = 1;
+  w.flops = 2.0 * 4096 * 4096 * 4096;
+  w.bytes = 3.0 * 4096 * 4096 * 2;
+  // XLA sm_90 bf16, 4096^3: 783.3 TFLOP/s -> 137.4e9 / 783.3e12 = 175.5 us, plus one 4 us launch.
+  CHECK(cost.compute_time_s(w) == doctest::Approx(2.0 * 4096 * 4096 * 4096 / 783.3e12 + 4e-6).epsilon(1e-9));
+  // 2048 x 2048 x 2048 measured 632.0 TFLOP/s; 16 x 4096 x 4096 is below the grid: roofline.
+  w.gemm_m = w.gemm_n = w.gemm_k = 2048;
+  w.flops = 2.0 * 2048 * 2048 * 2048;
+  w.bytes = 3.0 * 2048 * 2048 * 2;
+  CHECK(cost.compute_time_s(w) == doctest::Approx(w.flops / 632.0e12 + 4e-6).epsilon(1e-9));
+  // fp8 has no table on H100: the roofline with the preset's efficiencies.
+  cost.precision = Precision::Fp8;
+  const double eff = cost.gemm_efficiency(2048, 2048, 2048);
+  CHECK(cost.compute_time_s(w) ==
+        doctest::Approx(std::max(w.flops / (1978.9e12 * eff), w.bytes / (3350e9 * 0.85)) + 4e-6).epsilon(1e-9));
+}
+
+TEST_CASE("gemm table: a malformed table is an error naming the field") {
+  const auto config_with = [](const std::string& table) {
+    return R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": "dgx-a100-80g", "gpu": {"gemm_table": )" +
+           table + R"(}}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})";
+  };
+  const auto message = [&](const std::string& table) {
+    try {
+      parse_config(config_with(table));
+    } catch (const Error& e) {
+      return e.path;
+    }
+    return std::string("no error");
+  };
+  CHECK(message(R"({"m": [256, 256], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": []}})") == "cluster.gpu.gemm_table.m[1]");
+  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]]]}})") == "cluster.gpu.gemm_table.TFLOPS.bf16");
+  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"int4": []}})") == "cluster.gpu.gemm_table.TFLOPS.int4");
+  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]], [[1, 2], [1, -2]]]}})") == "cluster.gpu.gemm_table.TFLOPS.bf16[1][1][1]");
+}
