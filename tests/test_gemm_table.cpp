@@ -92,8 +92,9 @@ TEST_CASE("gemm table: the H100 preset's XLA measurements drive GEMM time") {
   // fp8 has no table on H100: the roofline with the preset's efficiencies.
   cost.precision = Precision::Fp8;
   const double eff = cost.gemm_efficiency(2048, 2048, 2048);
-  CHECK(cost.compute_time_s(w) ==
-        doctest::Approx(std::max(w.flops / (1978.9e12 * eff), w.bytes / (3350e9 * 0.85)) + 4e-6).epsilon(1e-9));
+  CHECK(
+      cost.compute_time_s(w) ==
+      doctest::Approx(std::max(w.flops / (1978.9e12 * eff), w.bytes / (3350e9 * 0.85)) + 4e-6).epsilon(1e-9));
 }
 
 TEST_CASE("gemm table: a malformed table is an error naming the field") {
@@ -109,8 +110,14 @@ TEST_CASE("gemm table: a malformed table is an error naming the field") {
     }
     return std::string("no error");
   };
-  CHECK(message(R"({"m": [256, 256], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": []}})") == "cluster.gpu.gemm_table.m[1]");
-  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]]]}})") == "cluster.gpu.gemm_table.TFLOPS.bf16");
-  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"int4": []}})") == "cluster.gpu.gemm_table.TFLOPS.int4");
-  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]], [[1, 2], [1, -2]]]}})") == "cluster.gpu.gemm_table.TFLOPS.bf16[1][1][1]");
+  CHECK(message(R"({"m": [256, 256], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": []}})") ==
+        "cluster.gpu.gemm_table.m[1]");
+  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]]]}})") ==
+        "cluster.gpu.gemm_table.TFLOPS.bf16");
+  CHECK(message(R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"int4": []}})") ==
+        "cluster.gpu.gemm_table.TFLOPS.int4");
+  CHECK(
+      message(
+          R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]], [[1, 2], [1, -2]]]}})") ==
+      "cluster.gpu.gemm_table.TFLOPS.bf16[1][1][1]");
 }
