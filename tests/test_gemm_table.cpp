@@ -121,3 +121,32 @@ TEST_CASE("gemm table: a malformed table is an error naming the field") {
           R"({"m": [1, 2], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": [[[1, 2], [1, 2]], [[1, 2], [1, -2]]]}})") ==
       "cluster.gpu.gemm_table.TFLOPS.bf16[1][1][1]");
 }
+
+TEST_CASE("gemm ceiling: measured maximum achievable matmul TFLOP/s per precision (MAMF)") {
+  const auto gpu_of = [](const char* preset) {
+    return parse_config(std::string(R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": ")") + preset +
+                        R"("}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})")
+        .cluster.gpu;
+  };
+  // H100 FP8: 1402.6 of 1978.9 TFLOP/s = 0.7088; bf16 has no entry: gemm_max_efficiency 0.8.
+  const GpuSpec h100 = gpu_of("dgx-h100");
+  CHECK(h100.gemm_ceiling(Precision::Fp8) == doctest::Approx(1402.6 / 1978.9));
+  CHECK(h100.gemm_ceiling(Precision::Bf16) == doctest::Approx(0.8));
+  // B200: bf16 1745.0 / 2250 = 0.776 is gemm_max_efficiency; FP8 3432.5 / 4500 = 0.7628.
+  const GpuSpec b200 = gpu_of("dgx-b200");
+  CHECK(b200.gemm_ceiling(Precision::Bf16) == doctest::Approx(0.776));
+  CHECK(b200.gemm_ceiling(Precision::Fp8) == doctest::Approx(3432.5 / 4500));
+  // A measurement above gemm_max_efficiency does not raise the ceiling (the search's bound).
+  GpuSpec g = h100;
+  g.max_achievable_TFLOPS[Precision::Bf16] = 950;
+  CHECK(g.gemm_ceiling(Precision::Bf16) == doctest::Approx(0.8));
+  // An FP8 GEMM on H100 below the XLA grid costs flops / (peak x ceiling x shape factors).
+  CostModel cost;
+  cost.gpu = h100;
+  cost.precision = Precision::Fp8;
+  const double half = 128.0 * 256 / (128 + 256);  // H100 tile 128 x 256
+  // 8192 x 8192 x 8192: 64 x 32 = 2048 tiles over 132 SMs in 16 waves: quantization 2048/2112.
+  const double expected =
+      (2048.0 / 2112) * (1402.6 / 1978.9) * (8192 / (8192 + half)) * (8192 / (8192 + half));
+  CHECK(cost.gemm_efficiency(8192, 8192, 8192) == doctest::Approx(expected).epsilon(1e-12));
+}

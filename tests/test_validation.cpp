@@ -1,7 +1,9 @@
 // Validation against published training runs (STYLE.md habit 7: beside the model, named after
 // its sources, failing when wrong). tests/validation/published.json holds the runs with their
 // sources; validate_json simulates each and compares (docs/fidelity.md).
-//   time:     mean absolute error <= 7%, no case beyond 15% (the file's "targets")
+//   time:     mean absolute error <= 7%, no case beyond 15% (the file's "targets"), over the
+//             gated cases; "reported_only" cases (H100 BF16/FP8, long sequences) are simulated and
+//             reported per GPU type and precision; "needs" cases are listed with what they need
 //   rankings: cases the sources rank (full vs selective recompute) keep their order
 //   memory:   Korthikanti et al.'s per-GPU memory within 3%, except quantities with a
 //             "known_issues" entry, which must still miss (so that fixing them is noticed)
@@ -33,8 +35,9 @@ const nlohmann::json& validation() {
 
 TEST_CASE("validation: iteration time of published Megatron runs within 7% mean, 15% worst") {
   const auto& v = validation();
-  REQUIRE(v["cases"].size() >= 16);
+  REQUIRE(v["time"]["cases"].get<int>() >= 16);
   for (const auto& c : v["cases"]) {
+    if (!c["gated"].get<bool>()) continue;  // reported per group below, not yet within the targets
     CAPTURE(c["id"].get<std::string>());
     CHECK(std::fabs(c["error_pct"].get<double>()) <= v["time"]["target_max_pct"].get<double>());
   }
@@ -46,6 +49,7 @@ TEST_CASE("validation: strategies the sources rank keep their order (full vs sel
   const auto& v = validation();
   REQUIRE(v["rankings"].size() >= 4);
   for (const auto& r : v["rankings"]) {
+    if (!r["gated"].get<bool>()) continue;
     CAPTURE(r["faster"].get<std::string>());
     CAPTURE(r["slower"].get<std::string>());
     CHECK(r["kept"] == true);
@@ -73,4 +77,30 @@ TEST_CASE("validation: known memory issues still miss (a fix must update the val
     CAPTURE(m["quantity"].get<std::string>());
     CHECK(std::fabs(m["error_pct"].get<double>()) > 3.0);
   }
+}
+
+TEST_CASE("validation: the wider set is reported per GPU type and precision") {
+  const auto& v = validation();
+  // 16 A100 runs + 12 NeMo 24.07 H100 FP8 + 9 NeMo long-sequence + 18 TorchTitan + 4 zero-bubble.
+  const size_t listed = v["cases"].size() + v["not_run"].size();
+  CHECK(listed >= 45);
+  CHECK(v["all"]["cases"].get<size_t>() == v["cases"].size());
+  for (const auto& c : v["not_run"]) {
+    CAPTURE(c["id"].get<std::string>());
+    CHECK(c["needs"].get<std::string>().size() > 20);  // says what is missing
+  }
+  // Every simulated case falls in exactly one group; the groups' case counts add up.
+  int in_groups = 0;
+  bool a100_fp16 = false, h100_fp8 = false, h100_bf16 = false;
+  for (const auto& g : v["groups"]) {
+    in_groups += g["cases"].get<int>();
+    const std::string name = g["group"].get<std::string>();
+    a100_fp16 = a100_fp16 || name == "A100 fp16";
+    h100_fp8 = h100_fp8 || name == "H100 fp8";
+    h100_bf16 = h100_bf16 || name == "H100 bf16";
+  }
+  CHECK(in_groups == v["all"]["cases"].get<int>());
+  CHECK(a100_fp16);
+  CHECK(h100_fp8);
+  CHECK(h100_bf16);
 }

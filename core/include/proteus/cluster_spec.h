@@ -19,6 +19,10 @@ struct GpuSpec {
          peak_fp8_TFLOPS = 0;
   // Calibration (each with its source in the preset)
   double gemm_max_efficiency = 0.8;  // ceiling for large, square GEMMs
+  // Maximum achievable matmul TFLOP/s measured per precision (MAMF, stas00/ml-engineering);
+  // where given, max_achievable / peak lowers the ceiling for that precision (never raises it
+  // above gemm_max_efficiency, the best of any precision).
+  std::map<Precision, double> max_achievable_TFLOPS;
   int gemm_tile_m = 128, gemm_tile_n = 128;
   double attention_efficiency = 0.5;        // fused/unfused attention kernels vs peak
   double memory_bound_efficiency = 0.8;     // fraction of HBM bandwidth elementwise kernels reach
@@ -32,6 +36,9 @@ struct GpuSpec {
   // where it covers a shape and precision (docs/fidelity.md).
   GemmTable gemm_table;
   double peak_TFLOPS(Precision p) const;  // with fallback to a wider precision
+  // The GEMM efficiency ceiling in precision p: min(gemm_max_efficiency,
+  // max_achievable_TFLOPS[p] / peak), or gemm_max_efficiency where no measurement is given.
+  double gemm_ceiling(Precision p) const;
 };
 
 enum class IntraNodeKind { NvSwitch, NvLinkMesh, PcieTree };

@@ -112,6 +112,11 @@ Out cluster_json(const ClusterSpec& c) {
     for (const auto& [signature, us] : g.measured_us) table[signature] = us;
     gpu["measured_us"] = std::move(table);
   }
+  if (!g.max_achievable_TFLOPS.empty()) {
+    Out mamf = Out::object();
+    for (const auto& [precision, tflops] : g.max_achievable_TFLOPS) mamf[to_string(precision)] = tflops;
+    gpu["max_achievable_TFLOPS"] = std::move(mamf);
+  }
   if (!g.gemm_table.empty()) {
     const GemmTable& table = g.gemm_table;
     Out per_precision = Out::object();

@@ -4,7 +4,11 @@
 //   tiles        = ceil(M / tile_m) * ceil(N / tile_n) * B
 //   waves        = ceil(tiles / SMs)
 //   quantization = tiles / (waves * SMs)                    (the last wave leaves SMs idle)
-//   ceiling      = gemm_max_efficiency * K / (K + h) * min(M, N) / (min(M, N) + h)
+//   ceiling      = gemm_ceiling * K / (K + h) * min(M, N) / (min(M, N) + h)
+// gemm_ceiling is the measured maximum achievable matmul TFLOP/s over the peak in the run's
+// precision (gpu.max_achievable_TFLOPS, from mamf-finder measurements) where the preset has
+// one, never above gemm_max_efficiency: that stays the best any GEMM reaches in any precision,
+// which the strategy search's lower bound relies on.
 //   efficiency   = quantization * ceiling
 // with one half-point h = tile_m * tile_n / (tile_m + tile_n) (64 for 128 x 128 tiles), derived
 // from the tile shape because GpuSpec has no calibrated half-points:
@@ -47,7 +51,8 @@ bool has_gemm_shape(const ComputeWork& w) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-double gemm_efficiency_batched(const GpuSpec& gpu, int64_t m, int64_t n, int64_t k, int64_t batch) {
+double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k,
+                               int64_t batch) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const int64_t tile_m = std::max(1, gpu.gemm_tile_m), tile_n = std::max(1, gpu.gemm_tile_n);
   const double sms = std::max(1, gpu.sm_count);
@@ -57,7 +62,7 @@ double gemm_efficiency_batched(const GpuSpec& gpu, int64_t m, int64_t n, int64_t
   const double quantization = tiles / (waves * sms);
   const double half = static_cast<double>(tile_m * tile_n) / static_cast<double>(tile_m + tile_n);
   const double kd = static_cast<double>(k), mn = static_cast<double>(std::min(m, n));
-  const double ceiling = gpu.gemm_max_efficiency * kd / (kd + half) * mn / (mn + half);
+  const double ceiling = gpu.gemm_ceiling(precision) * kd / (kd + half) * mn / (mn + half);
   return quantization * ceiling;
 }
 
@@ -79,8 +84,15 @@ bool is_memory_bound(OpKind kind) {
 
 }  // namespace
 
+double GpuSpec::gemm_ceiling(Precision p) const {
+  const auto measured = max_achievable_TFLOPS.find(p);
+  const double peak = peak_TFLOPS(p);
+  if (measured == max_achievable_TFLOPS.end() || peak <= 0) return gemm_max_efficiency;
+  return std::min(gemm_max_efficiency, measured->second / peak);
+}
+
 double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
-  return gemm_efficiency_batched(gpu, m, n, k, 1);
+  return gemm_efficiency_batched(gpu, precision, m, n, k, 1);
 }
 
 double CostModel::compute_time_s(const ComputeWork& work) const {
@@ -107,11 +119,11 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
       return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP), memory_s) + launch_s;
   }
   const double peak_flops = gpu.peak_TFLOPS(precision) * kFlopsPerTFLOP;
-  double efficiency = gpu.gemm_max_efficiency;
+  double efficiency = gpu.gemm_ceiling(precision);
   if (work.op_kind == OpKind::Attention) {
     efficiency = gpu.attention_efficiency;
   } else if (has_gemm_shape(work)) {
-    efficiency = gemm_efficiency_batched(gpu, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+    efficiency = gemm_efficiency_batched(gpu, precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
