@@ -20,6 +20,14 @@ parallelism: per-GPU shapes of q/kv/o projections, MLP, LM head and attention):
 
 Times are the median of --repeat runs after --warmup runs, synchronised, in microseconds. On a
 machine without CUDA it runs on the CPU (useful only to test the script: CPU times describe no GPU).
+
+Collectives (scripts/collective_sweep.py): under torchrun, --collectives times all_reduce from
+8 KiB to 1 GiB and writes the points; --fit-collectives turns such points into the cluster's
+bus_efficiency and per-hop latency_us for one level, a fragment any config merges:
+
+    torchrun --nproc-per-node 8 scripts/measure_ops.py --collectives -o ar8.json
+    python3 scripts/measure_ops.py --fit-collectives ar8.json --level intra_node --link-GBps 450 -o nvlink.json
+    {"cluster": {"preset": "dgx-h100", "intra_node": {...nvlink.json's cluster.intra_node...}}}
 """
 import argparse
 import json
@@ -146,6 +154,28 @@ def _key_values(text):
     return out
 
 
+def _collectives(args, parser):
+    import collective_sweep
+
+    if args.collectives:
+        collective_sweep.main_sweep(args.output, args.warmup, args.repeat)
+        return 0
+    if not args.link_GBps:
+        parser.error("--fit-collectives needs --link-GBps (per GPU, per direction, at --level)")
+    with open(args.fit_collectives) as f:
+        raw = json.load(f)
+    try:
+        text = json.dumps(collective_sweep.fragment(raw, args.level, args.link_GBps, args.base_latency_us), indent=2)
+    except (KeyError, ValueError) as e:
+        parser.error("%s: %s" % (args.fit_collectives, e))
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--signature", action="append", default=[], help="an op signature to measure (repeatable)")
@@ -159,7 +189,15 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--list", action="store_true", help="print the signatures and exit (no PyTorch needed)")
     parser.add_argument("-o", "--output", help="write {\"measured_us\": {...}} here (default: stdout)")
+    parser.add_argument("--collectives", action="store_true", help="sweep all_reduce sizes (run under torchrun)")
+    parser.add_argument("--fit-collectives", metavar="POINTS", help="fit a --collectives output to link constants")
+    parser.add_argument("--level", default="intra_node", choices=("intra_node", "inter_node"))
+    parser.add_argument("--link-GBps", type=float, help="per-GPU link bandwidth per direction at --level")
+    parser.add_argument("--base-latency-us", type=float, default=8.4, help="NCCL's fixed cost per call")
     args = parser.parse_args(argv)
+
+    if args.collectives or args.fit_collectives:
+        return _collectives(args, parser)
 
     signatures = list(args.signature)
     if args.signatures:

@@ -1,11 +1,15 @@
 // scripts/measure_ops.py against the simulator: the signatures the script measures for a
 // transformer are exactly those the compiler's GEMM-shaped tasks ask the cost model for, and
-// its own tests pass (timing tests skip themselves where PyTorch is missing). Needs python3;
+// its own tests pass (timing tests skip themselves where PyTorch is missing), and a fitted
+// collective sweep merges into a config as a cluster override. Needs python3;
 // without it the cases say so and check nothing.
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -68,4 +72,32 @@ TEST_CASE("measure_ops.py: its own tests pass (timing skipped without PyTorch)")
     return;
   }
   CHECK(std::system("python3 " PROTEUS_SOURCE_DIR "/tests/test_measure_ops.py > /dev/null 2>&1") == 0);
+}
+
+TEST_CASE("measure_ops.py: a fitted collective sweep is a cluster override the config accepts") {
+  if (!have_python()) {
+    MESSAGE("python3 not found: skipped");
+    return;
+  }
+  // All-reduce over 8 GPUs as the ring model times it, with 450 GB/s links at 82% and 2.5 us
+  // per hop: t = 8.4 + 14 x 2.5 + (7/4) S / (450e9 x 0.82) s, at the sweep's sizes.
+  nlohmann::json points = nlohmann::json::array();
+  for (double s = 8192; s <= 1073741824.0; s *= 4)
+    points.push_back({s, 8.4 + 14 * 2.5 + 1.75 * s / (450e9 * 0.82) * 1e6});
+  const std::string path = (std::filesystem::temp_directory_path() / "proteus_collective_points_test.json").string();
+  {
+    std::ofstream f(path);
+    f << nlohmann::json{{"collective", "all_reduce"}, {"world", 8}, {"points", points}}.dump();
+  }
+  const std::string fragment = run("python3 " PROTEUS_SOURCE_DIR "/scripts/measure_ops.py --fit-collectives " +
+                                   path + " --level intra_node --link-GBps 450");
+  const auto intra = nlohmann::json::parse(fragment).at("cluster").at("intra_node");
+  const nlohmann::json config = {{"model", {{"preset", "gpt2-small"}}},
+                                 {"cluster", {{"preset", "dgx-h100"}, {"intra_node", intra}}},
+                                 {"training", {{"global_batch", 8}}},
+                                 {"strategy", {{"dp", 8}}}};
+  const proteus::Config parsed = proteus::parse_config(config.dump());
+  CHECK(parsed.cluster.intra_node.bus_efficiency == doctest::Approx(0.82).epsilon(1e-4));
+  CHECK(parsed.cluster.intra_node.latency_us == doctest::Approx(2.5).epsilon(1e-3));
+  CHECK(parsed.cluster.intra_node.link_GBps == 450);  // the rest of the preset stays
 }

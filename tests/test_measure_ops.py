@@ -53,6 +53,56 @@ class Signatures(unittest.TestCase):
         self.assertEqual(out.split(), ["matmul:M=8,N=8,K=8,B=1:fp32"])
 
 
+import collective_sweep  # noqa: E402
+
+
+def synthetic_points(n, link_GBps, efficiency, alpha_us, base_us=8.4):
+    """All-reduce times as Proteus's ring model gives them (collective_sweep's docstring)."""
+    factor = 2.0 * (n - 1) / n
+    return {"collective": "all_reduce", "world": n, "gpus_per_node": 8, "device": "synthetic",
+            "points": [[s, base_us + 2 * (n - 1) * alpha_us + factor * s / (link_GBps * 1e9 * efficiency) * 1e6]
+                       for s in collective_sweep.SIZES]}
+
+
+class CollectiveFit(unittest.TestCase):
+    def test_recovers_the_constants_it_was_made_with(self):
+        # 8 GPUs on 450 GB/s NVLink at 80% bus efficiency and 3.4 us per hop (NCCL's NVLink hwLat):
+        # a 1 GiB all-reduce moves 2*7/8 GiB = 1.879 GB per GPU at 360 GB/s in 5219.5 us, plus
+        # 8.4 + 14 x 3.4 = 56.0 us of latency: busbw 1.879 GB / 5275.5 us = 356.2 GB/s.
+        raw = synthetic_points(8, 450, 0.80, 3.4)
+        eff, alpha, busbw = collective_sweep.fit(raw, "intra_node", 450)
+        self.assertAlmostEqual(eff, 0.80, places=6)
+        self.assertAlmostEqual(alpha, 3.4, places=6)
+        self.assertAlmostEqual(busbw, 356.2, delta=0.1)
+
+    def test_fragment_is_a_cluster_override_with_sources(self):
+        raw = synthetic_points(16, 50, 0.9, 9.6)
+        frag = collective_sweep.fragment(raw, "inter_node", 50)
+        node = frag["cluster"]["inter_node"]
+        self.assertEqual(set(node), {"bus_efficiency", "latency_us", "sources"})
+        self.assertAlmostEqual(node["bus_efficiency"], 0.9, places=4)
+        self.assertAlmostEqual(node["latency_us"], 9.6, places=3)
+        self.assertEqual(set(node["sources"]), {"bus_efficiency", "latency_us"})
+
+    def test_rejects_what_it_cannot_fit(self):
+        raw = synthetic_points(8, 450, 0.8, 3.4)
+        for bad in (dict(raw, collective="all_gather"), dict(raw, world=1),
+                    dict(raw, points=[p for p in raw["points"] if p[0] < 64 * 1024 ** 2])):
+            with self.assertRaises(ValueError):
+                collective_sweep.fit(bad, "intra_node", 450)
+        with self.assertRaises(ValueError):
+            collective_sweep.fit(raw, "nvlink", 450)
+
+    def test_fit_from_the_command_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "points.json")
+            with open(path, "w") as f:
+                json.dump(synthetic_points(8, 450, 0.75, 2.0), f)
+            out = subprocess.run([sys.executable, SCRIPT, "--fit-collectives", path, "--level", "intra_node",
+                                  "--link-GBps", "450"], check=True, capture_output=True, text=True).stdout
+            self.assertAlmostEqual(json.loads(out)["cluster"]["intra_node"]["bus_efficiency"], 0.75, places=4)
+
+
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
 class Timing(unittest.TestCase):
     def test_cpu_shapes(self):
