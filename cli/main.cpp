@@ -95,10 +95,10 @@ int validate(const std::vector<std::string>& args) {
   char line[512];
   std::printf("%-36s %-10s %12s %12s %9s\n", "case", "group", "published_s", "predicted_s", "error");
   for (const auto& c : r["cases"]) {
-    std::snprintf(line, sizeof line, "%-36s %-10s %12.3f %12.3f %+8.1f%%%s", c["id"].get<std::string>().c_str(),
-                  c["group"].get<std::string>().c_str(), c["published_s"].get<double>(),
-                  c["predicted_s"].get<double>(), c["error_pct"].get<double>(),
-                  c["gated"].get<bool>() ? "" : "  (reported)");
+    std::snprintf(line, sizeof line, "%-36s %-10s %12.3f %12.3f %+8.1f%%%s",
+                  c["id"].get<std::string>().c_str(), c["group"].get<std::string>().c_str(),
+                  c["published_s"].get<double>(), c["predicted_s"].get<double>(),
+                  c["error_pct"].get<double>(), c["gated"].get<bool>() ? "" : "  (reported)");
     std::cout << line << "\n";
   }
   for (const auto& c : r["not_run"])
@@ -109,21 +109,23 @@ int validate(const std::vector<std::string>& args) {
                   g["max_abs_error_pct"].get<double>());
     std::cout << line << "\n";
   }
-  std::snprintf(line, sizeof line, "all: %d cases simulated, %d not run, mean absolute error %.2f%%, worst %.2f%%",
+  std::snprintf(line, sizeof line,
+                "all: %d cases simulated, %d not run, mean absolute error %.2f%%, worst %.2f%%",
                 r["all"]["cases"].get<int>(), static_cast<int>(r["not_run"].size()),
                 r["all"]["mape_pct"].get<double>(), r["all"]["max_abs_error_pct"].get<double>());
   std::cout << line << "\n";
   const auto& t = r["time"];
-  std::snprintf(line, sizeof line,
-                "gated: %d cases, mean absolute error %.2f%% (target %.0f%%), worst %.2f%% %s (target %.0f%%)",
-                t["cases"].get<int>(), t["mape_pct"].get<double>(), t["target_mape_pct"].get<double>(),
-                t["max_abs_error_pct"].get<double>(), t["worst_case"].get<std::string>().c_str(),
-                t["target_max_pct"].get<double>());
+  std::snprintf(
+      line, sizeof line,
+      "gated: %d cases, mean absolute error %.2f%% (target %.0f%%), worst %.2f%% %s (target %.0f%%)",
+      t["cases"].get<int>(), t["mape_pct"].get<double>(), t["target_mape_pct"].get<double>(),
+      t["max_abs_error_pct"].get<double>(), t["worst_case"].get<std::string>().c_str(),
+      t["target_max_pct"].get<double>());
   std::cout << line << "\n";
   for (const auto& k : r["rankings"]) {
     std::cout << "ranking: " << k["faster"].get<std::string>() << " < " << k["slower"].get<std::string>()
-              << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT") << (k["gated"].get<bool>() ? "" : "  (reported)")
-              << "\n";
+              << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT")
+              << (k["gated"].get<bool>() ? "" : "  (reported)") << "\n";
   }
   if (!r["memory_cases"].empty()) {
     std::printf("%-24s %-34s %5s %10s %10s %9s\n", "memory case", "quantity", "stage", "published",

@@ -124,8 +124,8 @@ TEST_CASE("gemm table: a malformed table is an error naming the field") {
 
 TEST_CASE("gemm ceiling: measured maximum achievable matmul TFLOP/s per precision (MAMF)") {
   const auto gpu_of = [](const char* preset) {
-    return parse_config(std::string(R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": ")") + preset +
-                        R"("}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})")
+    return parse_config(std::string(R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": ")") +
+                        preset + R"("}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})")
         .cluster.gpu;
   };
   // H100 FP8: 1402.6 of 1978.9 TFLOP/s = 0.7088; bf16 has no entry: gemm_max_efficiency 0.8.

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -103,4 +104,18 @@ TEST_CASE("validation: the wider set is reported per GPU type and precision") {
   CHECK(a100_fp16);
   CHECK(h100_fp8);
   CHECK(h100_bf16);
+}
+
+TEST_CASE("validation: the wider set's expected times are what derive_cases.py derives from the tables") {
+  // tests/validation/derive_cases.py holds each source table as published and the arithmetic
+  // (tokens/s or TFLOP/s per GPU -> iteration time); the file must match it, so an edit to a
+  // case's config or expected time without its table fails here.
+  if (std::system("python3 -c pass > /dev/null 2>&1") != 0) {
+    MESSAGE("python3 not found: skipped");
+    return;
+  }
+  const std::string dir = PROTEUS_SOURCE_DIR;
+  CHECK(std::system(("python3 " + dir + "/tests/validation/derive_cases.py --check --file " + dir +
+                     "/tests/validation/published.json > /dev/null 2>&1")
+                        .c_str()) == 0);
 }

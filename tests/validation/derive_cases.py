@@ -10,7 +10,7 @@ with F the model FLOPs per token of NeMo's Llama formula (flops_formulas.py, lla
 against the 24.07 table: Llama 2 7B at 4K gives 46.09 GFLOP/token, and 776 TFLOP/s / 16847
 tokens/s = 46.06):  F = L h^2 (12 + 12 kv/heads + 18 ffn/h + 12 s/h + 6 V/(L h)).
 Run from the repository root: python3 tests/validation/derive_cases.py (idempotent: cases are
-replaced by id)."""
+replaced by id); --check compares instead of writing; --file FILE reads another copy."""
 import collections
 import json
 import sys
@@ -218,19 +218,28 @@ def zb_rows():
     return rows
 
 
-def main():
-    with open(PATH) as f:
+def main(argv):
+    """Rewrites the file; with --check (tests/test_validation.cpp) only compares and exits 1 when
+    the file's wider-set cases differ from what the tables above derive."""
+    path = argv[argv.index("--file") + 1] if "--file" in argv else PATH
+    with open(path) as f:
         data = json.load(f, object_pairs_hook=collections.OrderedDict)
     for c in data["cases"]:
         c.setdefault("gpu", "A100")
     new = [nemo_row(*r) for r in NEMO_ROWS] + [long_row(*r) for r in LONG_ROWS] + titan_rows() + zb_rows()
     ids = {c["id"] for c in new}
+    if "--check" in argv:
+        on_file = [c for c in data["cases"] if c["id"] in ids]
+        same = json.loads(json.dumps(on_file)) == json.loads(json.dumps(new))
+        print("derived cases %s the file" % ("match" if same else "DIFFER FROM"), file=sys.stderr)
+        return 0 if same else 1
     data["cases"] = [c for c in data["cases"] if c["id"] not in ids] + new
-    with open(PATH, "w") as f:
+    with open(path, "w") as f:
         json.dump(data, f, indent=1, ensure_ascii=False)
         f.write("\n")
     print(f"{len(data['cases'])} cases", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

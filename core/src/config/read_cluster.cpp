@@ -82,11 +82,11 @@ GemmTable read_gemm_table(const Json& value, const std::string& path) {
 }
 
 GpuSpec read_gpu(const Json& value, const std::string& path) {
-  ObjectReader in(
-      value, path,
-      {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
-       "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
-       "compute_slowdown_with_comm", "comm_slowdown_with_compute", "measured_us", "gemm_table", "max_achievable_TFLOPS"});
+  ObjectReader in(value, path,
+                  {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency",
+                   "gemm_tile_m", "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency",
+                   "kernel_launch_us", "compute_slowdown_with_comm", "comm_slowdown_with_compute",
+                   "measured_us", "gemm_table", "max_achievable_TFLOPS"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
@@ -123,10 +123,11 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
   if (in.has("max_achievable_TFLOPS")) {
     ObjectReader mamf(in.at("max_achievable_TFLOPS"), in.path_of("max_achievable_TFLOPS"),
                       {"fp32", "tf32", "fp16", "bf16", "fp8"});
-    for (const Precision p : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8}) {
+    for (const Precision p :
+         {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8}) {
       if (mamf.has(to_string(p)))
-        gpu.max_achievable_TFLOPS[p] = as_number(mamf.at(to_string(p)), mamf.path_of(to_string(p)), 0,
-                                                 L::kMaxTFLOPS, true);
+        gpu.max_achievable_TFLOPS[p] =
+            as_number(mamf.at(to_string(p)), mamf.path_of(to_string(p)), 0, L::kMaxTFLOPS, true);
     }
   }
   if (in.has("gemm_table")) gpu.gemm_table = read_gemm_table(in.at("gemm_table"), in.path_of("gemm_table"));

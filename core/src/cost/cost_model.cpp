@@ -123,7 +123,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (work.op_kind == OpKind::Attention) {
     efficiency = gpu.attention_efficiency;
   } else if (has_gemm_shape(work)) {
-    efficiency = gemm_efficiency_batched(gpu, precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+    efficiency =
+        gemm_efficiency_batched(gpu, precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
