@@ -231,8 +231,11 @@ int run(const std::vector<std::string>& args) {
   } else if (cmd == "compile") {
     write_output(proteus::compile_json(config), out_path);
   } else if (cmd == "simulate") {
-    write_output(proteus::simulate_json(config, options), out_path);
-    if (!trace_path.empty()) write_output(proteus::chrome_trace_json(config), trace_path);
+    // One simulation gives both the result and the trace.
+    options.chrome_trace = !trace_path.empty();
+    const proteus::SimulationOutput run = proteus::simulate_output(config, options);
+    write_output(run.result, out_path);
+    if (!trace_path.empty()) write_output(run.chrome_trace, trace_path);
   } else {
     std::cerr << "proteus: unknown command '" << cmd << "'\n" << kUsage;
     return 2;

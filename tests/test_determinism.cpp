@@ -62,3 +62,15 @@ TEST_CASE("determinism: the Chrome trace and the resolved config are byte-identi
     check_same(std::string(name) + " show", proteus::show_json(config), proteus::show_json(config));
   }
 }
+
+TEST_CASE("simulate_output: one run gives the same result and trace as simulating twice") {
+  const std::string config = proteus::preset_text("scenario", "default");
+  proteus::SimulateOptions o;
+  o.chrome_trace = true;
+  o.columns = true;
+  const proteus::SimulationOutput out = proteus::simulate_output(config, o);
+  CHECK(out.result == proteus::simulate_json(config, proteus::SimulateOptions{}));
+  CHECK(out.chrome_trace == proteus::chrome_trace_json(config));
+  CHECK(out.resolved == proteus::show_json(config));
+  CHECK(out.timeline.size() > 0);
+}

@@ -7,6 +7,7 @@
 
 #include "proteus/report.h"
 #include "proteus/simulation.h"
+#include "proteus/timeline_columns.h"
 #include "proteus/units.h"
 #include "test_exec_helpers.h"
 
@@ -315,4 +316,64 @@ TEST_CASE("report: deterministic, and the chrome trace has one X event per task"
   }
   CHECK(x == a.graph.tasks.size());
   CHECK(names == 2 * kNumStreams);
+}
+
+TEST_CASE("report: timeline columns hold the JSON timeline's spans, send-recv peers and dependencies") {
+  SimulateOptions o;
+  o.timeline = true;
+  const Simulated a = simulate_small();
+  const ReportInputs in{a.config, a.graph, a.trace};
+  const json r = json::parse(result_json(in, o));
+  const TimelineColumns c = timeline_columns(in);
+  const json& spans = r["timeline"];
+  REQUIRE(c.size() == spans.size());
+  CHECK(c.total_tasks == static_cast<int64_t>(a.graph.tasks.size()));
+  CHECK(c.dep_offsets.size() == c.size() + 1);
+  int act_send = -1, act_recv = -1, fwd1 = -1;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const json& s = spans[i];
+    CHECK(c.rank[i] == s["rank"].get<int>());
+    CHECK(c.streams[c.stream[i]] == s["stream"].get<std::string>());
+    CHECK(c.names[c.name[i]] == s["name"].get<std::string>());
+    CHECK(c.kinds[c.kind[i]] == s["kind"].get<std::string>());
+    CHECK(c.micro_batch[i] == s["mb"].get<int>());
+    CHECK(c.start_s[i] == s["start_s"].get<double>());
+    CHECK(c.end_s[i] == s["end_s"].get<double>());
+    const std::string name = c.names[c.name[i]];
+    if (name.rfind("act", 0) == 0) (c.rank[i] == 0 ? act_send : act_recv) = static_cast<int>(i);
+    if (name == "layers.1.mlp.fc1 F") fwd1 = static_cast<int>(i);
+  }
+  REQUIRE(act_send >= 0);
+  REQUIRE(act_recv >= 0);
+  REQUIRE(fwd1 >= 0);
+  // The activation send on GPU 0 and its receive on GPU 4 point at each other: 50 MB between
+  // two GPUs on two nodes (4 GPUs per node).
+  CHECK(c.peer[static_cast<size_t>(act_send)] == act_recv);
+  CHECK(c.peer[static_cast<size_t>(act_recv)] == act_send);
+  CHECK(c.bytes[static_cast<size_t>(act_send)] == 50e6);
+  CHECK(c.group[static_cast<size_t>(act_send)] == 2);
+  CHECK(c.nodes[static_cast<size_t>(act_send)] == 2);
+  // Stage 1's forward waits for the receive (its dependency {0} in the program above).
+  bool waits = false;
+  for (int32_t d = c.dep_offsets[static_cast<size_t>(fwd1)]; d < c.dep_offsets[static_cast<size_t>(fwd1) + 1];
+       ++d)
+    waits = waits || c.deps[static_cast<size_t>(d)] == act_recv;
+  CHECK(waits);
+  // Compute spans carry their FLOPs: the stage-1 forward is 1e12.
+  CHECK(c.flops[static_cast<size_t>(fwd1)] == 1e12);
+  CHECK(c.group[static_cast<size_t>(fwd1)] == 0);
+}
+
+TEST_CASE("report: capped timeline columns keep the same spans as the capped JSON timeline") {
+  SimulateOptions o;
+  o.timeline = true;
+  Simulated a = simulate_small();
+  a.config.simulation.max_timeline_spans = 3;
+  const ReportInputs in{a.config, a.graph, a.trace};
+  const json r = json::parse(result_json(in, o));
+  const TimelineColumns c = timeline_columns(in);
+  REQUIRE(r["timeline"].size() == 3);
+  REQUIRE(c.size() == 3);
+  for (size_t i = 0; i < c.size(); ++i) CHECK(c.start_s[i] == r["timeline"][i]["start_s"].get<double>());
+  CHECK(c.total_tasks == static_cast<int64_t>(a.graph.tasks.size()));
 }

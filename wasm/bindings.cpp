@@ -2,9 +2,11 @@
 // catches proteus::Error and any std::exception and returns error_json(...), so a bad
 // config (or a bug) reaches JavaScript as {"ok":false,...} and never as an abort.
 #include <emscripten/bind.h>
+#include <emscripten/val.h>
 
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "proteus/api.h"
 #include "proteus/error.h"
@@ -56,6 +58,64 @@ std::string chrome_trace_json(const std::string& config) {
   return guarded([&] { return proteus::chrome_trace_json(config); });
 }
 
+// A typed array of the page's own (copied out of the module's memory once, so the worker can
+// transfer its buffer to the page without another copy).
+template <typename T>
+emscripten::val typed_copy(const char* type, const std::vector<T>& v) {
+  return emscripten::val::global(type).new_(emscripten::typed_memory_view(v.size(), v.data()));
+}
+
+emscripten::val string_array(const std::vector<std::string>& list) {
+  emscripten::val a = emscripten::val::array();
+  for (const std::string& s : list) a.call<void>("push", s);
+  return a;
+}
+
+// One simulation for the page: {result, resolved, timeline: {columns..., tables...}} or
+// {error} (the error JSON text). The timeline is columns, never span JSON (DESIGN.md §7).
+emscripten::val simulate_columns(const std::string& config, bool timeline, bool memory_curve) {
+  emscripten::val out = emscripten::val::object();
+  proteus::SimulationOutput run;
+  const std::string error = guarded([&] {
+    proteus::SimulateOptions options;
+    options.columns = timeline;
+    options.memory_curve = memory_curve;
+    run = proteus::simulate_output(config, options);
+    return std::string();
+  });
+  if (!error.empty()) {
+    out.set("error", error);
+    return out;
+  }
+  out.set("result", run.result);
+  out.set("resolved", run.resolved);
+  if (!timeline) return out;
+  const proteus::TimelineColumns& c = run.timeline;
+  emscripten::val t = emscripten::val::object();
+  t.set("start", typed_copy("Float64Array", c.start_s));
+  t.set("end", typed_copy("Float64Array", c.end_s));
+  t.set("rank", typed_copy("Int32Array", c.rank));
+  t.set("mb", typed_copy("Int32Array", c.micro_batch));
+  t.set("stream", typed_copy("Uint8Array", c.stream));
+  t.set("kind", typed_copy("Uint8Array", c.kind));
+  t.set("phase", typed_copy("Uint8Array", c.phase));
+  t.set("name", typed_copy("Uint32Array", c.name));
+  t.set("bytes", typed_copy("Float64Array", c.bytes));
+  t.set("flops", typed_copy("Float64Array", c.flops));
+  t.set("group", typed_copy("Int32Array", c.group));
+  t.set("nodes", typed_copy("Int32Array", c.nodes));
+  t.set("peer", typed_copy("Int32Array", c.peer));
+  t.set("depOffsets", typed_copy("Int32Array", c.dep_offsets));
+  t.set("deps", typed_copy("Int32Array", c.deps));
+  t.set("names", string_array(c.names));
+  t.set("streams", string_array(c.streams));
+  t.set("kinds", string_array(c.kinds));
+  t.set("phases", string_array(c.phases));
+  t.set("totalTasks", static_cast<double>(c.total_tasks));
+  out.set("timeline", t);
+  return out;
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(proteus) {
@@ -67,4 +127,5 @@ EMSCRIPTEN_BINDINGS(proteus) {
   emscripten::function("compile_json", &compile_json);
   emscripten::function("simulate_json", &simulate_json);
   emscripten::function("chrome_trace_json", &chrome_trace_json);
+  emscripten::function("simulate_columns", &simulate_columns);
 }

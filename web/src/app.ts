@@ -10,7 +10,9 @@ import { formatDuration, formatInt } from './format';
 import type { PresetList } from './protocol';
 import type { ErrorInfo, SimResult } from './result';
 import { renderCards, renderMemory, renderSplit, renderWarnings } from './results';
-import { decodeFragment, encodeConfig } from './share';
+import { decodeFragment, decodeState, encodeFragment, type PageState } from './share';
+import { findLesson, LESSONS, LessonPanel } from './lessons';
+import { chromeTraceParts, resultWithTimeline } from './downloads';
 import { SweepView } from './sweep';
 import { TimelineView } from './timeline_view';
 
@@ -31,7 +33,6 @@ export class App {
   private sim!: Engine; // runs the simulation shown on the page (cancellable)
   private auxEngine: Engine | null = null; // trees, traces, scenario texts
   private checkEngine: Engine | null = null; // validation (cancelled when a newer config arrives)
-  private quickEngine: Engine | null = null; // the summary without the timeline, shown first
   private sweepEngine: Engine | null = null;
   private module!: WebAssembly.Module;
   private loaderUrl = '';
@@ -46,6 +47,12 @@ export class App {
   private current: Current | null = null;
   private shownConfig: Config | null = null; // the config whose numbers the cards show
   private scenarioName = '';
+  private lessonPanel!: LessonPanel;
+  /** The lesson step shown (it stays in the link while the user edits its knobs). */
+  private lesson: { id: string; step: number } | null = null;
+  private tab = 'timeline';
+  private present = false;
+  private lastHash = '';
   private modified = false;
   private checkSeq = 0;
   private lastChanged: string | null = null;
@@ -55,10 +62,6 @@ export class App {
   private simStart = 0;
   private get aux(): Engine {
     return (this.auxEngine ??= new Engine(this.module, this.loaderUrl));
-  }
-
-  private get quick(): Engine {
-    return (this.quickEngine ??= new Engine(this.module, this.loaderUrl));
   }
 
   private get checker(): Engine {
@@ -95,6 +98,8 @@ export class App {
       return;
     }
     this.build();
+    // Back/forward between lesson steps (pushState entries) and edited links.
+    window.addEventListener('popstate', () => void this.loadFromLocation());
     window.addEventListener('hashchange', () => void this.loadFromLocation());
     await this.loadFromLocation();
     $('#version').textContent = `v${this.sim.version}`;
@@ -118,22 +123,42 @@ export class App {
     $('#share').addEventListener('click', () => void this.share());
     $('#dl-config').addEventListener('click', () => download(this.fileBase() + '.config.json', JSON.stringify(this.config, null, 2) + '\n'));
     $('#dl-result').addEventListener('click', () => {
-      if (this.current) download(this.fileBase() + '.result.json', this.current.text);
+      if (this.current) download(this.fileBase() + '.result.json', resultWithTimeline(this.current.text, this.current.result));
     });
-    $('#dl-trace').addEventListener('click', () => void this.downloadTrace());
+    $('#dl-trace').addEventListener('click', () => this.downloadTrace());
     $('#pin').addEventListener('click', () => {
       if (this.current) {
-        this.compare.pin(this.runLabel(this.current.config), this.current.config, this.current.result.summary);
+        this.compare.pin(this.runLabel(this.current.config), this.current.config, this.current.result);
         this.selectTab('compare');
       }
     });
     $('#share-close').addEventListener('click', () => ($('#share-box').hidden = true));
     document.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape' && this.running) this.cancel();
+      if (e.key !== 'Escape') return;
+      // Escape closes what is open (dialogs, the drawer) before it cancels a run.
+      if (!$('#share-box').hidden) $('#share-box').hidden = true;
+      else if (document.body.classList.contains('drawer-open')) this.setDrawer(false);
+      else if (this.running) this.cancel();
     });
+    this.lessonPanel = new LessonPanel(
+      (id, step) => this.goLesson(id, step),
+      () => this.endLesson(),
+      () => this.setPresenter(!this.present),
+    );
+    $('main').prepend(this.lessonPanel.root);
+    const lessonSel = $('#lesson') as HTMLSelectElement;
+    for (const l of LESSONS) lessonSel.append(h('option', { value: l.id }, l.title));
+    lessonSel.addEventListener('change', () => {
+      if (lessonSel.value) this.goLesson(lessonSel.value, 0);
+      else this.endLesson();
+    });
+    $('#theme').addEventListener('click', () => this.setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark'));
+    $('#drawer-toggle').addEventListener('click', () => this.setDrawer(!document.body.classList.contains('drawer-open')));
+    $('#drawer-close').addEventListener('click', () => this.setDrawer(false));
 
     this.timeline = new TimelineView($('#tab-timeline'));
     this.compare = new CompareView($('#tab-compare'), (pin) => this.setConfig(pin.config, { modified: true }));
+    this.compare.onChange = () => this.writeHash();
     new SweepView(
       $('#tab-sweep'),
       () => (this.sweepEngine ??= new Engine(this.module, this.loaderUrl)),
@@ -146,6 +171,8 @@ export class App {
   }
 
   private selectTab(name: string): void {
+    this.tab = name;
+    this.writeHash();
     for (const tab of document.querySelectorAll<HTMLButtonElement>('.tabs button')) tab.setAttribute('aria-selected', String(tab.dataset.tab === name));
     for (const panel of document.querySelectorAll<HTMLElement>('.tab-panel')) panel.hidden = panel.id !== `tab-${name}`;
     if (name === 'json') void this.refreshTree();
@@ -154,16 +181,118 @@ export class App {
   // ---- config -------------------------------------------------------------------------------
 
   private async loadFromLocation(): Promise<void> {
+    if (location.hash === this.lastHash && this.lastHash !== '') return;
+    const state = decodeState(location.hash);
     const decoded = decodeFragment(location.hash);
+    this.applyPageState(state);
+    const lesson = state.lesson ? findLesson(state.lesson) : undefined;
+    const step = lesson ? Math.min(state.step ?? 0, lesson.steps.length - 1) : 0;
+    this.lesson = lesson ? { id: lesson.id, step } : null;
+    if (lesson) this.lessonPanel.show(lesson, step);
+    else this.lessonPanel.hide();
+    ($('#lesson') as HTMLSelectElement).value = lesson?.id ?? '';
     if (decoded && decoded.ok) {
-      if (JSON.stringify(decoded.config) === JSON.stringify(this.config)) return;
       this.banner(null);
+      if (JSON.stringify(decoded.config) === JSON.stringify(this.config)) {
+        this.lastHash = location.hash;
+        return;
+      }
       this.scenarioName = '';
       this.setConfig(decoded.config, { modified: true, fromLink: true });
       return;
     }
     if (decoded && !decoded.ok) this.banner(decoded.message);
+    if (lesson) {
+      await this.loadLessonStep(lesson.id, step);
+      return;
+    }
     await this.loadScenario(DEFAULT_SCENARIO);
+  }
+
+  private applyPageState(state: PageState): void {
+    if (state.tab && document.querySelector(`.tabs button[data-tab="${state.tab}"]`)) this.selectTab(state.tab);
+    this.setPresenter(Boolean(state.present), false);
+    if (state.pins && this.compare.pins.length === 0) void this.restorePins(state.pins);
+  }
+
+  /** A lesson step: its scenario with its knobs set; a new browser-history entry. */
+  goLesson(id: string, step: number): void {
+    const lesson = findLesson(id);
+    if (!lesson) return;
+    const n = Math.max(0, Math.min(step, lesson.steps.length - 1));
+    history.pushState(null, '', '#' + encodeFragment(null, { lesson: id, step: n, tab: this.tab, present: this.present, pins: this.pinState() }));
+    void this.loadFromLocation();
+  }
+
+  private async loadLessonStep(id: string, step: number): Promise<void> {
+    const lesson = findLesson(id)!;
+    const s = lesson.steps[step];
+    try {
+      const engine = this.current || this.running ? this.aux : this.sim;
+      let config: Config = JSON.parse(await engine.call({ op: 'preset', kind: 'scenario', name: s.scenario }));
+      for (const [path, value] of Object.entries(s.set)) config = this.applyChange(config, path, value, false);
+      this.scenarioName = s.scenario;
+      if (s.tab) this.selectTab(s.tab);
+      this.setConfig(config, { modified: Object.keys(s.set).length > 0 });
+      this.lessonPanel.highlight(s.highlight);
+    } catch (e) {
+      this.banner(`Could not load the lesson step: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  private endLesson(): void {
+    this.lesson = null;
+    this.lessonPanel.hide();
+    ($('#lesson') as HTMLSelectElement).value = '';
+    this.setPresenter(false);
+    this.writeHash();
+  }
+
+  /** Presenter mode: large type, the side panel hidden. */
+  setPresenter(on: boolean, write = true): void {
+    this.present = on;
+    document.body.classList.toggle('presenter', on);
+    if (write) this.writeHash();
+  }
+
+  private setTheme(theme: 'light' | 'dark'): void {
+    document.documentElement.dataset.theme = theme;
+    try {
+      localStorage.setItem('proteus-theme', theme);
+    } catch {
+      /* private mode: the choice lasts for this page only */
+    }
+    this.timeline.redraw();
+  }
+
+  private setDrawer(open: boolean): void {
+    document.body.classList.toggle('drawer-open', open);
+    $('#drawer-toggle').setAttribute('aria-expanded', String(open));
+    if (open) ($('#controls').querySelector('select, input') as HTMLElement | null)?.focus();
+  }
+
+  private pinState(): PageState['pins'] {
+    return this.compare.pins.map((p) => ({ label: p.label, config: p.config }));
+  }
+
+  /** The link: the config, the lesson step, the open tab, the pins, presenter mode. */
+  private writeHash(): void {
+    if (!this.presets) return;
+    const hash = '#' + encodeFragment(this.config, { lesson: this.lesson?.id, step: this.lesson?.step, tab: this.tab === 'timeline' ? undefined : this.tab, pins: this.pinState(), present: this.present });
+    this.lastHash = hash;
+    if (location.hash !== hash) history.replaceState(null, '', hash);
+  }
+
+  /** Pins from a link: simulated (with timelines) in the aux worker, in order. */
+  private async restorePins(pins: NonNullable<PageState['pins']>): Promise<void> {
+    for (const p of pins) {
+      try {
+        const r = await this.aux.call({ op: 'simulate', config: this.pageConfigText(p.config), timeline: true });
+        this.compare.pin(p.label, p.config, r.result);
+      } catch {
+        /* an invalid pinned config is dropped */
+      }
+    }
   }
 
   private async loadScenario(name: string): Promise<void> {
@@ -179,9 +308,10 @@ export class App {
   }
 
   /** Applies one control's change, re-fitting dp if asked (used by the controls and sweeps). */
-  applyChange(config: Config, path: string, value: unknown): Config {
+  applyChange(config: Config, path: string, value: unknown, refit = true): Config {
     let c = config;
     if (path === 'model') c = setPath(c, 'model', value);
+    else if (path.startsWith('cluster.') && typeof c.cluster === 'string') c = setPath({ ...c, cluster: { preset: c.cluster } }, path, value);
     else if (path === 'cluster') {
       const nodes = getPath(c, 'cluster.nodes') ?? this.resolved?.cluster?.nodes;
       c = setPath(c, 'cluster', nodes !== undefined ? { preset: value, nodes } : value);
@@ -189,7 +319,7 @@ export class App {
       c = setPath(c, 'cluster', value === undefined ? c.cluster : { preset: c.cluster, nodes: value });
     } else c = setPath(c, path, value);
     const keep = (document.getElementById('keep-gpus') as HTMLInputElement | null)?.checked ?? true;
-    if (keep && REFIT_DP.has(path)) {
+    if (refit && keep && REFIT_DP.has(path)) {
       const gpus = this.gpusOf(c);
       const strategy = { ...(this.resolved?.strategy ?? {}), ...(c.strategy ?? {}) };
       const dp = fittingDp(gpus, strategy);
@@ -215,8 +345,7 @@ export class App {
     this.config = config;
     this.lastChanged = null;
     this.modified = how.modified;
-    const hash = '#' + encodeConfig(config);
-    if (location.hash !== hash) history.replaceState(null, '', hash);
+    this.writeHash();
     const scen = $('#scenario') as HTMLSelectElement;
     scen.value = this.presets.scenarios.some((s) => s.name === this.scenarioName) ? this.scenarioName : '';
     this.describe();
@@ -226,13 +355,10 @@ export class App {
     clearTimeout(this.debounce);
     const first = this.current === null;
     this.debounce = window.setTimeout(() => {
-      const auto = ($('#autorun') as HTMLInputElement).checked;
-      // On the first load the simulation goes first (it shares the CPU with validation).
-      if (first && auto) this.simulate(() => void this.check());
-      else {
-        void this.check();
-        if (auto) this.simulate();
-      }
+      // One simulation per change: it validates the config and resolves it too, so a
+      // separate check runs only when nothing simulates.
+      if (($('#autorun') as HTMLInputElement).checked) this.simulate();
+      else void this.check();
     }, first ? 0 : 120);
   }
 
@@ -299,42 +425,37 @@ export class App {
     return JSON.stringify(setPath(config, 'simulation.max_timeline_spans', PAGE_MAX_TIMELINE_SPANS));
   }
 
-  simulate(then?: () => void): void {
+  simulate(): void {
     if (this.running) this.stopWorkers();
     const seq = ++this.simSeq;
+    ++this.checkSeq; // an older check's answer no longer matters
+    if (this.checkEngine?.busy) this.checkEngine.cancel();
     const config = this.config;
     this.running = true;
     this.simStart = performance.now();
     this.setRunning(true);
     this.setStatus('Simulating…', 'busy');
-    let fullDone = false;
-    // The summary alone (no timeline) comes back sooner, much sooner for big configs: it
-    // fills the cards while the full run, in another worker, prepares the timeline.
-    this.quick
-      .call({ op: 'simulate', config: JSON.stringify(config), timeline: false })
-      .then(({ result }) => {
-        if (seq !== this.simSeq || fullDone) return;
-        this.timing.firstSummary ??= performance.now();
-        this.showNumbers(config, result);
-        this.setStatus(`Summary in ${formatDuration((performance.now() - this.simStart) / 1000)} · drawing the timeline…`, 'busy');
-      })
-      .catch(() => {}); // the full run reports errors
+    const ticker = window.setInterval(() => {
+      if (seq === this.simSeq && this.running) this.setStatus(`Simulating… ${formatDuration((performance.now() - this.simStart) / 1000)}`, 'busy');
+    }, 250);
     this.sim
       .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true })
-      .then(({ text, result, ms: workerMs }) => {
+      .then(({ text, resolved, result, ms: workerMs }) => {
+        clearInterval(ticker);
         if (seq !== this.simSeq) return;
-        fullDone = true;
-        if (this.quickEngine?.busy) this.quickEngine.cancel();
-        then?.();
         if (this.timing.firstResult === undefined) {
-          this.timing.firstResult = performance.now();
+          this.timing.firstSummary = performance.now();
           this.timing.firstSimulate = workerMs.simulate;
           this.timing.firstParse = workerMs.parse;
           this.timing.firstStart = this.simStart;
         }
+        this.resolved = resolved;
+        this.controls.showError(null);
+        this.controls.update(this.config, this.resolved);
         const ms = performance.now() - this.simStart;
         this.current = { config, text, result, ms };
         this.render();
+        this.timing.firstResult ??= performance.now();
         this.running = false;
         this.setRunning(false);
         const st = result.stats;
@@ -343,10 +464,11 @@ export class App {
           `Simulated in ${formatDuration(ms / 1000)} · ${formatInt(st.tasks ?? 0)} tasks · ${st.simulated_ranks ?? '?'} of ${st.gpus ?? '?'} GPUs simulated`,
           'ok',
         );
+        if ($('#tab-json').hidden === false) void this.refreshTree();
       })
       .catch((e: unknown) => {
+        clearInterval(ticker);
         if (seq !== this.simSeq) return;
-        then?.();
         this.running = false;
         this.setRunning(false);
         const info = e instanceof CallError ? e.info : { code: 'internal', path: '', message: String(e) };
@@ -358,9 +480,13 @@ export class App {
       });
   }
 
+  /** Simulations the page asked of its workers so far (sweeps not counted). */
+  simulationCount(): number {
+    return (this.sim?.calls.simulate ?? 0) + (this.auxEngine?.calls.simulate ?? 0) + (this.checkEngine?.calls.simulate ?? 0);
+  }
+
   private stopWorkers(): void {
     this.sim.cancel();
-    this.quickEngine?.cancel();
   }
 
   private cancel(): void {
@@ -387,7 +513,7 @@ export class App {
     const r = c.result;
     this.showNumbers(c.config, r);
     this.timeline.show(r);
-    this.compare.setCurrent(this.runLabel(c.config), r.summary);
+    this.compare.setCurrent(this.runLabel(c.config), c.config, r);
     document.body.classList.add('has-result');
     ($('#pin') as HTMLButtonElement).disabled = false;
     ($('#dl-result') as HTMLButtonElement).disabled = false;
@@ -432,19 +558,13 @@ export class App {
     }
   }
 
-  private async downloadTrace(): Promise<void> {
-    const b = $('#dl-trace') as HTMLButtonElement;
-    b.disabled = true;
-    b.textContent = 'Tracing…';
-    try {
-      const text = await this.aux.call({ op: 'trace', config: JSON.stringify(this.config) });
-      download(this.fileBase() + '.trace.json', text);
-    } catch (e) {
-      this.setStatus(`No trace: ${e instanceof Error ? e.message : String(e)}`, 'error');
-    } finally {
-      b.disabled = false;
-      b.textContent = 'Chrome trace';
-    }
+  /** The Chrome trace of the result shown, from its columns (no second simulation). */
+  private downloadTrace(): void {
+    if (!this.current) return;
+    const t0 = performance.now();
+    const parts = chromeTraceParts(this.current.result);
+    this.timing.lastTraceMs = performance.now() - t0;
+    download(this.fileBase() + '.trace.json', parts);
   }
 
   private fileBase(): string {

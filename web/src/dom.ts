@@ -39,8 +39,8 @@ export function $(sel: string, root: ParentNode = document): HTMLElement {
 }
 
 /** Saves `text` as a file named `name` (a blob URL; nothing leaves the browser). */
-export function download(name: string, text: string, type = 'application/json'): void {
-  const url = URL.createObjectURL(new Blob([text], { type }));
+export function download(name: string, text: string | string[], type = 'application/json'): void {
+  const url = URL.createObjectURL(new Blob(Array.isArray(text) ? text : [text], { type }));
   const a = h('a', { href: url, download: name });
   document.body.append(a);
   a.click();

@@ -20,6 +20,8 @@ export class Engine {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   version = '';
+  /** Calls made, by op (tests count simulations per change with it). */
+  readonly calls: Record<string, number> = {};
 
   constructor(
     private readonly module: WebAssembly.Module,
@@ -74,6 +76,7 @@ export class Engine {
   }
 
   async call<K extends Op['op']>(op: Extract<Op, { op: K }>): Promise<Answers[K]> {
+    this.calls[op.op] = (this.calls[op.op] ?? 0) + 1;
     await this.ready;
     const id = this.nextId++;
     return new Promise<Answers[K]>((resolve, reject) => {

@@ -1,5 +1,5 @@
 // Messages between the page and the simulation worker.
-import type { ErrorInfo, SimResult } from './result';
+import type { ColumnsFromModule, ErrorInfo, SimAnswer } from './result';
 
 export interface InitMessage {
   type: 'init';
@@ -25,7 +25,7 @@ export interface Answers {
   preset: string;
   check: { resolved: Record<string, any> };
   tree: string;
-  simulate: { text: string; result: SimResult; ms: { simulate: number; parse: number } };
+  simulate: SimAnswer;
   trace: string;
 }
 
@@ -58,4 +58,6 @@ export interface ProteusModule {
   compile_json(config: string): string;
   simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
   chrome_trace_json(config: string): string;
+  /** One simulation: {result, resolved, timeline?} or {error} (wasm/bindings.cpp). */
+  simulate_columns(config: string, timeline: boolean, memoryCurve: boolean): { error?: string; result?: string; resolved?: string; timeline?: ColumnsFromModule };
 }

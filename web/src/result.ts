@@ -42,7 +42,11 @@ export interface ErrorInfo {
   message: string;
 }
 
-/** Spans as columns: span i is (rank[i], stream[i], kind[i], ...). Strings are interned. */
+/**
+ * Spans as columns: span i is (rank[i], stream[i], kind[i], ...). Strings are interned.
+ * The core writes them (core/src/report/timeline_columns.cpp); the worker transfers the
+ * buffers to the page without copying.
+ */
 export interface Spans {
   n: number;
   start: Float64Array;
@@ -52,9 +56,27 @@ export interface Spans {
   stream: Uint8Array;
   kind: Uint8Array;
   name: Uint32Array;
+  /** index into `phases` (forward, backward_input, ...) */
+  phase: Uint8Array;
+  /** collective: its size S in bytes; compute: bytes moved */
+  bytes: Float64Array;
+  /** compute: FLOPs; collective: 0 */
+  flops: Float64Array;
+  /** collective: group size; compute: 0 */
+  group: Int32Array;
+  /** collective: nodes its group spans; compute: 0 */
+  nodes: Int32Array;
+  /** send-recv: span index of the matching member on the other rank, -1 if none */
+  peer: Int32Array;
+  /** CSR: span i waits for deps[depOffsets[i] .. depOffsets[i+1]) */
+  depOffsets: Int32Array;
+  deps: Int32Array;
   streams: string[];
   kinds: string[];
   names: string[];
+  phases: string[];
+  /** tasks before the cap (simulation.max_timeline_spans) */
+  totalTasks: number;
 }
 
 export interface MemoryCurve {
@@ -72,6 +94,15 @@ export interface SimResult {
   breakdown: Record<string, unknown>;
   spans: Spans;
   curves: MemoryCurve[];
+}
+
+/** What the worker sends for one simulation: the result text as the core wrote it (without
+ * the timeline), the resolved config, and the parsed result whose columns were transferred. */
+export interface SimAnswer {
+  text: string;
+  resolved: Record<string, any>;
+  result: SimResult;
+  ms: { simulate: number; parse: number };
 }
 
 class Interner {
@@ -109,10 +140,49 @@ export function allocateSpans(n: number, streams: string[], kinds: string[], nam
     stream: new Uint8Array(n),
     kind: new Uint8Array(n),
     name: new Uint32Array(n),
+    phase: new Uint8Array(n),
+    bytes: new Float64Array(n),
+    flops: new Float64Array(n),
+    group: new Int32Array(n),
+    nodes: new Int32Array(n),
+    peer: new Int32Array(n).fill(-1),
+    depOffsets: new Int32Array(n + 1),
+    deps: new Int32Array(0),
     streams,
     kinds,
     names,
+    phases: [],
+    totalTasks: n,
   };
+}
+
+/** The columns object the module's simulate_columns returns (wasm/bindings.cpp). */
+export interface ColumnsFromModule {
+  start: Float64Array;
+  end: Float64Array;
+  rank: Int32Array;
+  mb: Int32Array;
+  stream: Uint8Array;
+  kind: Uint8Array;
+  phase: Uint8Array;
+  name: Uint32Array;
+  bytes: Float64Array;
+  flops: Float64Array;
+  group: Int32Array;
+  nodes: Int32Array;
+  peer: Int32Array;
+  depOffsets: Int32Array;
+  deps: Int32Array;
+  names: string[];
+  streams: string[];
+  kinds: string[];
+  phases: string[];
+  totalTasks: number;
+}
+
+export function spansFromColumns(c: ColumnsFromModule | undefined): Spans {
+  if (!c) return allocateSpans(0, [], [], []);
+  return { n: c.start.length, ...c };
 }
 
 /** Converts the result's "timeline" array of objects into columns. */
@@ -143,13 +213,15 @@ export function curvesFromObjects(curves: readonly { rank: number; t_s: number[]
 /** The buffers of a SimResult, to transfer (not copy) from the worker. */
 export function transferables(r: SimResult): ArrayBuffer[] {
   const s = r.spans;
-  const out: ArrayBuffer[] = [s.start, s.end, s.rank, s.mb, s.stream, s.kind, s.name].map((a) => a.buffer as ArrayBuffer);
+  const cols = [s.start, s.end, s.rank, s.mb, s.stream, s.kind, s.name, s.phase, s.bytes, s.flops, s.group, s.nodes, s.peer, s.depOffsets, s.deps];
+  const out: ArrayBuffer[] = [...new Set(cols.map((a) => a.buffer as ArrayBuffer))];
   for (const c of r.curves) out.push(c.t.buffer as ArrayBuffer, c.gib.buffer as ArrayBuffer);
   return out;
 }
 
-/** Parses a result text into a SimResult, or returns the error it carries. */
-export function parseResult(text: string): { ok: true; result: SimResult } | { ok: false; error: ErrorInfo } {
+/** Parses a result text into a SimResult, or returns the error it carries. `columns`, when
+ * given, is the timeline (the text then has none). */
+export function parseResult(text: string, columns?: ColumnsFromModule): { ok: true; result: SimResult } | { ok: false; error: ErrorInfo } {
   let j: any;
   try {
     j = JSON.parse(text);
@@ -165,7 +237,7 @@ export function parseResult(text: string): { ok: true; result: SimResult } | { o
       warnings: j.warnings ?? [],
       stats: j.stats ?? {},
       breakdown: j.breakdown ?? {},
-      spans: spansFromObjects(j.timeline),
+      spans: columns ? spansFromColumns(columns) : spansFromObjects(j.timeline),
       curves: curvesFromObjects(j.memory_curves),
     },
   };

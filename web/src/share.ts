@@ -58,3 +58,58 @@ export function decodeFragment(fragment: string): Decoded | null {
     return { ok: false, message: 'This share link does not hold a config object. The default scenario is shown instead.' };
   return { ok: true, config: config as Record<string, unknown> };
 }
+
+/** What the link holds besides the config: the lesson step, the open tab, the pinned runs,
+ * presenter mode and the selected span. */
+export interface PageState {
+  lesson?: string;
+  step?: number;
+  tab?: string;
+  pins?: { label: string; config: Record<string, unknown> }[];
+  present?: boolean;
+}
+
+const NAME = /^[a-z0-9-]{1,40}$/;
+
+/** The fragment (without '#') for `config` (null: none, e.g. a lesson step) and `state`. */
+export function encodeFragment(config: unknown | null, state: PageState): string {
+  const parts: string[] = [];
+  if (state.lesson && NAME.test(state.lesson)) parts.push(`lesson=${state.lesson}`, `step=${(state.step ?? 0) + 1}`);
+  if (config !== null) parts.push(encodeConfig(config));
+  if (state.tab && NAME.test(state.tab)) parts.push(`tab=${state.tab}`);
+  if (state.pins?.length) parts.push(`p=${LZString.compressToEncodedURIComponent(JSON.stringify(state.pins))}`);
+  if (state.present) parts.push('present=1');
+  return parts.join('&');
+}
+
+/** Reads the page state of a fragment; anything malformed is left out (never trusted). */
+export function decodeState(fragment: string): PageState {
+  const text = fragment.startsWith('#') ? fragment.slice(1) : fragment;
+  const out: PageState = {};
+  if (text.length > MAX_FRAGMENT_CHARS) return out;
+  for (const part of text.split('&')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const k = part.slice(0, eq);
+    const v = part.slice(eq + 1);
+    if (k === 'lesson' && NAME.test(v)) out.lesson = v;
+    else if (k === 'step' && /^\d{1,3}$/.test(v)) out.step = Math.max(0, Number(v) - 1);
+    else if (k === 'tab' && NAME.test(v)) out.tab = v;
+    else if (k === 'present') out.present = v === '1';
+    else if (k === 'p') {
+      try {
+        const json = LZString.decompressFromEncodedURIComponent(v);
+        if (!json || json.length > MAX_CONFIG_CHARS) continue;
+        const list = JSON.parse(json);
+        if (!Array.isArray(list)) continue;
+        out.pins = list
+          .filter((p) => p && typeof p === 'object' && typeof p.label === 'string' && p.config && typeof p.config === 'object' && !Array.isArray(p.config))
+          .slice(0, 8)
+          .map((p) => ({ label: String(p.label).slice(0, 120), config: p.config }));
+      } catch {
+        /* a damaged pin list is dropped, the config still loads */
+      }
+    }
+  }
+  return out;
+}

@@ -1,6 +1,6 @@
 // The simulation worker: owns one instance of the WebAssembly module and answers calls.
 // The page terminates and recreates it to cancel a running simulation.
-import { errorOf, parseResult, transferables } from './result';
+import { errorOf, parseResult, transferables, type SimAnswer } from './result';
 import type { CallMessage, InitMessage, ProteusModule, WorkerReply } from './protocol';
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
@@ -71,13 +71,17 @@ function call(m: CallMessage): void {
         return e ? fail(e) : ok(t);
       }
       case 'simulate': {
+        // One simulation: the result (summary, devices, breakdown), the resolved config and
+        // the timeline as typed arrays, whose buffers move to the page without a copy.
         const t0 = performance.now();
-        const text = mod.simulate_json(m.config, m.timeline, m.timeline, false);
+        const out = mod.simulate_columns(m.config, m.timeline, m.timeline);
         const t1 = performance.now();
-        const parsed = parseResult(text);
+        if (out.error !== undefined) return fail(isErrorText(out.error) ?? { error: { code: 'internal', message: out.error } });
+        const parsed = parseResult(out.result!, out.timeline);
         if (!parsed.ok) return fail({ error: parsed.error });
         const ms = { simulate: t1 - t0, parse: performance.now() - t1 };
-        return ok({ text, result: parsed.result, ms }, transferables(parsed.result));
+        const answer: SimAnswer = { text: out.result!, resolved: JSON.parse(out.resolved!), result: parsed.result, ms };
+        return ok(answer, transferables(parsed.result));
       }
       case 'trace': {
         const t = mod.chrome_trace_json(m.config);

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include "proteus/error.h"
+#include "proteus/timeline_columns.h"
 
 namespace proteus {
 
@@ -10,6 +11,17 @@ struct SimulateOptions {
   bool timeline = false;      // include "timeline" spans in the result
   bool memory_curve = false;  // include per-rank memory curves
   bool wall_time = false;     // include stats.wall_ms (off by default: results stay byte-identical)
+  bool columns = false;       // simulate_output: the timeline as columns (not in the JSON)
+  bool chrome_trace = false;  // simulate_output: the Chrome trace of the same run
+};
+
+// One simulation and everything made from it: the result JSON, the resolved config (as
+// show_json writes it), and, as asked, the timeline columns and the Chrome trace.
+struct SimulationOutput {
+  std::string result;
+  std::string resolved;
+  std::string chrome_trace;
+  TimelineColumns timeline;
 };
 
 std::string version();
@@ -23,6 +35,7 @@ std::string tree_text(const std::string& config_text);     // resolved strategy 
 std::string compile_json(const std::string& config_text);  // compile statistics
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options);
 std::string chrome_trace_json(const std::string& config_text);
+SimulationOutput simulate_output(const std::string& config_text, const SimulateOptions& options);
 // Simulates every case of a validation file (tests/validation/published.json, docs/fidelity.md)
 // and returns per-case predicted vs published, the mean absolute percentage error, memory
 // cases, rankings and whether the targets are met.

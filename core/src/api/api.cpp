@@ -117,6 +117,17 @@ std::string chrome_trace_json(const std::string& config_text) {
   return chrome_trace({s.config, s.compiled.exec, s.trace, s.wall_ms});
 }
 
+SimulationOutput simulate_output(const std::string& config_text, const SimulateOptions& options) {
+  const Simulated s = run_simulation(config_text, options.memory_curve);
+  const ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
+  SimulationOutput out;
+  out.result = result_json(in, options);
+  out.resolved = config_to_json(s.config);
+  if (options.columns) out.timeline = timeline_columns(in);
+  if (options.chrome_trace) out.chrome_trace = chrome_trace(in);
+  return out;
+}
+
 std::string error_json(const Error& error) {
   nlohmann::ordered_json j;
   j["ok"] = false;

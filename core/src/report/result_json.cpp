@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proteus/report.h"
+#include "proteus/timeline_columns.h"
 #include "proteus/units.h"
 #include "report_names.h"
 
@@ -280,49 +281,26 @@ std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, co
   return w;
 }
 
-// The timeline, capped at simulation.max_timeline_spans: when there are more spans, it keeps
-// every span that starts before a time horizon, the latest that fits the cap, so that every
-// rank's window [0, horizon) is complete rather than the first ranks complete and the last
-// ones missing.
+// The timeline (timeline_selection: capped at simulation.max_timeline_spans, every rank's
+// window [0, horizon) complete).
 ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& warns) {
   const ExecGraph& g = in.graph;
   const Trace& trace = in.trace;
-  const int64_t cap = std::max<int64_t>(0, in.config.simulation.max_timeline_spans);
-  const int64_t total = static_cast<int64_t>(g.tasks.size());
-  double horizon_s = std::numeric_limits<double>::infinity();
-  if (total > cap) {
-    std::vector<double> starts(trace.task_start_s.begin(), trace.task_start_s.end());
-    std::nth_element(starts.begin(), starts.begin() + cap, starts.end());
-    horizon_s = starts[static_cast<size_t>(cap)];  // spans starting strictly before it: at most cap
-  }
-  // Spans starting exactly at the horizon fill what the cap leaves, in queue order.
-  int64_t at_horizon_room = cap;
-  if (total > cap)
-    for (double start : trace.task_start_s) at_horizon_room -= start < horizon_s ? 1 : 0;
+  std::string warning;
   ordered_json spans = ordered_json::array();
-  for (size_t q = 0; q < g.queues.size(); ++q)
-    for (int t : g.queues[q]) {
-      const double start = trace.task_start_s[static_cast<size_t>(t)];
-      if (start > horizon_s) continue;
-      if (start == horizon_s && at_horizon_room-- <= 0) continue;
-      const Task& task = g.tasks[static_cast<size_t>(t)];
-      ordered_json s;
-      s["rank"] = g.ranks[static_cast<size_t>(task.rank)].gpu;
-      s["stream"] = to_string(task.stream);
-      s["name"] = report::task_name(g, t);
-      s["kind"] = report::task_kind(g, t);
-      s["mb"] = task.micro_batch;
-      s["start_s"] = trace.task_start_s[static_cast<size_t>(t)];
-      s["end_s"] = trace.task_end_s[static_cast<size_t>(t)];
-      spans.push_back(std::move(s));
-    }
-  if (total > cap) {
-    std::ostringstream horizon;
-    horizon << horizon_s;
-    warns.push_back("The timeline shows " + std::to_string(spans.size()) + " of the " +
-                    std::to_string(total) + " spans: every rank up to t = " + horizon.str() +
-                    " s (raise simulation.max_timeline_spans to see more).");
+  for (int t : timeline_selection(in, &warning)) {
+    const Task& task = g.tasks[static_cast<size_t>(t)];
+    ordered_json s;
+    s["rank"] = g.ranks[static_cast<size_t>(task.rank)].gpu;
+    s["stream"] = to_string(task.stream);
+    s["name"] = report::task_name(g, t);
+    s["kind"] = report::task_kind(g, t);
+    s["mb"] = task.micro_batch;
+    s["start_s"] = trace.task_start_s[static_cast<size_t>(t)];
+    s["end_s"] = trace.task_end_s[static_cast<size_t>(t)];
+    spans.push_back(std::move(s));
   }
+  if (!warning.empty()) warns.push_back(warning);
   return spans;
 }
 

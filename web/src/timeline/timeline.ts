@@ -4,6 +4,12 @@
 // visible window, runs of sub-pixel spans collapse into one pixel column, labels appear
 // only on spans wide enough to hold them, redraws are coalesced into one per animation
 // frame, and the hover cursor and tooltip are DOM elements (moving the mouse never repaints).
+//
+// Perfetto's habits: click a span to select it (details via onSelect), drag to select a time
+// range (onRange), Shift+drag or drag on the time axis to pan, W/S/A/D, search highlights
+// matching spans, stage groups collapse on click, a compute-only view; send/receive arrows
+// join the two ends of a pipeline transfer and idle time on compute lanes is shaded. Touch:
+// one finger pans, two fingers pinch-zoom, a tap selects.
 import type { MemoryCurve, Spans } from '../result';
 import { buildLanes, firstVisible, lowerBound, spanAt, type Lane, type LaneIndex } from './lanes';
 import { formatTick, TimeScale, type TimeBounds } from './time_scale';
@@ -30,11 +36,21 @@ export interface TimelineOptions {
   maxHeight?: number;
   /** Called after the visible window changes. */
   onScale?: (scale: TimeScale) => void;
+  /** A second, quieter line under the rank label (e.g. "×1024": GPUs it stands for). */
+  rankNote?: (rank: number) => string | null;
+  /** Called when a span is selected (its index) or the selection is cleared (-1). */
+  onSelect?: (i: number) => void;
+  /** The time axis reaches at least this far (a shared axis for runs stacked in compare). */
+  tMax?: number;
+  /** Start in the compact compute-only view. */
+  computeOnly?: boolean;
+  /** Called when a time range is selected, or cleared (null). */
+  onRange?: (range: { t0: number; t1: number } | null) => void;
 }
 
 type Row =
-  | { type: 'group'; y: number; h: number; text: string }
-  | { type: 'lane'; y: number; h: number; lane: Lane; first: boolean; last: boolean; index: number }
+  | { type: 'group'; y: number; h: number; text: string; stage: number; collapsed: boolean }
+  | { type: 'lane'; y: number; h: number; lane: Lane; first: boolean; second: boolean; last: boolean; index: number }
   | { type: 'memory'; y: number; h: number; curve: MemoryCurve };
 
 type Label = { x: number; y: number; w: number; h: number; i: number };
@@ -43,6 +59,12 @@ const AXIS_H = 26;
 const FONT = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 const FONT_BOLD = '600 11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
 const MIN_LABEL_PX = 5;
+const IDLE_FILL = '#f7e3e1'; // compute lane with nothing running: idle (the bubble)
+const ARROW = '#1f2630';
+const MAX_ARROWS = 1500;
+/** Label families: a run of touching spans of one family and micro-batch gets one label
+ * (1F1B's backward is B and W ops interleaved: one "B3", not slivers). */
+const FAMILY: Record<string, number> = { forward: 1, backward_input: 2, backward_weight: 2, recompute: 2, backward: 2 };
 
 export class Timeline {
   readonly root: HTMLDivElement;
@@ -54,8 +76,19 @@ export class Timeline {
   private readonly tip: HTMLDivElement;
   private readonly ctx: CanvasRenderingContext2D;
   private readonly idx: LaneIndex;
-  private readonly rows: Row[] = [];
-  private readonly contentH: number;
+  private rows: Row[] = [];
+  private contentH = 0;
+  private laneRows = new Map<number, Extract<Row, { type: 'lane' }>>();
+  private readonly collapsed = new Set<number>();
+  private computeOnly = false;
+  private selectedSpan = -1;
+  private rangeSel: { t0: number; t1: number } | null = null;
+  private match: Uint8Array | null = null;
+  private matchList: number[] = [];
+  private matchAt = -1;
+  private readonly kindFamily: number[];
+  private readonly kindDim: string[];
+  private readonly spanPos: Uint32Array; // span index -> position in idx.order
   private readonly bounds: TimeBounds;
   private readonly kindColor: string[];
   private readonly kindText: string[];
@@ -68,7 +101,8 @@ export class Timeline {
   private widthCss = 0;
   private viewH = 0;
   private mouseX = -1;
-  private drag: { x: number; y: number; scale: TimeScale; scrollTop: number; moved: boolean } | null = null;
+  private drag: { x: number; y: number; scale: TimeScale; scrollTop: number; moved: boolean; mode: 'pan' | 'range' } | null = null;
+  private touch: { ids: number[]; x: number[]; y: number[]; scale: TimeScale; scrollTop: number; moved: boolean } | null = null;
   private readonly resizeObserver: ResizeObserver;
   private readonly cleanup: (() => void)[] = [];
   private readonly gutter: number;
@@ -82,8 +116,13 @@ export class Timeline {
     this.idx = buildLanes(spans, opts.streamOrder ?? ['compute', 'tp_comm', 'dp_comm', 'pp_comm']);
     this.kindColor = spans.kinds.map((k) => opts.color(k));
     this.kindText = this.kindColor.map(textColorOn);
+    this.kindDim = this.kindColor.map((c) => mix(c, '#ffffff', 0.78));
+    this.kindFamily = spans.kinds.map((k, i) => FAMILY[k] ?? 10 + i);
+    this.spanPos = new Uint32Array(spans.n);
+    for (let k = 0; k < spans.n; ++k) this.spanPos[this.idx.order[k]] = k;
     const memEnd = Math.max(0, ...(opts.memory?.curves ?? []).map((c) => (c.t.length ? c.t[c.t.length - 1] : 0)));
-    const tMax = Math.max(this.idx.maxEnd, memEnd) || 1;
+    const tMax = Math.max(this.idx.maxEnd, memEnd, opts.tMax ?? 0) || 1;
+    this.computeOnly = opts.computeOnly ?? false;
     this.bounds = { min: 0, max: tMax, minSpan: Math.max(tMax * 1e-7, 1e-9) };
     // Memory tracks: scaled to the highest peak so the shape shows; the capacity line is
     // drawn when it is near enough to be on the same scale.
@@ -92,12 +131,12 @@ export class Timeline {
     const cap = opts.memory?.capacityGiB ?? 0;
     this.capOnScale = cap > 0 && cap <= peakAll * 1.6;
     this.memMax = Math.max(peakAll * 1.12, this.capOnScale ? cap * 1.04 : 0) || 1;
-    this.contentH = this.layout();
+    this.layout();
 
     this.root = div('tl');
     this.root.tabIndex = 0;
     this.root.setAttribute('role', 'img');
-    this.root.setAttribute('aria-label', 'Timeline of the simulated iteration: one row per GPU and stream. Zoom with the mouse wheel or W/S, pan by dragging or with A/D.');
+    this.root.setAttribute('aria-label', 'Timeline of the simulated iteration: one row per GPU and stream. Zoom with the mouse wheel or W/S, pan with A/D or Shift+drag, drag to select a time range, click a span for its details.');
     this.scroller = div('tl-scroll');
     this.canvas = document.createElement('canvas');
     this.canvas.className = 'tl-canvas';
@@ -143,6 +182,103 @@ export class Timeline {
     this.setWindow(this.bounds.min, this.bounds.max);
   }
 
+  /** Selects span i (-1: none) and reports it through onSelect. */
+  select(i: number): void {
+    this.selectedSpan = i >= 0 && i < this.spans.n ? i : -1;
+    this.root.dataset.selected = String(this.selectedSpan);
+    this.opts.onSelect?.(this.selectedSpan);
+    this.requestDraw();
+  }
+
+  get selected(): number {
+    return this.selectedSpan;
+  }
+
+  /** Selects the time range [t0, t1] (null clears it) and reports it through onRange. */
+  setRange(range: { t0: number; t1: number } | null): void {
+    this.rangeSel = range && range.t1 > range.t0 ? { t0: range.t0, t1: range.t1 } : null;
+    this.root.dataset.range = this.rangeSel ? `${this.rangeSel.t0},${this.rangeSel.t1}` : '';
+    this.opts.onRange?.(this.rangeSel);
+    this.requestDraw();
+  }
+
+  /** Highlights spans whose name contains `query` (case-insensitive); returns how many. */
+  search(query: string): number {
+    const q = query.trim().toLowerCase();
+    this.matchList = [];
+    this.matchAt = -1;
+    if (!q) {
+      this.match = null;
+      this.requestDraw();
+      return 0;
+    }
+    const m = new Uint8Array(this.spans.names.length);
+    this.spans.names.forEach((n, i) => (m[i] = n.toLowerCase().includes(q) ? 1 : 0));
+    this.match = m;
+    // Matches in time order, for "next".
+    for (let i = 0; i < this.spans.n; ++i) if (m[this.spans.name[i]]) this.matchList.push(i);
+    this.matchList.sort((a, b) => this.spans.start[a] - this.spans.start[b] || a - b);
+    this.requestDraw();
+    return this.matchList.length;
+  }
+
+  /** Selects the next search match (dir -1: the previous), zooming to it when off screen. */
+  nextMatch(dir = 1): number {
+    const n = this.matchList.length;
+    if (!n) return -1;
+    this.matchAt = (this.matchAt + dir + n) % n;
+    const i = this.matchList[this.matchAt];
+    this.reveal(i);
+    this.select(i);
+    return i;
+  }
+
+  /** Brings span i into view (time window and vertical scroll). */
+  reveal(i: number): void {
+    const s = this.scaleValue;
+    const a = this.spans.start[i];
+    const b = this.spans.end[i];
+    if (a < s.t0 || b > s.t1) {
+      const w = Math.max(s.span, (b - a) * 4);
+      const w2 = Math.min(w, this.bounds.max - this.bounds.min);
+      this.setWindow(Math.max(this.bounds.min, (a + b) / 2 - w2 / 2), Math.max(this.bounds.min, (a + b) / 2 - w2 / 2) + w2);
+    }
+    const row = this.laneRows.get(laneKey(this.spans.rank[i], this.spans.stream[i]));
+    if (row && (row.y < this.scroller.scrollTop + AXIS_H || row.y + row.h > this.scroller.scrollTop + this.viewH)) this.scroller.scrollTop = Math.max(0, row.y - AXIS_H - 40);
+  }
+
+  /** Redraws (after a theme change). */
+  redraw(): void {
+    this.requestDraw();
+  }
+
+  /** Only compute lanes (a compact view of the schedule). */
+  setComputeOnly(on: boolean): void {
+    if (on === this.computeOnly) return;
+    this.computeOnly = on;
+    this.relayout();
+  }
+
+  /** Collapses or expands a pipeline stage's lanes. */
+  toggleStage(stage: number, collapse?: boolean): void {
+    const c = collapse ?? !this.collapsed.has(stage);
+    if (c) this.collapsed.add(stage);
+    else this.collapsed.delete(stage);
+    this.relayout();
+  }
+
+  /** Collapses every stage but the first `keep` (a long pipeline fits on screen). */
+  collapseFrom(keep: number): void {
+    for (const r of this.rows) if (r.type === 'group' && r.stage >= keep) this.collapsed.add(r.stage);
+    this.relayout();
+  }
+
+  private relayout(): void {
+    this.layout();
+    this.widthCss = -1; // force resize
+    this.resize();
+  }
+
   destroy(): void {
     cancelAnimationFrame(this.frame);
     this.resizeObserver.disconnect();
@@ -182,11 +318,15 @@ export class Timeline {
 
   // ---- layout -------------------------------------------------------------------------
 
-  private layout(): number {
+  private layout(): void {
+    this.rows = [];
+    this.laneRows.clear();
     const laneH = this.opts.laneHeight ?? 16;
     const stageOf = this.opts.stageOf ?? (() => 0);
     const byStage = new Map<number, Lane[]>();
+    const computeStream = this.spans.streams.indexOf('compute');
     for (const lane of this.idx.lanes) {
+      if (this.computeOnly && lane.stream !== computeStream) continue;
       const s = stageOf(lane.rank);
       if (!byStage.has(s)) byStage.set(s, []);
       byStage.get(s)!.push(lane);
@@ -195,21 +335,31 @@ export class Timeline {
     let y = AXIS_H + 4;
     let index = 0;
     for (const s of stages) {
-      this.rows.push({ type: 'group', y, h: 18, text: stages.length > 1 || s > 0 ? `Pipeline stage ${s}` : 'All GPUs (one pipeline stage)' });
-      y += 18;
       const lanes = byStage.get(s)!;
+      const collapsed = this.collapsed.has(s);
+      const gpus = new Set(lanes.map((l) => l.rank)).size;
+      const title = stages.length > 1 || s > 0 ? `Pipeline stage ${s}` : 'All GPUs (one pipeline stage)';
+      this.rows.push({ type: 'group', y, h: 18, text: `${collapsed ? '▸' : '▾'} ${title}${collapsed ? ` (${gpus} GPU${gpus > 1 ? 's' : ''} hidden)` : ''}`, stage: s, collapsed });
+      y += 18;
+      if (collapsed) {
+        y += 2;
+        continue;
+      }
       for (let i = 0; i < lanes.length; ++i) {
         const first = i === 0 || lanes[i - 1].rank !== lanes[i].rank;
         const last = i === lanes.length - 1 || lanes[i + 1].rank !== lanes[i].rank;
-        this.rows.push({ type: 'lane', y, h: laneH, lane: lanes[i], first, last, index: index++ });
+        const second = !first && lanes[i - 1].rank === lanes[i].rank && (i === 1 || lanes[i - 2].rank !== lanes[i].rank);
+        const row = { type: 'lane' as const, y, h: laneH, lane: lanes[i], first, second, last, index: index++ };
+        this.rows.push(row);
+        this.laneRows.set(laneKey(lanes[i].rank, lanes[i].stream), row);
         y += laneH + 2 + (last ? 6 : 0);
       }
     }
     const curves = this.opts.memory?.curves ?? [];
-    if (curves.length) {
+    if (curves.length && !this.computeOnly) {
       y += 6;
       const cap = fmtNum(this.opts.memory!.capacityGiB);
-      this.rows.push({ type: 'group', y, h: 18, text: `Memory in use per GPU, 0 – ${fmtNum(this.memMax)} GiB (${this.capOnScale ? `dashed: capacity ${cap} GiB` : `capacity ${cap} GiB is above the scale`})` });
+      this.rows.push({ type: 'group', y, h: 18, text: `Memory in use per GPU, 0 – ${fmtNum(this.memMax)} GiB (${this.capOnScale ? `dashed: capacity ${cap} GiB` : `capacity ${cap} GiB is above the scale`})`, stage: -1, collapsed: false });
       y += 18;
       const mh = this.opts.memoryHeight ?? 44;
       const sorted = [...curves].sort((a, b) => stageOf(a.rank) - stageOf(b.rank) || a.rank - b.rank);
@@ -218,7 +368,7 @@ export class Timeline {
         y += mh + 6;
       }
     }
-    return y + 4;
+    this.contentH = y + 4;
   }
 
   private resize(): void {
@@ -236,7 +386,7 @@ export class Timeline {
     this.canvas.style.height = `${h}px`;
     this.scroller.style.height = `${h}px`;
     this.spacer.style.height = `${Math.max(0, this.contentH - h)}px`;
-    this.scaleValue = this.scaleValue.withRange(this.gutter, w - 12);
+    this.scaleValue = this.scaleValue.withRange(Math.min(this.gutter, Math.round(w * 0.3)), w - 12);
     this.publishScale();
     this.draw();
   }
@@ -259,11 +409,10 @@ export class Timeline {
     ctx.rect(0, AXIS_H, w, h - AXIS_H);
     ctx.clip();
     const ticks = s.ticks(90);
-    // vertical grid lines
-    ctx.fillStyle = '#eef0f3';
-    for (const t of ticks.values) ctx.fillRect(Math.round(s.toPx(t)), AXIS_H, 1, h - AXIS_H);
-    // Spans go into one path per kind (filled once per frame), labels are drawn last.
-    const paths: (Path2D | undefined)[] = new Array(this.kindColor.length);
+    // Spans go into one path per kind (filled once per frame; kinds dimmed by a search get
+    // their own paths), labels are drawn last.
+    const K = this.kindColor.length;
+    const paths: (Path2D | undefined)[] = new Array(2 * K);
     const labels: Label[] = [];
     const firstRow = this.rowAtY(top + AXIS_H);
     for (let r = Math.max(0, firstRow); r < this.rows.length; ++r) {
@@ -278,15 +427,113 @@ export class Timeline {
     ctx.beginPath();
     ctx.rect(s.x0, AXIS_H, s.width, h - AXIS_H);
     ctx.clip();
+    // vertical grid lines, over the lane backgrounds and under the spans
+    ctx.fillStyle = 'rgba(31, 38, 48, 0.07)';
+    for (const t of ticks.values) ctx.fillRect(Math.round(s.toPx(t)), AXIS_H, 1, h - AXIS_H);
     for (let k = 0; k < paths.length; ++k) {
       const p = paths[k];
       if (!p) continue;
-      ctx.fillStyle = this.kindColor[k];
+      ctx.fillStyle = k < K ? this.kindColor[k] : this.kindDim[k - K];
       ctx.fill(p);
     }
     this.drawLabels(labels);
+    this.drawArrows(top, h);
+    this.drawSelection(top);
+    this.drawRange(h);
     ctx.restore();
     this.drawAxis(ticks);
+  }
+
+  /** Send/receive arrows between the two ends of pipeline transfers in view. */
+  private drawArrows(top: number, h: number): void {
+    const sp = this.spans;
+    const ppStream = sp.streams.indexOf('pp_comm');
+    if (ppStream < 0 || this.computeOnly) return;
+    const s = this.scaleValue;
+    const ctx = this.ctx;
+    const stageOf = this.opts.stageOf ?? (() => 0);
+    const path = new Path2D();
+    const heads = new Path2D();
+    let count = 0;
+    for (const row of this.laneRows.values()) {
+      if (row.lane.stream !== ppStream) continue;
+      const y0 = row.y - top;
+      if (y0 + row.h < AXIS_H - 200 || y0 > h + 200) continue;
+      const idx = this.idx;
+      for (let k = firstVisible(idx, row.lane, s.t0); k < row.lane.to && idx.start[k] < s.t1; ++k) {
+        const i = idx.order[k];
+        const j = sp.peer[i];
+        if (j < 0) continue;
+        // Draw each pair once, from the sender: activations go down the pipeline in the
+        // forward pass, gradients up in the backward pass.
+        const forward = sp.phases[sp.phase[i]] === 'forward';
+        const si = stageOf(sp.rank[i]);
+        const sj = stageOf(sp.rank[j]);
+        if (si === sj ? i > j : forward ? si > sj : si < sj) continue;
+        const other = this.laneRows.get(laneKey(sp.rank[j], sp.stream[j]));
+        if (!other) continue;
+        const xa = s.toPx(sp.start[i]);
+        const xb = s.toPx(sp.end[j]);
+        if (Math.max(xa, xb) < s.x0 || Math.min(xa, xb) > s.x1) continue;
+        const ya = y0 + row.h / 2;
+        const yb = other.y - top + other.h / 2;
+        path.moveTo(xa, ya);
+        path.lineTo(xb, yb);
+        const ang = Math.atan2(yb - ya, xb - xa);
+        heads.moveTo(xb, yb);
+        heads.lineTo(xb - 6 * Math.cos(ang - 0.45), yb - 6 * Math.sin(ang - 0.45));
+        heads.lineTo(xb - 6 * Math.cos(ang + 0.45), yb - 6 * Math.sin(ang + 0.45));
+        heads.closePath();
+        if (++count >= MAX_ARROWS) break;
+      }
+      if (count >= MAX_ARROWS) break;
+    }
+    if (!count) return;
+    ctx.strokeStyle = 'rgba(31, 38, 48, 0.55)';
+    ctx.lineWidth = 1;
+    ctx.stroke(path);
+    ctx.fillStyle = ARROW;
+    ctx.fill(heads);
+    this.root.dataset.arrows = String(count);
+  }
+
+  private drawSelection(top: number): void {
+    const i = this.selectedSpan;
+    if (i < 0) return;
+    const row = this.laneRows.get(laneKey(this.spans.rank[i], this.spans.stream[i]));
+    if (!row) return;
+    const s = this.scaleValue;
+    const x0 = Math.max(s.x0 - 2, s.toPx(this.spans.start[i]));
+    const x1 = Math.min(s.x1 + 2, s.toPx(this.spans.end[i]));
+    const ctx = this.ctx;
+    ctx.strokeStyle = '#111111';
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x0 - 1, row.y - top, Math.max(2, x1 - x0 + 2), row.h);
+    // its dependencies, outlined thinner
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = '#b3261e';
+    for (let d = this.spans.depOffsets[i]; d < this.spans.depOffsets[i + 1]; ++d) {
+      const j = this.spans.deps[d];
+      const r2 = this.laneRows.get(laneKey(this.spans.rank[j], this.spans.stream[j]));
+      if (!r2) continue;
+      const a = s.toPx(this.spans.start[j]);
+      const b = s.toPx(this.spans.end[j]);
+      ctx.strokeRect(a - 0.5, r2.y - top + 0.5, Math.max(1, b - a + 1), r2.h - 1);
+    }
+  }
+
+  private drawRange(h: number): void {
+    const r = this.rangeSel;
+    if (!r) return;
+    const s = this.scaleValue;
+    const ctx = this.ctx;
+    const a = s.toPx(r.t0);
+    const b = s.toPx(r.t1);
+    ctx.fillStyle = 'rgba(37, 99, 201, 0.12)';
+    ctx.fillRect(a, AXIS_H, b - a, h - AXIS_H);
+    ctx.fillStyle = 'rgba(37, 99, 201, 0.8)';
+    ctx.fillRect(Math.round(a), AXIS_H, 1, h - AXIS_H);
+    ctx.fillRect(Math.round(b), AXIS_H, 1, h - AXIS_H);
   }
 
   private drawGroup(row: Extract<Row, { type: 'group' }>, y: number): void {
@@ -306,24 +553,51 @@ export class Timeline {
     const streamName = this.spans.streams[lane.stream];
     // gutter labels
     ctx.textBaseline = 'middle';
+    // The stream label on the right of the gutter, the rank label left of it, cut to the room
+    // left (never overlapping); the rank's note ("×1024") on its second lane.
+    const gutter = s.x0;
+    ctx.font = FONT;
+    const streamText = this.opts.streamLabel?.(streamName) ?? streamName;
+    const streamW = this.measure(streamText);
+    const room = gutter - 8 - streamW - 14;
     if (row.first) {
       ctx.font = FONT_BOLD;
       ctx.fillStyle = '#1f2630';
-      ctx.fillText(this.opts.rankLabel?.(lane.rank) ?? `GPU ${lane.rank}`, 8, y + row.h / 2 + 0.5);
+      const text = fitText(this.opts.rankLabel?.(lane.rank) ?? `GPU ${lane.rank}`, room, (t) => this.ctx.measureText(t).width);
+      if (text) ctx.fillText(text, 8, y + row.h / 2 + 0.5);
+    } else if (row.second) {
+      const note = this.opts.rankNote?.(lane.rank);
+      if (note) {
+        ctx.font = FONT;
+        ctx.fillStyle = '#5f6873';
+        const text = fitText(note, room, (t) => this.ctx.measureText(t).width);
+        if (text) ctx.fillText(text, 8, y + row.h / 2 + 0.5);
+      }
     }
     ctx.font = FONT;
-    ctx.fillStyle = '#6b7480';
+    ctx.fillStyle = '#5f6873';
     ctx.textAlign = 'right';
-    ctx.fillText(this.opts.streamLabel?.(streamName) ?? streamName, this.gutter - 8, y + row.h / 2 + 0.5);
+    ctx.fillText(streamText, gutter - 8, y + row.h / 2 + 0.5);
     ctx.textAlign = 'left';
-    // lane background
+    // lane background; on compute lanes the time nothing runs is shaded (idle: the bubble)
     ctx.fillStyle = row.index % 2 ? '#fafbfc' : '#f4f6f8';
     ctx.fillRect(s.x0, y, s.width, row.h);
+    if (streamName === 'compute') {
+      const a = Math.max(s.x0, s.toPx(this.bounds.min));
+      const b = Math.min(s.x1, s.toPx(this.idx.maxEnd));
+      ctx.fillStyle = IDLE_FILL;
+      if (b > a) ctx.fillRect(a, y + 1, b - a, row.h - 2);
+    }
 
     const idx = this.idx;
     const order = idx.order;
     const kind = this.spans.kind;
     const mbs = this.spans.mb;
+    const names = this.spans.name;
+    const match = this.match;
+    const K = this.kindColor.length;
+    const family = this.kindFamily;
+    const bwdInput = this.spans.kinds.indexOf('backward_input');
     const pps = s.pxPerSecond;
     const top = y + 1;
     const hh = row.h - 2;
@@ -361,9 +635,10 @@ export class Timeline {
       if (b - a >= MIN_LABEL_PX + 6) labels.push({ x: a, y, h: row.h, w: b - a, i: runI });
     };
     const extend = (i: number, x0: number, x1: number) => {
-      const key = kind[i] * 1_000_003 + (mbs[i] + 1);
+      const key = family[kind[i]] * 1_000_003 + (mbs[i] + 1);
       if (key === runKey && x0 - runX1 < 2) {
         if (x1 > runX1) runX1 = x1;
+        if (kind[i] === bwdInput && kind[runI] !== bwdInput) runI = i; // B+W ops: "B"
         return;
       }
       flush();
@@ -377,15 +652,16 @@ export class Timeline {
       const i = order[k];
       const x0 = Math.max(xMin, s.x0 + (idx.start[k] - s.t0) * pps);
       const x1 = Math.min(xMax, s.x0 + (idx.end[k] - s.t0) * pps);
+      const pk2 = match && !match[names[i]] ? kind[i] + K : kind[i];
       if (x1 - x0 >= 1) {
         const wide = x1 - x0 > 8;
-        put(kind[i], x0, wide ? x1 - 1 : x1, !wide); // a 1 px gap separates wide spans
+        put(pk2, x0, wide ? x1 - 1 : x1, !wide); // a 1 px gap separates wide spans
         extend(i, x0, x1);
         ++k;
       } else {
         // Sub-pixel: fill this pixel column once and skip every span that starts inside it.
         const col = Math.floor(x0);
-        put(kind[i], col, col + 1, true);
+        put(pk2, col, col + 1, true);
         extend(i, col, col + 1);
         const next = lowerBound(idx.start, s.t0 + (col + 1 - s.x0) / pps, k + 1, lane.to);
         // Spans in a stream do not overlap: only the last skipped one can reach past the column.
@@ -566,26 +842,39 @@ export class Timeline {
     );
     on(this.canvas, 'mousedown', (e) => {
       if (e.button !== 0) return;
-      this.drag = { x: e.clientX, y: e.clientY, scale: this.scaleValue, scrollTop: this.scroller.scrollTop, moved: false };
+      const pan = e.shiftKey || localY(e) < AXIS_H || localX(e) < this.scaleValue.x0;
+      this.drag = { x: e.clientX, y: e.clientY, scale: this.scaleValue, scrollTop: this.scroller.scrollTop, moved: false, mode: pan ? 'pan' : 'range' };
       this.root.focus({ preventScroll: true });
       e.preventDefault();
     });
     const move = (e: MouseEvent) => {
-      if (!this.drag) return;
-      const dx = e.clientX - this.drag.x;
-      const dy = e.clientY - this.drag.y;
-      if (Math.abs(dx) + Math.abs(dy) > 2) this.drag.moved = true;
-      this.setScale(this.drag.scale.panBy(dx, this.bounds));
-      this.scroller.scrollTop = this.drag.scrollTop - dy;
-      this.canvas.style.cursor = 'grabbing';
+      const d = this.drag;
+      if (!d) return;
+      const dx = e.clientX - d.x;
+      const dy = e.clientY - d.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) d.moved = true;
+      if (!d.moved) return;
+      if (d.mode === 'pan') {
+        this.setScale(d.scale.panBy(dx, this.bounds));
+        this.scroller.scrollTop = d.scrollTop - dy;
+        this.canvas.style.cursor = 'grabbing';
+      } else {
+        const left = this.canvas.getBoundingClientRect().left;
+        const a = this.scaleValue.toTime(Math.max(this.scaleValue.x0, Math.min(this.scaleValue.x1, d.x - left)));
+        const b = this.scaleValue.toTime(Math.max(this.scaleValue.x0, Math.min(this.scaleValue.x1, e.clientX - left)));
+        this.setRange({ t0: Math.min(a, b), t1: Math.max(a, b) });
+      }
     };
-    const up = () => {
+    const up = (e: MouseEvent) => {
+      const d = this.drag;
       this.drag = null;
       this.canvas.style.cursor = '';
+      if (d && !d.moved) this.clickAt(e.clientX - this.canvas.getBoundingClientRect().left, e.clientY - this.canvas.getBoundingClientRect().top);
     };
     window.addEventListener('mousemove', move);
     window.addEventListener('mouseup', up);
     this.cleanup.push(() => window.removeEventListener('mousemove', move), () => window.removeEventListener('mouseup', up));
+    this.listenTouch(on);
     on(this.canvas, 'mousemove', (e) => {
       this.mouseX = localX(e);
       if (!this.drag) this.hover(this.mouseX, localY(e));
@@ -603,8 +892,92 @@ export class Timeline {
       else if (k === 'a' || k === 'arrowleft') this.pan(-0.15);
       else if (k === 'd' || k === 'arrowright') this.pan(0.15);
       else if (k === '0' || k === 'home') this.reset();
-      else return;
+      else if (k === 'escape' && (this.selectedSpan >= 0 || this.rangeSel)) {
+        this.select(-1);
+        this.setRange(null);
+      } else if (k === 'f' && this.selectedSpan >= 0) {
+        const i = this.selectedSpan;
+        const pad = (this.spans.end[i] - this.spans.start[i]) * 0.5;
+        this.setWindow(this.spans.start[i] - pad, this.spans.end[i] + pad);
+      } else return;
       e.preventDefault();
+    });
+  }
+
+  /** A click (or tap) at canvas pixel (x, y): a group header toggles, a span is selected. */
+  private clickAt(x: number, y: number): void {
+    const top = this.scroller.scrollTop;
+    const cy = y + top;
+    const row = this.rows[this.rowAtY(cy)];
+    if (y < AXIS_H || !row || cy < row.y || cy > row.y + row.h) {
+      this.select(-1);
+      return;
+    }
+    if (row.type === 'group') {
+      if (row.stage >= 0) this.toggleStage(row.stage);
+      return;
+    }
+    if (row.type !== 'lane' || x < this.scaleValue.x0) return;
+    this.setRange(null);
+    const s = this.scaleValue;
+    const k = spanAt(this.idx, row.lane, s.toTime(x), 4 / s.pxPerSecond);
+    this.select(k >= 0 ? this.idx.order[k] : -1);
+  }
+
+  /** Touch: one finger pans (and scrolls the lanes), two fingers pinch-zoom, a tap selects. */
+  private listenTouch(on: <K extends keyof HTMLElementEventMap>(el: HTMLElement, type: K, f: (e: HTMLElementEventMap[K]) => void, o?: AddEventListenerOptions) => void): void {
+    const snap = (e: TouchEvent) => {
+      const left = this.canvas.getBoundingClientRect().left;
+      const top = this.canvas.getBoundingClientRect().top;
+      const list = [...e.touches];
+      this.touch = {
+        ids: list.map((t) => t.identifier),
+        x: list.map((t) => t.clientX - left),
+        y: list.map((t) => t.clientY - top),
+        scale: this.scaleValue,
+        scrollTop: this.scroller.scrollTop,
+        moved: this.touch?.moved ?? false,
+      };
+    };
+    on(this.canvas, 'touchstart', (e) => {
+      if (e.touches.length === 1) this.touch = null;
+      snap(e);
+      e.preventDefault();
+    }, { passive: false });
+    on(this.canvas, 'touchmove', (e) => {
+      const t = this.touch;
+      if (!t) return;
+      e.preventDefault();
+      const left = this.canvas.getBoundingClientRect().left;
+      const top = this.canvas.getBoundingClientRect().top;
+      const pts = [...e.touches].filter((p) => t.ids.includes(p.identifier));
+      if (t.ids.length >= 2 && pts.length >= 2) {
+        const a = t.ids.indexOf(pts[0].identifier);
+        const b = t.ids.indexOf(pts[1].identifier);
+        const d0 = Math.abs(t.x[a] - t.x[b]) || 1;
+        const d1 = Math.abs(pts[0].clientX - pts[1].clientX) || 1;
+        const mid0 = (t.x[a] + t.x[b]) / 2;
+        const mid1 = (pts[0].clientX + pts[1].clientX) / 2 - left;
+        t.moved = true;
+        this.setScale(t.scale.zoomAt(mid0, d1 / d0, this.bounds).panBy(mid1 - mid0, this.bounds));
+      } else if (pts.length === 1) {
+        const a = t.ids.indexOf(pts[0].identifier);
+        const dx = pts[0].clientX - left - t.x[a];
+        const dy = pts[0].clientY - top - t.y[a];
+        if (Math.abs(dx) + Math.abs(dy) > 6) t.moved = true;
+        if (!t.moved) return;
+        this.setScale(t.scale.panBy(dx, this.bounds));
+        this.scroller.scrollTop = t.scrollTop - dy;
+      }
+    }, { passive: false });
+    on(this.canvas, 'touchend', (e) => {
+      const t = this.touch;
+      if (e.touches.length > 0) {
+        snap(e);
+        return;
+      }
+      this.touch = null;
+      if (t && !t.moved && t.x.length === 1) this.clickAt(t.x[0], t.y[0]);
     });
   }
 
@@ -685,6 +1058,32 @@ export class Timeline {
     this.cursor.style.display = 'none';
     this.hideTip();
   }
+}
+
+function laneKey(rank: number, stream: number): number {
+  return rank * 64 + stream;
+}
+
+/** `text`, cut with an ellipsis to fit `room` pixels ('' when not even one letter fits). */
+export function fitText(text: string, room: number, width: (t: string) => number): string {
+  if (width(text) <= room) return text;
+  for (let n = text.length - 1; n > 0; --n) {
+    const t = text.slice(0, n) + '…';
+    if (width(t) <= room) return t;
+  }
+  return '';
+}
+
+/** c1 mixed toward c2 by f (0..1), both "#rrggbb". */
+function mix(c1: string, c2: string, f: number): string {
+  const p = (c: string) => {
+    const m = /^#([0-9a-f]{6})$/i.exec(c);
+    const v = m ? parseInt(m[1], 16) : 0x888888;
+    return [(v >> 16) & 255, (v >> 8) & 255, v & 255];
+  };
+  const a = p(c1);
+  const b = p(c2);
+  return '#' + a.map((x, i) => Math.round(x + (b[i] - x) * f).toString(16).padStart(2, '0')).join('');
 }
 
 function div(cls: string): HTMLDivElement {

@@ -115,6 +115,7 @@ describe('the page in Chromium', () => {
     const range = () => page.$eval('.tl', (e) => [Number((e as HTMLElement).dataset.t0), Number((e as HTMLElement).dataset.t1)]);
     const [a0, a1] = await range();
     expect(a0).toBe(0);
+    await page.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
     const box = (await page.$('.tl-canvas'))!.boundingBox();
     const b = (await box)!;
     await page.mouse.move(b.x + b.width * 0.4, b.y + 60);
@@ -130,11 +131,13 @@ describe('the page in Chromium', () => {
     await page.keyboard.press('d');
     const [d0] = await range();
     expect(d0).toBeGreaterThan(k0);
-    // drag to the right: earlier times come into view
+    // Shift+drag to the right: earlier times come into view (a plain drag selects a range)
     await page.mouse.move(b.x + b.width * 0.6, b.y + 60);
+    await page.keyboard.down('Shift');
     await page.mouse.down();
     await page.mouse.move(b.x + b.width * 0.7, b.y + 60, { steps: 4 });
     await page.mouse.up();
+    await page.keyboard.up('Shift');
     const [g0] = await range();
     expect(g0).toBeLessThan(d0);
     expect(await page.textContent('.tl-range')).toMatch(/shown/);
