@@ -53,6 +53,8 @@ export class App {
   private tab = 'timeline';
   private present = false;
   private lastHash = '';
+  /** Milliseconds the last simulation took inside the worker (for tests). */
+  lastSimulateMs = 0;
   private modified = false;
   private checkSeq = 0;
   private lastChanged: string | null = null;
@@ -449,6 +451,7 @@ export class App {
           this.timing.firstParse = workerMs.parse;
           this.timing.firstStart = this.simStart;
         }
+        this.lastSimulateMs = workerMs.simulate;
         this.resolved = resolved;
         this.controls.showError(null);
         this.controls.update(this.config, this.resolved);
@@ -504,6 +507,7 @@ export class App {
     renderSplit($('#split'), r);
     renderMemory($('#memory'), r);
     renderWarnings($('#warnings'), r);
+    if (this.lesson) this.lessonPanel.highlight();
     this.markStale(true);
     document.body.classList.add('has-numbers');
   }

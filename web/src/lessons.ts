@@ -115,6 +115,7 @@ export function findLesson(id: string): Lesson | undefined {
 export class LessonPanel {
   readonly root = h('section', { class: 'lesson', id: 'lesson-panel', 'aria-label': 'Lesson', hidden: true });
   private highlighted: Element | null = null;
+  private selector: string | null = null;
 
   constructor(
     private readonly go: (lesson: string, step: number) => void,
@@ -152,7 +153,9 @@ export class LessonPanel {
     this.highlight(s.highlight);
   }
 
-  highlight(selector: string | null): void {
+  /** Outlines what `selector` names (again after a render replaced the element). */
+  highlight(selector: string | null = this.selector): void {
+    this.selector = selector;
     this.highlighted?.classList.remove('lesson-highlight');
     this.highlighted = selector ? document.querySelector(selector) : null;
     this.highlighted?.classList.add('lesson-highlight');

@@ -81,7 +81,7 @@ export function renderCards(el: HTMLElement, r: SimResult): void {
 
 const SPLIT = [
   { key: 'compute_fraction', label: 'Compute', color: '#4e79a7', help: 'GPUs doing math (forward, backward, recompute, optimizer).' },
-  { key: 'exposed_comm_fraction', label: 'Exposed communication', color: '#e15759', help: 'GPUs waiting on communication that no computation hides.' },
+  { key: 'exposed_comm_fraction', label: 'Exposed communication', color: '#c8453f', help: 'GPUs waiting on communication that no computation hides.' },
   { key: 'bubble_fraction', label: 'Idle / bubble', color: '#c9ced6', help: 'GPUs idle: the pipeline filling and draining, or waiting for other GPUs.' },
 ] as const;
 

@@ -23,14 +23,16 @@ export interface Session {
   errors: string[];
 }
 
-export async function startSession(): Promise<Session> {
+export async function startSession(options: { viewport?: { width: number; height: number }; hasTouch?: boolean; isMobile?: boolean } = {}): Promise<Session> {
   const server = await startStaticServer(DIST, 0);
   const userDataDir = mkdtempSync(join(tmpdir(), 'proteus-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    viewport: { width: 1440, height: 1000 },
+    viewport: options.viewport ?? { width: 1440, height: 1000 },
+    hasTouch: options.hasTouch,
+    isMobile: options.isMobile,
   });
   const errors: string[] = [];
   const session: Session = {

@@ -1,0 +1,363 @@
+// The page's teaching and analysis features in headless Chromium: one simulation per change,
+// controls that show the resolved config (first load and a link in a fresh context), span
+// and range selection, search, lessons (every step, back/forward, presenter mode), stacked
+// compare on a locked axis, the phone layout, the 405B scenario's trace and panning speed,
+// and an axe-core accessibility run. Screenshots go to web/test-results/ (and docs/images/).
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_CONTROLS } from '../../src/controls';
+import { LESSONS } from '../../src/lessons';
+import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
+
+const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
+const DOCS_IMAGES = resolve(__dirname, '..', '..', '..', 'docs', 'images');
+const AXE = resolve(__dirname, '..', '..', 'node_modules', 'axe-core', 'axe.min.js');
+
+async function shot(page: Page, name: string, fullPage = false): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
+}
+
+async function waitForNew(page: Page, previousCount: number): Promise<void> {
+  await page.waitForFunction((n) => (window as any).proteus.simulationCount() > n && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok', previousCount, { timeout: 120_000 });
+}
+
+function getPath(obj: any, path: string): any {
+  return path.split('.').reduce((o, k) => (o == null ? undefined : o[k]), obj);
+}
+
+/** Every control against the resolved config; returns the mismatches. */
+async function controlMismatches(page: Page, resolved: any): Promise<string[]> {
+  const bad: string[] = [];
+  for (const c of ALL_CONTROLS) {
+    if (c.kind === 'model' || c.kind === 'cluster') continue;
+    const want = getPath(resolved, c.path);
+    const id = `#ctl-${c.path.replace(/\./g, '-')}`;
+    const got = await page.$eval(id, (e) => ((e as HTMLInputElement).type === 'checkbox' ? (e as HTMLInputElement).checked : (e as HTMLInputElement).value));
+    const ok = c.kind === 'bool' ? got === Boolean(want) : c.kind === 'int' || c.kind === 'number' ? Number(got) === Number(want) : String(got) === String(want);
+    if (!ok) bad.push(`${c.path}: shows ${JSON.stringify(got)}, runs with ${JSON.stringify(want)}`);
+  }
+  return bad;
+}
+
+describe('teaching and analysis features', () => {
+  let s: Session;
+  let page: Page;
+
+  beforeAll(async () => {
+    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    mkdirSync(DOCS_IMAGES, { recursive: true });
+    s = await startSession({ viewport: { width: 1440, height: 900 } });
+    page = await s.newPage();
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('shows cards and timeline from one simulation, and simulates once per change', async () => {
+    await waitForResult(page);
+    const t = await page.evaluate(() => (window as any).proteus.timing);
+    console.log(`first cards ${Math.round(t.firstSummary)} ms, full timeline ${Math.round(t.firstResult)} ms after navigation (wasm simulate ${Math.round(t.firstSimulate)} ms)`);
+    expect(await page.evaluate(() => (window as any).proteus.simulationCount())).toBe(1);
+    await page.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
+    await shot(page, 'f01-default');
+    copyFileSync(join(ARTIFACTS, 'f01-default.png'), join(DOCS_IMAGES, 'page-1440x900.png'));
+    for (const [sel, value] of [
+      ['#ctl-strategy-tp', '2'],
+      ['#ctl-training-global_batch', '64'],
+      ['#ctl-strategy-recompute', 'full'],
+    ]) {
+      const n = await page.evaluate(() => (window as any).proteus.simulationCount());
+      if (sel.endsWith('recompute')) await page.selectOption(sel, value);
+      else {
+        await page.fill(sel, value);
+        await page.dispatchEvent(sel, 'change');
+      }
+      await waitForNew(page, n);
+      await page.waitForTimeout(300); // nothing else starts afterwards
+      expect(await page.evaluate(() => (window as any).proteus.simulationCount()), sel).toBe(n + 1);
+    }
+  });
+
+  it('fills every control from the resolved config, on first load and from a link in a fresh browser', async () => {
+    const resolved = JSON.parse(execFileSync(CLI, ['show', 'default'], { encoding: 'utf8' }));
+    const fresh = await startSession({ viewport: { width: 1440, height: 900 } });
+    try {
+      const first = await fresh.newPage();
+      await waitForResult(first);
+      expect(await controlMismatches(first, resolved)).toEqual([]);
+      // the link of the page as it is now (tp 2, global batch 64, full recompute), in a fresh browser
+      const link = page.url();
+      const cfg = await page.evaluate(() => JSON.stringify((window as any).proteus.config));
+      const file = join(ARTIFACTS, 'link-config.json');
+      writeFileSync(file, cfg);
+      const want = JSON.parse(execFileSync(CLI, ['show', file], { encoding: 'utf8' }));
+      const other = await fresh.context.newPage();
+      await other.goto(link);
+      await waitForResult(other);
+      expect(await controlMismatches(other, want)).toEqual([]);
+      expect(await controlMismatches(page, want)).toEqual([]);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('selects a span (details with bytes, group, link, bandwidth, dependencies) and a range (time per category)', async () => {
+    await page.goto(s.url);
+    await waitForResult(page);
+    await page.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
+    const box = (await (await page.$('.tl-canvas'))!.boundingBox())!;
+    // click spans along the first compute lane until one is selected
+    let selected = -1;
+    for (let x = box.width * 0.3; x < box.width - 20 && selected < 0; x += 9) {
+      await page.mouse.click(box.x + x, box.y + 26 + 4 + 18 + 8);
+      selected = await page.$eval('.tl', (e) => Number((e as HTMLElement).dataset.selected ?? -1));
+    }
+    expect(selected).toBeGreaterThanOrEqual(0);
+    expect(await page.textContent('.tl-details')).toMatch(/duration[\s\S]*waits for/);
+    // a collective: bytes, group, link, achieved bandwidth
+    const coll = await page.evaluate(() => {
+      const sp = (window as any).proteus.timelineView().timeline.spans;
+      for (let i = 0; i < sp.n; ++i) if (sp.group[i] > 1 && sp.nodes[i] > 1) return i;
+      return -1;
+    });
+    expect(coll).toBeGreaterThanOrEqual(0);
+    await page.evaluate((i) => (window as any).proteus.timelineView().selectSpan(i), coll);
+    const details = (await page.textContent('.tl-details')) ?? '';
+    expect(details).toMatch(/bytes/);
+    expect(details).toMatch(/group\d+ GPUs/);
+    expect(details).toMatch(/network between \d+ nodes/);
+    expect(details).toMatch(/GB\/s/);
+    await shot(page, 'f02-span-details');
+    // drag across the middle of the timeline: time per category in the range
+    await page.keyboard.press('Escape');
+    await page.mouse.move(box.x + box.width * 0.35, box.y + 60);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + 60, { steps: 5 });
+    await page.mouse.up();
+    const range = await page.$eval('.tl', (e) => (e as HTMLElement).dataset.range ?? '');
+    expect(range).toMatch(/^[\d.e-]+,[\d.e-]+$/);
+    const kinds = await page.$$eval('.tl-range-table tbody tr', (r) => r.map((x) => (x as HTMLElement).dataset.kind));
+    expect(kinds).toContain('forward');
+    expect(await page.textContent('.tl-details')).toMatch(/Compute lanes idle/);
+    await shot(page, 'f03-range');
+  });
+
+  it('searches spans by name and jumps to matches', async () => {
+    await page.fill('.tl-search', 'mlp');
+    expect(await page.textContent('.tl-matches')).toMatch(/^[1-9]\d* matches$/);
+    await page.focus('.tl-search');
+    await page.keyboard.press('Enter');
+    const name = await page.evaluate(() => {
+      const tl = (window as any).proteus.timelineView().timeline;
+      return tl.spans.names[tl.spans.name[tl.selected]];
+    });
+    expect(name).toMatch(/mlp/);
+    await page.fill('.tl-search', '');
+    await page.dispatchEvent('.tl-search', 'input');
+  });
+
+  it('collapses lanes and shows a compute-only view; labels never overlap at 1,024 GPUs', async () => {
+    const rows = () => page.evaluate(() => (window as any).proteus.timelineView().timeline['rows'].length);
+    const all = await rows();
+    await page.check('#tl-compute-only');
+    expect(await rows()).toBeLessThan(all);
+    await page.uncheck('#tl-compute-only');
+    await page.click('text=Collapse stages');
+    expect(await rows()).toBeLessThan(all);
+    const { fitText } = await import('../../src/timeline/timeline');
+    // "GPU 1024" next to "compute" in the gutter: cut to the room, never drawn over it
+    const w = (t: string) => t.length * 7;
+    expect(fitText('GPU 1024', 168 - 8 - w('compute') - 14, w)).toBe('GPU 1024');
+    expect(w(fitText('GPU 1024 ×1024 GPUs', 60, w))).toBeLessThanOrEqual(60);
+  });
+
+  it('walks every lesson step, with back/forward and presenter mode', { timeout: 600_000 }, async () => {
+    for (const lesson of LESSONS) {
+      await page.selectOption('#lesson', lesson.id);
+      for (let step = 0; step < lesson.steps.length; ++step) {
+        if (step > 0) await page.click('#lesson-next');
+        await page.waitForFunction(
+          ([id, n]) => {
+            const p = document.getElementById('lesson-panel');
+            return p?.dataset.lesson === id && p.dataset.step === String(n) && document.body.classList.contains('has-result') && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok' && /lesson=/.test(location.hash);
+          },
+          [lesson.id, step] as const,
+          { timeout: 120_000 },
+        );
+        // the knobs the step sets are in the config that ran
+        const st = lesson.steps[step];
+        for (const [path, v] of Object.entries(st.set)) expect(await page.evaluate((p) => p.split('.').reduce((o: any, k) => o?.[k], (window as any).proteus.config), path), `${lesson.id} ${step} ${path}`).toEqual(v);
+        expect(page.url()).toContain(`lesson=${lesson.id}&step=${step + 1}`);
+        expect(await page.$$eval('.lesson-highlight', (e) => e.length)).toBe(1);
+        expect(await page.getAttribute('.lesson-ref', 'href')).toMatch(/^https:\/\//);
+      }
+    }
+    // back twice and forward once through the last lesson's steps
+    const last = LESSONS[LESSONS.length - 1];
+    await page.goBack();
+    await page.waitForFunction((n) => document.getElementById('lesson-panel')?.dataset.step === String(n), last.steps.length - 2);
+    await page.goBack();
+    await page.waitForFunction((n) => document.getElementById('lesson-panel')?.dataset.step === String(n), last.steps.length - 3);
+    await page.goForward();
+    await page.waitForFunction((n) => document.getElementById('lesson-panel')?.dataset.step === String(n), last.steps.length - 2);
+    await waitForResult(page);
+    // presenter mode: large type, side panel hidden, in the link
+    await page.click('#presenter');
+    expect(await page.isVisible('#sidebar')).toBe(false);
+    const px = await page.$eval('.lesson-text', (e) => parseFloat(getComputedStyle(e).fontSize));
+    expect(px).toBeGreaterThanOrEqual(20);
+    expect(page.url()).toContain('present=1');
+    await shot(page, 'f04-presenter');
+    copyFileSync(join(ARTIFACTS, 'f04-presenter.png'), join(DOCS_IMAGES, 'lesson-presenter-1440x900.png'));
+    await page.click('#presenter');
+    await page.selectOption('#lesson', '');
+  });
+
+  it('stacks pinned runs on one locked time axis, names their differences, and keeps renamed pins in the link', async () => {
+    await page.goto(s.url);
+    await waitForResult(page);
+    await page.click('#pin');
+    const n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill('#ctl-training-global_batch', '64');
+    await page.dispatchEvent('#ctl-training-global_batch', 'change');
+    await waitForNew(page, n);
+    await page.click('#pin');
+    await page.click('.tabs button[data-tab="compare"]');
+    expect(await page.$$eval('.compare-tl', (e) => e.length)).toBe(3);
+    const diffs = await page.$$eval('.compare-table .pin-diff', (e) => e.map((x) => x.textContent));
+    expect(diffs[0]).toMatch(/global batch 128/);
+    expect(diffs[1]).toMatch(/global batch 64/);
+    const ends = await page.$$eval('.compare-tl .tl', (e) => e.map((x) => Number((x as HTMLElement).dataset.t1)));
+    expect(new Set(ends).size).toBe(1); // one shared axis
+    await page.evaluate(() => {
+      const tl = document.querySelector('.compare-tl .tl') as HTMLElement;
+      tl.focus();
+    });
+    await page.keyboard.press('w');
+    const after = await page.$$eval('.compare-tl .tl', (e) => e.map((x) => Number((x as HTMLElement).dataset.t1)));
+    expect(new Set(after).size).toBe(1);
+    expect(after[0]).toBeLessThan(ends[0]);
+    await page.fill('.pin-name >> nth=0', 'before');
+    await page.dispatchEvent('.pin-name >> nth=0', 'change');
+    expect(page.url()).toMatch(/[#&]p=/);
+    expect(page.url()).toMatch(/tab=compare/);
+    await page.$eval('#tab-compare', (e) => e.scrollIntoView({ block: 'start' }));
+    await shot(page, 'f05-compare');
+    copyFileSync(join(ARTIFACTS, 'f05-compare.png'), join(DOCS_IMAGES, 'compare-1440x900.png'));
+    const other = await s.context.newPage();
+    await other.goto(page.url());
+    await other.waitForFunction(() => document.querySelectorAll('.compare-table .pin-name').length === 2, null, { timeout: 120_000 });
+    expect(await other.$eval('.pin-name', (e) => (e as HTMLInputElement).value)).toBe('before');
+    expect(await other.isVisible('#tab-compare')).toBe(true);
+    await other.close();
+  });
+
+  it('closes the share box with Escape', async () => {
+    await page.click('#share');
+    expect(await page.isVisible('#share-box')).toBe(true);
+    await page.keyboard.press('Escape');
+    expect(await page.isVisible('#share-box')).toBe(false);
+  });
+
+  it('writes the 405B Chrome trace faster than it simulates, and pans it at 30 frames per second or more', { timeout: 300_000 }, async () => {
+    await page.click('.tabs button[data-tab="timeline"]');
+    const n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.selectOption('#scenario', 'llama3-405b-16k');
+    await waitForNew(page, n);
+    const simMs = await page.evaluate(() => (window as any).proteus.lastSimulateMs);
+    const [d] = await Promise.all([page.waitForEvent('download'), page.click('#dl-trace')]);
+    const traceMs = await page.evaluate(() => (window as any).proteus.timing.lastTraceMs);
+    const trace = JSON.parse(readFileSync((await d.path())!, 'utf8'));
+    expect(trace.traceEvents.length).toBeGreaterThan(1000);
+    console.log(`405B: simulation ${Math.round(simMs)} ms in wasm, Chrome trace from the result ${Math.round(traceMs)} ms (${trace.traceEvents.length} events)`);
+    expect(traceMs).toBeLessThan(simMs);
+    expect(await page.evaluate(() => (window as any).proteus.simulationCount())).toBe(n + 1);
+    // panning: 60 frames, each a pan and a full redraw, timed by the browser's own frames
+    await page.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
+    const fps = await page.evaluate(
+      () =>
+        new Promise<number>((done) => {
+          const tl = (window as any).proteus.timelineView().timeline;
+          tl.setWindow(0, tl.scale.t1 / 4);
+          let frames = 0;
+          const t0 = performance.now();
+          const step = () => {
+            tl.pan(0.01);
+            tl.drawNow();
+            if (++frames < 60) requestAnimationFrame(step);
+            else done((frames * 1000) / (performance.now() - t0));
+          };
+          requestAnimationFrame(step);
+        }),
+    );
+    console.log(`405B timeline panning: ${fps.toFixed(1)} frames per second`);
+    expect(fps).toBeGreaterThanOrEqual(30);
+    await shot(page, 'f06-405b');
+  });
+
+  it('passes axe-core (contrast, names, keyboard) and every control is reachable with Tab', async () => {
+    await page.goto(s.url);
+    await waitForResult(page);
+    await page.evaluate(readFileSync(AXE, 'utf8'));
+    const result = await page.evaluate(async () => {
+      const r = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+      return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
+    });
+    expect(result).toEqual([]);
+    const reached = new Set<string>();
+    await page.focus('#scenario');
+    for (let i = 0; i < 160; ++i) {
+      await page.keyboard.press('Tab');
+      const id = await page.evaluate(() => document.activeElement?.id ?? '');
+      if (id) reached.add(id);
+    }
+    const missing = ALL_CONTROLS.map((c) => `ctl-${c.path.replace(/\./g, '-')}`).filter((id) => !reached.has(id));
+    expect(missing).toEqual([]);
+  });
+
+  it('fits a phone: drawer, tabs that scroll, nothing sideways at 390 and 360 px, touch on the timeline', async () => {
+    const phone = await startSession({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    try {
+      const p = await phone.newPage();
+      await waitForResult(p);
+      const wide = () => p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(await wide()).toBeLessThanOrEqual(0);
+      expect(await p.isVisible('#ctl-strategy-tp')).toBe(false);
+      await p.click('#drawer-toggle');
+      await p.waitForTimeout(300);
+      expect(await p.isVisible('#ctl-strategy-tp')).toBe(true);
+      await shot(p, 'f07-phone-drawer');
+      await p.keyboard.press('Escape');
+      await p.waitForTimeout(300);
+      expect(await p.isVisible('#ctl-strategy-tp')).toBe(false);
+      const header = await p.$eval('.topbar', (e) => e.getBoundingClientRect().height);
+      console.log(`phone header ${Math.round(header)} px`);
+      await shot(p, 'f08-phone');
+      copyFileSync(join(ARTIFACTS, 'f08-phone.png'), join(DOCS_IMAGES, 'page-390x844.png'));
+      // touch: a tap on a span selects it
+      await p.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
+      const box = (await (await p.$('.tl-canvas'))!.boundingBox())!;
+      let sel = -1;
+      for (let x = box.width * 0.45; x < box.width - 10 && sel < 0; x += 6) {
+        await p.touchscreen.tap(box.x + x, box.y + 26 + 4 + 18 + 8);
+        sel = await p.$eval('.tl', (e) => Number((e as HTMLElement).dataset.selected ?? -1));
+      }
+      expect(sel).toBeGreaterThanOrEqual(0);
+      await shot(p, 'f09-phone-timeline');
+      await p.setViewportSize({ width: 360, height: 740 });
+      await p.waitForTimeout(300);
+      expect(await wide()).toBeLessThanOrEqual(0);
+      expect(phone.errors).toEqual([]);
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('logs no errors', () => {
+    expect(s.errors).toEqual([]);
+  });
+});
