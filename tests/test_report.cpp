@@ -145,8 +145,22 @@ TEST_CASE("warnings: pipeline bubble over 20%, exposed communication over 30%") 
   json r = result(f);
   CHECK(has_warning(
       r,
-      "Pipeline bubble is 34% of the iteration: more micro-batches (now 8) or interleaving would shrink it."));
+      "Pipeline bubble is 34% of the iteration: more micro-batches (now 8) or interleaving (virtual stages) "
+      "would shrink it."));
   CHECK(r["warnings"].size() == 1);
+  // Already interleaved: the advice is more virtual stages, not "interleaving".
+  f.config.strategy.schedule = Schedule::Interleaved1F1B;
+  f.config.strategy.virtual_stages = 2;
+  CHECK(has_warning(
+      result(f),
+      "Pipeline bubble is 34% of the iteration: more micro-batches (now 8) or more virtual stages per "
+      "GPU (now 2) would shrink it."));
+  // ZB-H1 already fills the bubble with weight-gradient work: only more micro-batches.
+  f.config.strategy.schedule = Schedule::ZbH1;
+  f.config.strategy.virtual_stages = 1;
+  CHECK(has_warning(result(f),
+                    "Pipeline bubble is 34% of the iteration: more micro-batches (now 8) would shrink it."));
+  f.config.strategy.schedule = Schedule::OneFOneB;
   // bubble 0.19: no warning.
   f.trace.ranks[0].compute_busy_s = 0.81;
   CHECK(result(f)["warnings"].empty());

@@ -9,7 +9,7 @@ import { CallError, compileModule, Engine } from './engine';
 import { formatDuration, formatInt } from './format';
 import type { PresetList } from './protocol';
 import type { ErrorInfo, SimResult } from './result';
-import { renderCards, renderMemory, renderSplit, renderWarnings } from './results';
+import { DEFAULT_RESERVE_GIB, getReserveGiB, renderCards, renderMemory, renderSplit, renderWarnings, setReserveGiB } from './results';
 import { decodeFragment, decodeState, encodeFragment, type PageState } from './share';
 import { findLesson, LESSONS, LessonPanel } from './lessons';
 import { chromeTraceParts, resultWithTimeline } from './downloads';
@@ -154,6 +154,13 @@ export class App {
       if (lessonSel.value) this.goLesson(lessonSel.value, 0);
       else this.endLesson();
     });
+    const reserve = $('#reserve') as HTMLInputElement;
+    reserve.addEventListener('change', () => {
+      setReserveGiB(Number(reserve.value));
+      reserve.value = String(getReserveGiB());
+      this.writeHash();
+      if (this.current) this.showNumbers(this.current.config, this.current.result);
+    });
     $('#theme').addEventListener('click', () => this.setTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark'));
     $('#drawer-toggle').addEventListener('click', () => this.setDrawer(!document.body.classList.contains('drawer-open')));
     $('#drawer-close').addEventListener('click', () => this.setDrawer(false));
@@ -214,6 +221,8 @@ export class App {
   private applyPageState(state: PageState): void {
     if (state.tab && document.querySelector(`.tabs button[data-tab="${state.tab}"]`)) this.selectTab(state.tab);
     this.setPresenter(Boolean(state.present), false);
+    setReserveGiB(state.reserve ?? DEFAULT_RESERVE_GIB);
+    ($('#reserve') as HTMLInputElement).value = String(getReserveGiB());
     if (state.pins && this.compare.pins.length === 0) void this.restorePins(state.pins);
   }
 
@@ -280,7 +289,7 @@ export class App {
   /** The link: the config, the lesson step, the open tab, the pins, presenter mode. */
   private writeHash(): void {
     if (!this.presets) return;
-    const hash = '#' + encodeFragment(this.config, { lesson: this.lesson?.id, step: this.lesson?.step, tab: this.tab === 'timeline' ? undefined : this.tab, pins: this.pinState(), present: this.present });
+    const hash = '#' + encodeFragment(this.config, { lesson: this.lesson?.id, step: this.lesson?.step, tab: this.tab === 'timeline' ? undefined : this.tab, pins: this.pinState(), present: this.present, reserve: getReserveGiB() === DEFAULT_RESERVE_GIB ? undefined : getReserveGiB() });
     this.lastHash = hash;
     if (location.hash !== hash) history.replaceState(null, '', hash);
   }
@@ -321,6 +330,13 @@ export class App {
       c = setPath(c, 'cluster', value === undefined ? c.cluster : { preset: c.cluster, nodes: value });
     } else c = setPath(c, path, value);
     const keep = (document.getElementById('keep-gpus') as HTMLInputElement | null)?.checked ?? true;
+    // Dependent knobs: virtual stages only mean something under the interleaved schedule.
+    const vs = Number(getPath(c, 'strategy.virtual_stages') ?? this.resolved?.strategy?.virtual_stages ?? 1);
+    if (path === 'strategy.schedule') {
+      if (value === 'interleaved-1f1b' && vs <= 1) c = setPath(c, 'strategy.virtual_stages', 2);
+      else if (value !== 'interleaved-1f1b' && vs > 1) c = setPath(c, 'strategy.virtual_stages', 1);
+    } else if (path === 'strategy.virtual_stages' && Number(value) > 1 && (getPath(c, 'strategy.schedule') ?? this.resolved?.strategy?.schedule) !== 'interleaved-1f1b')
+      c = setPath(c, 'strategy.schedule', 'interleaved-1f1b');
     if (refit && keep && REFIT_DP.has(path)) {
       const gpus = this.gpusOf(c);
       const strategy = { ...(this.resolved?.strategy ?? {}), ...(c.strategy ?? {}) };
@@ -403,8 +419,22 @@ export class App {
     }
   }
 
+  /** A one-click fix for an error, where one is clear. */
+  private fixFor(err: ErrorInfo): { label: string; path: string; value: unknown } | undefined {
+    if (err.path.startsWith('training.seq_len') && getPath(this.config, 'training.seq_len') !== undefined)
+      return { label: "Use the model's own sequence length", path: 'training.seq_len', value: undefined };
+    if (err.path.startsWith('strategy.virtual_stages')) return { label: 'Set virtual stages to 1', path: 'strategy.virtual_stages', value: 1 };
+    if (err.path.startsWith('strategy.micro_batch')) return { label: 'Set the micro-batch to 1', path: 'strategy.micro_batch', value: 1 };
+    if (err.path.startsWith('strategy') || /dp\*tp\*pp/.test(err.message)) {
+      const strategy = { ...(this.resolved?.strategy ?? {}), ...(this.config.strategy ?? {}) };
+      const dp = fittingDp(this.gpusOf(this.config), strategy);
+      if (dp !== null && dp !== strategy.dp) return { label: `Set dp = ${dp} (uses every GPU)`, path: 'strategy.dp', value: dp };
+    }
+    return undefined;
+  }
+
   private showConfigError(err: ErrorInfo): void {
-    this.controls.showError(err, this.lastChanged);
+    this.controls.showError(err, this.lastChanged, this.fixFor(err));
     this.setStatus(`Invalid configuration: ${err.message}`, 'error');
     const note = $('#stale-note');
     setChildren(note, this.shownConfig ? 'The numbers below belong to the last valid configuration. ' : 'No result: the configuration is invalid. ', h('b', null, err.message));

@@ -109,6 +109,14 @@ export const SECTIONS: Section[] = [
     ],
   },
   {
+    id: 'network',
+    title: 'Network between nodes',
+    controls: [
+      { path: 'cluster.inter_node.nic_GBps', label: 'NIC bandwidth', tag: 'GB/s each', kind: 'number', min: 0.1, step: 1, help: 'Bandwidth of one network card (400 Gb/s InfiniBand NDR is 50 GB/s): data-parallel, pipeline and cross-node collectives ride on it.' },
+      { path: 'cluster.inter_node.nics_per_node', label: 'NICs per node', kind: 'int', min: 1, max: 64, help: 'Network cards per server: fewer cards than GPUs means GPUs share a card and its bandwidth.' },
+    ],
+  },
+  {
     id: 'overlap',
     title: 'Communication overlap',
     controls: [
@@ -245,8 +253,18 @@ export class Controls {
     }
   }
 
-  /** Shows `err` next to the control its path names (or above the sections); null clears. */
-  showError(err: ErrorInfo | null, changed: string | null = null): string | null {
+  /** Shows `err` next to the control its path names (or above the sections); null clears.
+   * `fix`, when given, becomes a one-click button beside the message. */
+  showError(err: ErrorInfo | null, changed: string | null = null, fix?: { label: string; path: string; value: unknown }): string | null {
+    const where = this.placeError(err, changed);
+    if (err && fix) {
+      const box = (where && this.bound.get(where)?.error) || (where && this.sectionErrors.get(where)) || this.generalError;
+      box.append(' ', h('button', { type: 'button', class: 'small fix-btn', onclick: () => this.onChange(fix.path, fix.value) }, fix.label));
+    }
+    return where;
+  }
+
+  private placeError(err: ErrorInfo | null, changed: string | null): string | null {
     for (const b of this.bound.values()) {
       b.error.hidden = true;
       b.error.textContent = '';

@@ -51,10 +51,35 @@ const CARDS: Card[] = [
     title: 'Peak memory per GPU',
     value: (s) => formatGiB(s.peak_memory_GiB),
     raw: (s) => s.peak_memory_GiB,
-    sub: (s) => (s.oom ? `exceeds the ${formatGiB(s.memory_capacity_GiB)} of the GPU` : `of ${formatGiB(s.memory_capacity_GiB)} (${formatPercent(s.peak_memory_GiB / s.memory_capacity_GiB)})`),
+    sub: (s) => {
+      const fit = memoryFit(s, reserveGiB);
+      if (fit === 'oom') return `exceeds the ${formatGiB(s.memory_capacity_GiB)} of the GPU`;
+      if (fit === 'reserve') return `of ${formatGiB(s.memory_capacity_GiB)}: leaves less than the ${formatGiB(reserveGiB)} reserve`;
+      return `of ${formatGiB(s.memory_capacity_GiB)} (${formatPercent(s.peak_memory_GiB / s.memory_capacity_GiB)}), ${formatGiB(reserveGiB)} reserve kept`;
+    },
     help: 'The most memory any GPU holds at once: weights, gradients, optimizer states, saved activations and buffers.',
   },
 ];
+
+/**
+ * Memory the page keeps free on every GPU beyond what the simulator counts: the CUDA context,
+ * NCCL's communicator buffers and the caching allocator's fragmentation (PyTorch reserves
+ * more than it allocates). "Fits" means the peak plus this reserve fits; 0 turns it off.
+ */
+export const DEFAULT_RESERVE_GIB = 2;
+let reserveGiB = DEFAULT_RESERVE_GIB;
+export function setReserveGiB(gib: number): void {
+  reserveGiB = Number.isFinite(gib) && gib >= 0 ? gib : DEFAULT_RESERVE_GIB;
+}
+export function getReserveGiB(): number {
+  return reserveGiB;
+}
+
+/** 'fits', 'reserve' (fits the GPU but not with the reserve left free) or 'oom'. */
+export function memoryFit(s: Pick<Summary, 'peak_memory_GiB' | 'memory_capacity_GiB' | 'oom'>, reserve: number): 'fits' | 'reserve' | 'oom' {
+  if (s.oom || s.peak_memory_GiB > s.memory_capacity_GiB) return 'oom';
+  return s.peak_memory_GiB + reserve > s.memory_capacity_GiB ? 'reserve' : 'fits';
+}
 
 export function renderCards(el: HTMLElement, r: SimResult): void {
   const s = r.summary;
@@ -63,7 +88,7 @@ export function renderCards(el: HTMLElement, r: SimResult): void {
     ...CARDS.map((c) => {
       const card = h(
         'div',
-        { class: `card${c.key === 'peak_memory_GiB' && s.oom ? ' oom' : ''}`, 'data-card': c.key, 'data-value': String(c.raw(s)), title: c.help },
+        { class: `card${c.key === 'peak_memory_GiB' && memoryFit(s, reserveGiB) !== 'fits' ? ' oom' : ''}`, 'data-card': c.key, 'data-value': String(c.raw(s)), 'data-fit': c.key === 'peak_memory_GiB' ? memoryFit(s, reserveGiB) : null, title: c.help },
         h('div', { class: 'card-title' }, c.title),
         h('div', { class: 'card-value' }, c.value(s)),
         h('div', { class: 'card-sub' }, c.sub(s, r)),
@@ -195,9 +220,15 @@ function memoryRow(d: Device, max: number, cap: number): HTMLElement {
 }
 
 export function renderWarnings(el: HTMLElement, r: SimResult): void {
+  const warnings = [...r.warnings];
+  if (memoryFit(r.summary, reserveGiB) === 'reserve')
+    warnings.unshift(
+      `Memory does not fit with the reserve: the peak ${formatGiB(r.summary.peak_memory_GiB)} leaves less than ${formatGiB(reserveGiB)} of the GPU's ${formatGiB(r.summary.memory_capacity_GiB)} for the CUDA context, communication buffers and allocator fragmentation.`,
+    );
+  r = { ...r, warnings };
   if (!r.warnings.length) {
     setChildren(el, h('p', { class: 'no-warnings' }, '✓ No warnings: memory fits, the bubble and exposed communication are small.'));
     return;
   }
-  setChildren(el, h('ul', { class: 'warnings' }, ...r.warnings.map((w) => h('li', { class: w.startsWith('Out of memory') ? 'severe' : '' }, w))));
+  setChildren(el, h('ul', { class: 'warnings' }, ...r.warnings.map((w) => h('li', { class: w.startsWith('Out of memory') || w.startsWith('Memory does not fit') ? 'severe' : '' }, w))));
 }

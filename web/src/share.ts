@@ -67,6 +67,8 @@ export interface PageState {
   tab?: string;
   pins?: { label: string; config: Record<string, unknown> }[];
   present?: boolean;
+  /** GiB kept free per GPU for "fits" (results.ts). */
+  reserve?: number;
 }
 
 const NAME = /^[a-z0-9-]{1,40}$/;
@@ -79,6 +81,7 @@ export function encodeFragment(config: unknown | null, state: PageState): string
   if (state.tab && NAME.test(state.tab)) parts.push(`tab=${state.tab}`);
   if (state.pins?.length) parts.push(`p=${LZString.compressToEncodedURIComponent(JSON.stringify(state.pins))}`);
   if (state.present) parts.push('present=1');
+  if (state.reserve !== undefined) parts.push(`r=${state.reserve}`);
   return parts.join('&');
 }
 
@@ -96,6 +99,7 @@ export function decodeState(fragment: string): PageState {
     else if (k === 'step' && /^\d{1,3}$/.test(v)) out.step = Math.max(0, Number(v) - 1);
     else if (k === 'tab' && NAME.test(v)) out.tab = v;
     else if (k === 'present') out.present = v === '1';
+    else if (k === 'r' && /^\d{1,2}(\.\d{1,2})?$/.test(v)) out.reserve = Number(v);
     else if (k === 'p') {
       try {
         const json = LZString.decompressFromEncodedURIComponent(v);

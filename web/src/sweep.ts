@@ -170,7 +170,8 @@ export class SweepView {
               h('td', { class: 'num' }, formatPercent(p.summary.bubble_fraction)),
             ]
           : [h('td', { colspan: 5, class: 'err' }, p.error ?? '')]),
-        h('td', null, h('button', { class: 'small', onclick: () => this.onApply(path, p.x) }, 'Use')),
+        // An invalid point cannot be loaded (its error is in the row).
+        h('td', null, h('button', { class: 'small', disabled: Boolean(p.error), title: p.error ? 'This value is invalid for the current configuration' : 'Load this value', onclick: () => this.onApply(path, p.x) }, 'Use')),
       ),
     );
     setChildren(

@@ -13,16 +13,16 @@ struct ReportInputs;
 
 struct TimelineColumns {
   std::vector<double> start_s, end_s;
-  std::vector<int32_t> rank;        // GPU id
+  std::vector<int32_t> rank;         // GPU id
   std::vector<int32_t> micro_batch;  // -1: once per iteration
-  std::vector<uint8_t> stream;      // index into `streams`
-  std::vector<uint8_t> kind;        // index into `kinds` (phase, or collective kind)
-  std::vector<uint8_t> phase;       // index into `phases`
-  std::vector<uint32_t> name;       // index into `names` ("layers.3.mlp.fc1 B")
-  std::vector<double> bytes;        // collective: its size S; compute: bytes moved
-  std::vector<double> flops;        // compute: FLOPs; collective: 0
-  std::vector<int32_t> group;       // collective: group size; compute: 0
-  std::vector<int32_t> nodes;       // collective: nodes its group spans; compute: 0
+  std::vector<uint8_t> stream;       // index into `streams`
+  std::vector<uint8_t> kind;         // index into `kinds` (phase, or collective kind)
+  std::vector<uint8_t> phase;        // index into `phases`
+  std::vector<uint32_t> name;        // index into `names` ("layers.3.mlp.fc1 B")
+  std::vector<double> bytes;         // collective: its size S; compute: bytes moved
+  std::vector<double> flops;         // compute: FLOPs; collective: 0
+  std::vector<int32_t> group;        // collective: group size; compute: 0
+  std::vector<int32_t> nodes;        // collective: nodes its group spans; compute: 0
   // Send-recv: the span of the matching member on the other simulated rank, -1 if none.
   std::vector<int32_t> peer;
   // Dependencies between shown spans, CSR: span i waits for deps[dep_offsets[i] ..

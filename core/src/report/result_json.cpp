@@ -245,6 +245,16 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
   return b;
 }
 
+// What would shrink the bubble under the schedule in use: suggesting interleaving when the
+// schedule already interleaves (or zero-bubble work when it already fills the bubble) misleads.
+std::string bubble_remedy(const StrategySpec& strategy, int micro_batches) {
+  const std::string more_mb = "more micro-batches (now " + std::to_string(micro_batches) + ")";
+  if (strategy.virtual_stages > 1)
+    return more_mb + " or more virtual stages per GPU (now " + std::to_string(strategy.virtual_stages) + ")";
+  if (strategy.schedule == Schedule::ZbH1) return more_mb;
+  return more_mb + " or interleaving (virtual stages)";
+}
+
 std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, const StagePeaks& peaks) {
   std::vector<std::string> w;
   const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
@@ -267,9 +277,8 @@ std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, co
   }
   if (f.bubble > kBubbleWarnFraction) {
     if (in.graph.pipeline_stages > 1)
-      w.push_back("Pipeline bubble is " + percent_text(f.bubble) +
-                  " of the iteration: more micro-batches (now " + std::to_string(in.graph.micro_batches) +
-                  ") or interleaving would shrink it.");
+      w.push_back("Pipeline bubble is " + percent_text(f.bubble) + " of the iteration: " +
+                  bubble_remedy(in.config.strategy, in.graph.micro_batches) + " would shrink it.");
     else
       w.push_back("GPUs are idle " + percent_text(f.bubble) +
                   " of the iteration, neither computing nor communicating.");

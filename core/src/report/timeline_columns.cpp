@@ -58,7 +58,8 @@ std::vector<int> timeline_selection(const ReportInputs& in, std::string* warning
     std::ostringstream horizon;
     horizon << horizon_s;
     *warning = "The timeline shows " + std::to_string(shown.size()) + " of the " + std::to_string(total) +
-               " spans: every rank up to t = " + horizon.str() + " s (raise simulation.max_timeline_spans to see more).";
+               " spans: every rank up to t = " + horizon.str() +
+               " s (raise simulation.max_timeline_spans to see more).";
   }
   return shown;
 }

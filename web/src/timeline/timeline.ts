@@ -386,7 +386,7 @@ export class Timeline {
     this.canvas.style.height = `${h}px`;
     this.scroller.style.height = `${h}px`;
     this.spacer.style.height = `${Math.max(0, this.contentH - h)}px`;
-    this.scaleValue = this.scaleValue.withRange(Math.min(this.gutter, Math.round(w * 0.3)), w - 12);
+    this.scaleValue = this.scaleValue.withRange(Math.min(this.gutter, Math.max(120, Math.round(w * 0.3))), w - 12);
     this.publishScale();
     this.draw();
   }
@@ -408,7 +408,7 @@ export class Timeline {
     ctx.beginPath();
     ctx.rect(0, AXIS_H, w, h - AXIS_H);
     ctx.clip();
-    const ticks = s.ticks(90);
+    const ticks = s.ticks(Math.min(90, Math.max(48, s.width / 4))); // narrow (phone): labels closer
     // Spans go into one path per kind (filled once per frame; kinds dimmed by a search get
     // their own paths), labels are drawn last.
     const K = this.kindColor.length;
@@ -559,7 +559,7 @@ export class Timeline {
     ctx.font = FONT;
     const streamText = this.opts.streamLabel?.(streamName) ?? streamName;
     const streamW = this.measure(streamText);
-    const room = gutter - 8 - streamW - 14;
+    const room = gutter - 8 - streamW - 10;
     if (row.first) {
       ctx.font = FONT_BOLD;
       ctx.fillStyle = '#1f2630';

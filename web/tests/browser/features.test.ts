@@ -256,6 +256,53 @@ describe('teaching and analysis features', () => {
     await other.close();
   });
 
+  it('has network knobs, adjusts dependent knobs, offers one-click fixes, and keeps a memory reserve', async () => {
+    await page.goto(s.url);
+    await waitForResult(page);
+    const cfg = (p: string) => page.evaluate((q) => q.split('.').reduce((o: any, k) => o?.[k], (window as any).proteus.config), p);
+    const card = (k: string) => page.$eval(`[data-card="${k}"]`, (e) => Number((e as HTMLElement).dataset.value));
+    const t0 = await card('iteration_time_s');
+    let n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill('#ctl-cluster-inter_node-nic_GBps', '3');
+    await page.dispatchEvent('#ctl-cluster-inter_node-nic_GBps', 'change');
+    await waitForNew(page, n);
+    expect(await cfg('cluster.inter_node.nic_GBps')).toBe(3);
+    expect(await card('iteration_time_s')).toBeGreaterThan(t0); // a slower network, a slower iteration
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill('#ctl-cluster-inter_node-nics_per_node', '1');
+    await page.dispatchEvent('#ctl-cluster-inter_node-nics_per_node', 'change');
+    await waitForNew(page, n);
+    expect(await cfg('cluster.inter_node.nics_per_node')).toBe(1);
+    // interleaving needs virtual stages > 1, and leaving it sets them back to 1
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.selectOption('#ctl-strategy-schedule', 'interleaved-1f1b');
+    await waitForNew(page, n);
+    expect(await cfg('strategy.virtual_stages')).toBe(2);
+    expect(await page.inputValue('#ctl-strategy-virtual_stages')).toBe('2');
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.selectOption('#ctl-strategy-schedule', '1f1b');
+    await waitForNew(page, n);
+    expect(await cfg('strategy.virtual_stages')).toBe(1);
+    // dp 3 leaves GPUs out: the error offers "Set dp = 4"
+    await page.fill('#ctl-strategy-dp', '3');
+    await page.dispatchEvent('#ctl-strategy-dp', 'change');
+    await page.waitForSelector('.fix-btn', { timeout: 60_000 });
+    expect(await page.textContent('.fix-btn')).toMatch(/dp = 4/);
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.click('.fix-btn');
+    await waitForNew(page, n);
+    expect(await cfg('strategy.dp')).toBe(4);
+    // 17 GiB with 70 GiB kept free does not fit an 80 GiB GPU
+    await page.fill('#reserve', '70');
+    await page.dispatchEvent('#reserve', 'change');
+    expect(await page.getAttribute('[data-card="peak_memory_GiB"]', 'data-fit')).toBe('reserve');
+    expect(await page.textContent('#warnings')).toMatch(/does not fit with the reserve/);
+    expect(page.url()).toMatch(/[#&]r=70/);
+    await page.fill('#reserve', '2');
+    await page.dispatchEvent('#reserve', 'change');
+    expect(await page.getAttribute('[data-card="peak_memory_GiB"]', 'data-fit')).toBe('fits');
+  });
+
   it('closes the share box with Escape', async () => {
     await page.click('#share');
     expect(await page.isVisible('#share-box')).toBe(true);
@@ -324,7 +371,20 @@ describe('teaching and analysis features', () => {
     try {
       const p = await phone.newPage();
       await waitForResult(p);
-      const wide = () => p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const wide = async () => {
+        const [over, who] = await p.evaluate(() => {
+          const W = document.documentElement.clientWidth;
+          const who: string[] = [];
+          for (const e of document.querySelectorAll('body *')) {
+            const r = e.getBoundingClientRect();
+            if (r.right > W + 0.5 && r.width > 0 && !e.closest('.tabs')) who.push(`${e.tagName}.${e.className} ${Math.round(r.left)}–${Math.round(r.right)}`);
+          }
+          who.push(`W=${W} body=${document.body.scrollWidth} html=${document.documentElement.scrollWidth}`);
+          return [document.documentElement.scrollWidth - W, who.slice(0, 12)] as const;
+        });
+        if (over > 0) console.log('wider than the screen:', who);
+        return over;
+      };
       expect(await wide()).toBeLessThanOrEqual(0);
       expect(await p.isVisible('#ctl-strategy-tp')).toBe(false);
       await p.click('#drawer-toggle');
