@@ -77,6 +77,7 @@ export class Timeline {
   private readonly ctx: CanvasRenderingContext2D;
   private readonly idx: LaneIndex;
   private rows: Row[] = [];
+  private pal = palette();
   private contentH = 0;
   private laneRows = new Map<number, Extract<Row, { type: 'lane' }>>();
   private readonly collapsed = new Set<number>();
@@ -394,13 +395,14 @@ export class Timeline {
   // ---- drawing --------------------------------------------------------------------------
 
   private draw(): void {
+    this.pal = palette();
     const ctx = this.ctx;
     const s = this.scaleValue;
     const w = this.widthCss;
     const h = this.viewH;
     const top = this.scroller.scrollTop;
     ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
-    ctx.fillStyle = '#ffffff';
+    ctx.fillStyle = this.pal.bg;
     ctx.fillRect(0, 0, w, h);
 
     // rows (below the axis), clipped to the area under the axis
@@ -538,9 +540,9 @@ export class Timeline {
 
   private drawGroup(row: Extract<Row, { type: 'group' }>, y: number): void {
     const ctx = this.ctx;
-    ctx.fillStyle = '#f6f7f9';
+    ctx.fillStyle = this.pal.group;
     ctx.fillRect(0, y, this.widthCss, row.h);
-    ctx.fillStyle = '#2b3340';
+    ctx.fillStyle = this.pal.ink;
     ctx.font = FONT_BOLD;
     ctx.textBaseline = 'middle';
     ctx.fillText(row.text, 8, y + row.h / 2 + 0.5);
@@ -562,30 +564,30 @@ export class Timeline {
     const room = gutter - 8 - streamW - 10;
     if (row.first) {
       ctx.font = FONT_BOLD;
-      ctx.fillStyle = '#1f2630';
+      ctx.fillStyle = this.pal.ink;
       const text = fitText(this.opts.rankLabel?.(lane.rank) ?? `GPU ${lane.rank}`, room, (t) => this.ctx.measureText(t).width);
       if (text) ctx.fillText(text, 8, y + row.h / 2 + 0.5);
     } else if (row.second) {
       const note = this.opts.rankNote?.(lane.rank);
       if (note) {
         ctx.font = FONT;
-        ctx.fillStyle = '#5f6873';
+        ctx.fillStyle = this.pal.ink3;
         const text = fitText(note, room, (t) => this.ctx.measureText(t).width);
         if (text) ctx.fillText(text, 8, y + row.h / 2 + 0.5);
       }
     }
     ctx.font = FONT;
-    ctx.fillStyle = '#5f6873';
+    ctx.fillStyle = this.pal.ink3;
     ctx.textAlign = 'right';
     ctx.fillText(streamText, gutter - 8, y + row.h / 2 + 0.5);
     ctx.textAlign = 'left';
     // lane background; on compute lanes the time nothing runs is shaded (idle: the bubble)
-    ctx.fillStyle = row.index % 2 ? '#fafbfc' : '#f4f6f8';
+    ctx.fillStyle = row.index % 2 ? this.pal.lane1 : this.pal.lane2;
     ctx.fillRect(s.x0, y, s.width, row.h);
     if (streamName === 'compute') {
       const a = Math.max(s.x0, s.toPx(this.bounds.min));
       const b = Math.min(s.x1, s.toPx(this.idx.maxEnd));
-      ctx.fillStyle = IDLE_FILL;
+      ctx.fillStyle = this.pal.idle;
       if (b > a) ctx.fillRect(a, y + 1, b - a, row.h - 2);
     }
 
@@ -697,14 +699,14 @@ export class Timeline {
     const Y = (g: number) => y + h - (g / this.memMax) * (h - 2);
     ctx.textBaseline = 'middle';
     ctx.font = FONT_BOLD;
-    ctx.fillStyle = '#1f2630';
+    ctx.fillStyle = this.pal.ink;
     ctx.fillText(this.opts.rankLabel?.(c.rank) ?? `GPU ${c.rank}`, 8, y + 9);
     let peak = 0;
     for (let i = 0; i < c.gib.length; ++i) peak = Math.max(peak, c.gib[i]);
     ctx.font = FONT;
-    ctx.fillStyle = '#6b7480';
+    ctx.fillStyle = this.pal.ink3;
     ctx.fillText(`peak ${fmtNum(peak)} GiB`, 8, y + 25);
-    ctx.fillStyle = '#f4f6f8';
+    ctx.fillStyle = this.pal.lane2;
     ctx.fillRect(s.x0, y, s.width, h);
     if (c.t.length === 0) return;
     ctx.save();
@@ -770,22 +772,22 @@ export class Timeline {
   private drawAxis(ticks: { step: number; values: number[] }): void {
     const ctx = this.ctx;
     const s = this.scaleValue;
-    ctx.fillStyle = '#ffffff';
+    ctx.fillStyle = this.pal.bg;
     ctx.fillRect(0, 0, this.widthCss, AXIS_H);
-    ctx.fillStyle = '#d5d9df';
+    ctx.fillStyle = this.pal.rule;
     ctx.fillRect(0, AXIS_H - 1, this.widthCss, 1);
     ctx.font = FONT;
     ctx.textBaseline = 'middle';
-    ctx.fillStyle = '#3d4651';
+    ctx.fillStyle = this.pal.ink2;
     for (const t of ticks.values) {
       const x = Math.round(s.toPx(t));
       ctx.fillRect(x, AXIS_H - 6, 1, 5);
       const text = formatTick(t, ticks.step);
       if (x + 3 + this.measure(text) <= this.widthCss - 2) ctx.fillText(text, x + 3, AXIS_H / 2 - 2);
     }
-    ctx.fillStyle = '#ffffff';
+    ctx.fillStyle = this.pal.bg;
     ctx.fillRect(0, 0, s.x0 - 1, AXIS_H - 1);
-    ctx.fillStyle = '#6b7480';
+    ctx.fillStyle = this.pal.ink3;
     ctx.fillText('time →', 8, AXIS_H / 2 - 2);
   }
 
@@ -1058,6 +1060,14 @@ export class Timeline {
     this.cursor.style.display = 'none';
     this.hideTip();
   }
+}
+
+/** Canvas colors of the page's theme (the ◐ switch sets data-theme="dark" on <html>). */
+function palette() {
+  const dark = document.documentElement.dataset.theme === 'dark';
+  return dark
+    ? { bg: '#1a212b', group: '#222b37', ink: '#e6ebf2', ink2: '#c2cbd6', ink3: '#a3adb9', lane1: '#1f2731', lane2: '#242d38', rule: '#3c4858', idle: '#4a3032' }
+    : { bg: '#ffffff', group: '#f6f7f9', ink: '#1f2630', ink2: '#3d4651', ink3: '#5f6873', lane1: '#fafbfc', lane2: '#f4f6f8', rule: '#d5d9df', idle: IDLE_FILL };
 }
 
 function laneKey(rank: number, stream: number): number {

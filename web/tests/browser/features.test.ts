@@ -310,6 +310,17 @@ describe('teaching and analysis features', () => {
     expect(await page.isVisible('#share-box')).toBe(false);
   });
 
+  it('switches to dark colors and back', async () => {
+    await page.click('#theme');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    expect(bg).toBe('rgb(17, 22, 29)');
+    await page.waitForTimeout(200);
+    await shot(page, 'f10-dark');
+    await page.click('#theme');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
+  });
+
   it('writes the 405B Chrome trace faster than it simulates, and pans it at 30 frames per second or more', { timeout: 300_000 }, async () => {
     await page.click('.tabs button[data-tab="timeline"]');
     const n = await page.evaluate(() => (window as any).proteus.simulationCount());
