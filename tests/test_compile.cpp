@@ -102,13 +102,14 @@ TEST_CASE("schedule: 1F1B, GPipe, interleaved and ZB-H1 orders") {
   CHECK(to_string(stage_schedule(Schedule::Interleaved1F1B, 2, 4, 2, 0)) ==
         "F0 F1 F0.1 F1.1 F2 B0.1 F3 B1.1 F2.1 B0 F3.1 B1 B2.1 B3.1 B2 B3");
   // ZB-H1, p=4, m=6, unit-time F/B/W played with the rules of schedule.h (B when its gradient is
-  // there, else F while fewer than p-s micro-batches await B, else a pending W; at most p-s-1 W
-  // pending). Stage 0: F0..F3 fill the warm-up; B0 arrives at t=7 after the gradient crosses
-  // stages 3, 2, 1; F4 is allowed (3 awaiting B), then W0 fills the wait for B1, and so on.
+  // there, else F while fewer than p-s micro-batches await B, else a waiting W; at most p-1 W
+  // wait). Stage 0: F0..F3 fill the warm-up; B0 arrives at t=7 after the gradient crosses
+  // stages 3, 2, 1; F4 and F5 keep 4 in flight; the W passes fill the waits for B2..B5.
   CHECK(to_string(stage_schedule(Schedule::ZbH1, 4, 6, 1, 0)) ==
-        "F0 F1 F2 F3 B0 F4 W0 B1 F5 W1 B2 W2 B3 W3 B4 W4 B5 W5");
-  // The last stage may defer no W: it runs F, B, W for each micro-batch.
-  CHECK(to_string(stage_schedule(Schedule::ZbH1, 4, 3, 1, 3)) == "F0 B0 W0 F1 B1 W1 F2 B2 W2");
+        "F0 F1 F2 F3 B0 F4 B1 F5 B2 W0 B3 W1 W2 B4 W3 W4 B5 W5");
+  // The last stage defers its W passes to the end, where it would wait for nothing (Qi et al.
+  // Figure 3: the last stage runs F and B back to back).
+  CHECK(to_string(stage_schedule(Schedule::ZbH1, 4, 3, 1, 3)) == "F0 B0 F1 B1 F2 B2 W0 W1 W2");
 }
 
 TEST_CASE("layers split evenly, first and last chunks lighter") {

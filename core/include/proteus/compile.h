@@ -1,4 +1,6 @@
-// The compiler (DESIGN.md §1): Config -> OpGraph -> StrategyTree -> ExecGraph.
+// The compiler (DESIGN.md §1, §7): (OpGraph, StrategyTree, TrainingSpec, PipelineSchedule) ->
+// ExecGraph. Every strategy knob comes from the tree's nodes and the pass order from the
+// schedule; the compiler reads no Config and knows no schedule by name.
 // Communication is derived, never special-cased: for every producer/consumer pair the
 // compiler compares the producer's output layout with the layout the consumer needs
 // (layout.h); the backward pass does the same for gradients; weight gradients go from their
@@ -10,7 +12,9 @@
 #include "proteus/config.h"
 #include "proteus/exec_graph.h"
 #include "proteus/op_graph.h"
+#include "proteus/schedule.h"
 #include "proteus/strategy_tree.h"
+#include "proteus/training_spec.h"
 
 namespace proteus {
 
@@ -52,8 +56,15 @@ struct CompileOptions {
   // micro-batch template instead of deriving every micro-batch op by op. Same ExecGraph
   // either way (tests/test_templates.cpp); off only to check exactly that.
   bool micro_batch_templates = true;
+  bool symmetric = true;          // one simulated rank per stage (simulation.symmetry)
+  int64_t max_tasks = 5'000'000;  // refuse bigger execution graphs (simulation.max_tasks)
 };
 
+// The compiler proper.
+CompiledModel compile(OpGraph graph, StrategyTree tree, const TrainingSpec& training,
+                      const PipelineSchedule& schedule, const CompileOptions& options);
+// The stages before it, then compile: the op graph, the strategy tree and the schedule of a
+// config (symmetric and max_tasks taken from config.simulation).
 CompiledModel compile(const Config& config, const CompileOptions& options = {});
 std::string compile_stats_json(const CompiledModel& compiled);
 

@@ -1,17 +1,29 @@
-// Pipeline schedules: the order in which one physical stage runs the phases of its
-// micro-batches (DESIGN.md §3, StrategyTree root). Pure functions of (p, m, v, stage).
-//   gpipe:            all forwards, then all backwards.
-//   1f1b:             p-s-1 warm-up forwards, then one forward / one backward, then the rest.
-//   interleaved-1f1b: Megatron's schedule over v model chunks per stage (needs m % p == 0).
-//   zb-h1:            the backward split into B (input grad) and W (weight grad), as in Qi et
-//                     al. 2023 ("Zero Bubble Pipeline Parallelism", ZB-H1): the order comes
-//                     from playing unit-time passes with B first (the critical path), then F
-//                     while fewer than p-s micro-batches await their B (1F1B's limit), then a
-//                     pending W, at most p-s-1 of which may wait (so memory stays near 1F1B's).
+// Pipeline schedules as data (DESIGN.md §7): for each physical stage, the ordered list of
+// passes it runs -- F (forward), B (backward; the input gradient alone when the schedule
+// splits W off) and W (weight gradient) of one micro-batch of one model chunk -- plus where
+// each model chunk runs and the limits the order keeps. The compiler turns any valid
+// schedule into tasks and never knows a schedule's name; generators make the lists:
+//   gpipe             all forwards, then all backwards.
+//   1f1b              p-s-1 warm-up forwards, then one forward / one backward, then the rest.
+//   interleaved-1f1b  Megatron-Core's schedule over v chunks per stage (schedules.py,
+//                     get_schedule_table: groups of `microbatch_group_size` micro-batches).
+//   zb-h1, zb-h2      Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024) section 2:
+//                     B and W split; W deferred into the bubbles, with 1F1B's in-flight limit
+//                     (h1) or up to 2p-1 micro-batches in flight (h2).
+//   zb-v              the same authors' V schedule: two chunks per stage in a V (stage s
+//                     runs chunks s and 2p-1-s), 1F1B's activation memory, no bubble when
+//                     T_F = T_B = T_W.
+//   dualpipe-v        DeepSeek-V3's DualPipe folded onto a V (one copy of the parameters):
+//                     the forward of one micro-batch and the backward of another are issued
+//                     back to back so that each one's communication hides behind the other.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
+
 #include "proteus/strategy_spec.h"
+#include "proteus/strategy_tree.h"
 
 namespace proteus {
 
@@ -20,13 +32,72 @@ enum class PassKind : uint8_t { F, B, W };  // B = whole backward unless the sch
 struct Pass {
   PassKind kind;
   int micro_batch;
-  int chunk;  // model chunk (virtual stage index on this physical stage), 0..v-1
+  int chunk;  // this stage's model chunk, 0..chunks_per_stage-1 (in pipeline order)
 };
 
-// `split_backward` is true for schedules that emit separate W passes (zb-h1).
-bool schedule_splits_backward(Schedule schedule);
-std::vector<Pass> stage_schedule(Schedule schedule, int stages, int micro_batches, int virtual_stages,
-                                 int stage);
-std::string to_string(const std::vector<Pass>& passes);  // "F0 F1 B0 ..." ("F0.1" = mb 0 chunk 1)
+struct PipelineSchedule {
+  int stages = 1;
+  int chunks_per_stage = 1;
+  int micro_batches = 1;
+  // chunk_stage[c]: the stage that runs model chunk c, chunks in pipeline order (the forward
+  // visits 0, 1, ..., stages * chunks_per_stage - 1). Megatron: c % stages; V: see zb-v.
+  std::vector<int> chunk_stage;
+  bool split_backward = false;           // W passes of their own (else B computes W too)
+  std::vector<std::vector<Pass>> order;  // per stage, in issue order
+  // The limit the order keeps: at most this many (micro-batch, chunk) forwards whose B has
+  // not run, per stage (0: none stated). Checked by validate_schedule.
+  std::vector<int> max_in_flight;
+
+  int chunks() const { return stages * chunks_per_stage; }
+  // Global chunk of a stage's local chunk k: its k-th chunk in pipeline order.
+  int global_chunk(int stage, int local) const;
+};
+
+// The generator of a named schedule over chunks placed as `chunk_stage` says (the strategy
+// tree's). `microbatch_group_size` is Megatron-Core's microbatch_group_size_per_vp_stage (0:
+// the number of stages).
+PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
+                               const std::vector<int>& chunk_stage, int microbatch_group_size = 0);
+// The strategy's schedule: generated, or the config's explicit order (parsed and validated;
+// errors name "strategy.schedule.stages[s][i]").
+PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree);
+// One stage's order of a named schedule (tests, `proteus compile`).
+std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, int virtual_stages, int stage);
+
+// "F0", "B3", "W2", "F0.1" (micro-batch 0, chunk 1); false when `text` is none of those.
+bool parse_pass(const std::string& text, Pass* out);
+std::string to_string(const Pass& pass);
+std::string to_string(const std::vector<Pass>& passes);  // "F0 F1 B0 ..."
+
+// Checks that every pass appears exactly once, that the order can run (dependencies F before
+// B before W per chunk, the forward down the chunks, the backward up; no deadlock) and that it
+// keeps its stated limits. Throws invalid_config naming `where` + ".stages[s][i]" (the entry).
+void validate_schedule(const PipelineSchedule& schedule, const std::string& where);
+
+// The schedule played with fixed pass times (no communication): what the papers' figures
+// count. Times of one chunk's F, B (input gradient alone if split, else the whole backward)
+// and W.
+struct ScheduleTimes {
+  double f = 1, b = 1, w = 1;
+};
+// A stage's bubble is its idle time between its first pass and its last, as Qi et al. count
+// it (the stagger before a stage's first pass overlaps the previous iteration's optimizer
+// step under their post-validation); for 1F1B and ZB-H1 the first stage spans the makespan.
+struct SchedulePlay {
+  double makespan = 0;
+  std::vector<double> busy, span_start, span_end;  // per stage
+  std::vector<int> peak_in_flight;                 // per stage: forwards whose B has not run
+  std::vector<int> peak_held;                      // ... whose W (or whole backward) has not run
+  double bubble(int stage) const {
+    const auto s = static_cast<size_t>(stage);
+    return span_end[s] - span_start[s] - busy[s];
+  }
+  double max_bubble() const {
+    double b = 0;
+    for (size_t s = 0; s < busy.size(); ++s) b = std::max(b, bubble(static_cast<int>(s)));
+    return b;
+  }
+};
+SchedulePlay play_schedule(const PipelineSchedule& schedule, const ScheduleTimes& times);
 
 }  // namespace proteus

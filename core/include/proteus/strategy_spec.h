@@ -9,7 +9,8 @@
 
 namespace proteus {
 
-enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1 };
+// Named schedules (schedule.h); Explicit: the per-stage order given in the config.
+enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, Explicit };
 enum class Recompute { None, Selective, Full };
 
 // A per-module setting. path matches module paths ("layers.3.mlp", "classifier",
@@ -27,6 +28,11 @@ struct StrategySpec {
   int64_t micro_batch = 1;
   Schedule schedule = Schedule::OneFOneB;
   int virtual_stages = 1;
+  // Megatron-Core's microbatch_group_size_per_vp_stage for the interleaved schedule (0: pp).
+  int microbatch_group_size = 0;
+  // "schedule": {"stages": [["F0", "B0", ...], ...], "placement": "v"}: each stage's passes.
+  std::vector<std::vector<std::string>> schedule_stages;
+  bool schedule_v_placement = false;  // chunk c on stage c (down), then 2p-1-c (back up)
   bool sequence_parallel = false;
   int zero = 0;
   Recompute recompute = Recompute::None;
@@ -38,6 +44,9 @@ struct StrategySpec {
 };
 
 const char* to_string(Schedule);
+// Model chunks each pipeline stage runs: virtual_stages (interleaved), 2 (zb-v), or for an
+// explicit schedule one more than the highest chunk its passes name ("F3.1": chunk 1).
+int chunks_per_stage(const StrategySpec& s);
 const char* to_string(Recompute);
 
 }  // namespace proteus

@@ -46,10 +46,11 @@ struct StrategyTree {
   bool sequence_parallel = false;
   std::vector<StrategyNode> nodes;  // one per OpGraph module, same index
   std::vector<int> chunk_layers;    // layers per chunk (pp * v entries)
+  std::vector<int> chunk_stage;     // stage of each chunk, chunks in pipeline order (pp * v entries)
   int chunks() const { return stages * virtual_stages; }
   // The root module's configuration: the knobs that act once per rank.
   const ParallelConfig& root() const { return nodes.front().config; }
-  int stage_of_chunk(int chunk) const { return chunk % stages; }
+  int stage_of_chunk(int chunk) const { return chunk_stage[static_cast<size_t>(chunk)]; }
 };
 
 // The op dim (index into op.dims) each mesh axis splits for `op` under `config`: the first
@@ -66,5 +67,9 @@ std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph);
 // Layers per chunk: as even as possible, the first and last chunks lighter when it does not
 // divide (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
 std::vector<int> split_layers(int layers, int chunks);
+
+// The stage of each model chunk: Megatron's round robin (chunk c on stage c % stages), or a V
+// (chunk c on stage c going down, then 2 * stages - 1 - c coming back: ZB-V, DualPipeV).
+std::vector<int> chunk_placement(int stages, int chunks_per_stage, bool v_shape);
 
 }  // namespace proteus

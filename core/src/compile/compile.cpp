@@ -25,44 +25,44 @@ double recompute_flops(const OpGraph& graph, const std::vector<OpPlan>& plans) {
   return f;
 }
 
+// Refuses graphs that would exhaust memory before building them (or their schedule): a cheap
+// upper bound of the task count (ops x passes x ranks, with room for communication).
+void refuse_if_too_big(const OpGraph& graph, const StrategyTree& tree, const CompileOptions& options) {
+  const double mbs = tree.micro_batches;
+  const double ranks = options.symmetric ? tree.stages : tree.mesh.ranks();
+  const double estimate = static_cast<double>(graph.ops.size()) / tree.stages * 4.0 * mbs * ranks;
+  if (estimate > static_cast<double>(options.max_tasks))
+    throw Error("limit_exceeded", "simulation.max_tasks",
+                "this configuration needs about " + std::to_string(static_cast<int64_t>(estimate)) +
+                    " tasks, more than simulation.max_tasks = " + std::to_string(options.max_tasks) +
+                    "; raise the limit or simulate fewer micro-batches or layers");
+}
+
 }  // namespace
 
-CompiledModel compile(const Config& config, const CompileOptions& options) {
+CompiledModel compile(OpGraph graph, StrategyTree tree, const TrainingSpec& training,
+                      const PipelineSchedule& schedule, const CompileOptions& options) {
   CompiledModel out;
-  const StrategySpec& s = config.strategy;
-  // One micro-batch of every data-parallel replica: dp (which contains ep) splits the batch.
-  const int64_t batch = s.micro_batch * s.dp;
-  out.graph = build_op_graph(config.model, config.training, batch);
-  out.tree = build_strategy_tree(config, out.graph);
+  out.graph = std::move(graph);
+  out.tree = std::move(tree);
   const std::vector<OpPlan> plans = plan_ops({out.graph, out.tree});
 
   ExecGraph& exec = out.exec;
   exec.micro_batches = out.tree.micro_batches;
   exec.pipeline_stages = out.tree.stages;
-  exec.gpus = config.cluster.gpus();
-  exec.samples_per_iteration = config.training.global_batch;
-  exec.tokens_per_iteration =
-      config.training.global_batch * std::max<int64_t>(1, out.graph.samples_per_batch_unit);
+  exec.gpus = out.tree.mesh.ranks();
+  exec.samples_per_iteration = training.global_batch;
+  exec.tokens_per_iteration = training.global_batch * std::max<int64_t>(1, out.graph.samples_per_batch_unit);
   const double mbs = out.tree.micro_batches;
   exec.model_flops_per_iteration = out.graph.training_flops() * mbs;
   exec.hardware_flops_per_iteration =
       exec.model_flops_per_iteration + recompute_flops(out.graph, plans) * mbs;
 
-  // Refuse graphs that would exhaust memory before building them: a cheap upper bound of the
-  // task count (ops x passes x ranks, with room for communication).
-  const double ranks = config.simulation.symmetry ? out.tree.stages : config.cluster.gpus();
-  const double estimate = static_cast<double>(out.graph.ops.size()) / out.tree.stages * 4.0 * mbs * ranks;
-  if (estimate > static_cast<double>(config.simulation.max_tasks))
-    throw Error(
-        "limit_exceeded", "simulation.max_tasks",
-        "this configuration needs about " + std::to_string(static_cast<int64_t>(estimate)) +
-            " tasks, more than simulation.max_tasks = " + std::to_string(config.simulation.max_tasks) +
-            "; raise the limit or simulate fewer micro-batches or layers");
-
-  build_programs({out.graph, out.tree, config.training, plans, config.simulation.symmetry,
-                  options.micro_batch_templates},
-                 &exec, &out.stats);
-  if (static_cast<int64_t>(exec.tasks.size()) > config.simulation.max_tasks)
+  refuse_if_too_big(out.graph, out.tree, options);
+  build_programs(
+      {out.graph, out.tree, training, plans, schedule, options.symmetric, options.micro_batch_templates},
+      &exec, &out.stats);
+  if (static_cast<int64_t>(exec.tasks.size()) > options.max_tasks)
     throw Error("limit_exceeded", "simulation.max_tasks",
                 "the execution graph has " + std::to_string(exec.tasks.size()) +
                     " tasks, more than simulation.max_tasks");
@@ -73,6 +73,19 @@ CompiledModel compile(const Config& config, const CompileOptions& options) {
   st.hardware_flops_per_iteration = exec.hardware_flops_per_iteration;
   count_tasks(exec, &st);
   return out;
+}
+
+CompiledModel compile(const Config& config, const CompileOptions& options) {
+  const StrategySpec& s = config.strategy;
+  // One micro-batch of every data-parallel replica: dp (which contains ep) splits the batch.
+  OpGraph graph = build_op_graph(config.model, config.training, s.micro_batch * s.dp);
+  StrategyTree tree = build_strategy_tree(config, graph);
+  CompileOptions o = options;
+  o.symmetric = config.simulation.symmetry;
+  o.max_tasks = config.simulation.max_tasks;
+  refuse_if_too_big(graph, tree, o);
+  const PipelineSchedule schedule = schedule_of(s, tree);
+  return compile(std::move(graph), std::move(tree), config.training, schedule, o);
 }
 
 }  // namespace proteus

@@ -21,7 +21,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
   IterationTail tail(in, index, &emitter, &state, stats);
   PassDeriver deriver(in, index, &emitter, &state, &tail, stats);
   PassReplayer replayer(tree, in.micro_batch_templates, &emitter, &state, &deriver, stats);
-  const bool split_w = schedule_splits_backward(tree.schedule);
+  const PipelineSchedule& schedule = in.schedule;
 
   emitter.make_ranks();
   for (size_t r = 0; r < exec->ranks.size(); ++r) {
@@ -30,13 +30,16 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
     replayer.begin_rank();
     tail.begin_rank();
     const int stage = emitter.stage();
-    const auto passes =
-        stage_schedule(tree.schedule, tree.stages, tree.micro_batches, tree.virtual_stages, stage);
+    const std::vector<Pass>& passes = schedule.order[static_cast<size_t>(stage)];
     if (emitter.is_stats_rank()) {
       if (stats->stage_orders.size() <= static_cast<size_t>(stage)) stats->stage_orders.resize(stage + 1);
       stats->stage_orders[stage] = to_string(passes);
     }
-    for (const Pass& pass : passes) replayer.run_pass(pass, pass.chunk * tree.stages + stage, split_w);
+    std::vector<int> chunk_of_local;  // this stage's chunks, in pipeline order
+    for (int c = 0; c < tree.chunks(); ++c)
+      if (tree.stage_of_chunk(c) == stage) chunk_of_local.push_back(c);
+    for (const Pass& pass : passes)
+      replayer.run_pass(pass, chunk_of_local[static_cast<size_t>(pass.chunk)], schedule.split_backward);
     tail.finish_rank();
     if (r == 0) emitter.reserve_for_ranks();
   }

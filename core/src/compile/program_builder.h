@@ -24,6 +24,7 @@ struct ProgramInputs {
   const StrategyTree& tree;
   const TrainingSpec& training;
   const std::vector<OpPlan>& plans;
+  const PipelineSchedule& schedule;
   bool symmetric = true;
   bool micro_batch_templates = true;  // instantiate repeated passes from a template (pass_replay.h)
 };

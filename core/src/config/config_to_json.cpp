@@ -181,22 +181,28 @@ Out strategy_json(const StrategySpec& s) {
   }
   Out stage_layers = Out::array();
   for (int n : s.stage_layers) stage_layers.push_back(n);
-  return Out{{"dp", s.dp},
-             {"tp", s.tp},
-             {"pp", s.pp},
-             {"cp", s.cp},
-             {"ep", s.ep},
-             {"micro_batch", s.micro_batch},
-             {"schedule", to_string(s.schedule)},
-             {"virtual_stages", s.virtual_stages},
-             {"sequence_parallel", s.sequence_parallel},
-             {"zero", s.zero},
-             {"recompute", to_string(s.recompute)},
-             {"overlap_grad_reduce", s.overlap_grad_reduce},
-             {"overlap_param_gather", s.overlap_param_gather},
-             {"grad_bucket_MB", s.grad_bucket_MB},
-             {"overrides", std::move(overrides)},
-             {"stage_layers", std::move(stage_layers)}};
+  Out schedule = to_string(s.schedule);
+  if (s.schedule == Schedule::Explicit)
+    schedule =
+        Out{{"stages", s.schedule_stages}, {"placement", s.schedule_v_placement ? "v" : "interleaved"}};
+  Out out{{"dp", s.dp},
+          {"tp", s.tp},
+          {"pp", s.pp},
+          {"cp", s.cp},
+          {"ep", s.ep},
+          {"micro_batch", s.micro_batch},
+          {"schedule", std::move(schedule)},
+          {"virtual_stages", s.virtual_stages},
+          {"sequence_parallel", s.sequence_parallel},
+          {"zero", s.zero},
+          {"recompute", to_string(s.recompute)},
+          {"overlap_grad_reduce", s.overlap_grad_reduce},
+          {"overlap_param_gather", s.overlap_param_gather},
+          {"grad_bucket_MB", s.grad_bucket_MB},
+          {"overrides", std::move(overrides)},
+          {"stage_layers", std::move(stage_layers)}};
+  if (s.microbatch_group_size > 0) out["microbatch_group_size"] = s.microbatch_group_size;
+  return out;
 }
 
 }  // namespace

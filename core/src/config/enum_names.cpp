@@ -101,6 +101,12 @@ const char* to_string(Schedule schedule) {
       return "1f1b";
     case Schedule::Interleaved1F1B:
       return "interleaved-1f1b";
+    case Schedule::ZbH2:
+      return "zb-h2";
+    case Schedule::ZbV:
+      return "zb-v";
+    case Schedule::Explicit:
+      return "explicit";
     case Schedule::ZbH1:
       return "zb-h1";
   }

@@ -116,11 +116,33 @@ TrainingSpec read_training(const Json& value, const std::string& path, const Mod
   return training;
 }
 
+// "schedule": {"stages": [["F0", "F1", "B0", ...], ...], "placement": "interleaved" | "v"}: the
+// order each stage runs its passes in (schedule.h checks it once the micro-batch count is known).
+void read_explicit_schedule(const Json& value, const std::string& path, StrategySpec* strategy) {
+  ObjectReader in(value, path, {"stages", "placement"});
+  strategy->schedule = Schedule::Explicit;
+  const std::string placement = in.string("placement", "interleaved");
+  if (placement != "interleaved" && placement != "v")
+    throw invalid_config(in.path_of("placement"),
+                         "placement \"" + placement + "\" is not one of: interleaved, v");
+  strategy->schedule_v_placement = placement == "v";
+  const Json& stages = as_array(in.required("stages", "each stage's list of passes"), in.path_of("stages"),
+                                static_cast<size_t>(L::kMaxParallel));
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const std::string stage_path = index_path(in.path_of("stages"), s);
+    const Json& passes = as_array(stages[s], stage_path, static_cast<size_t>(L::kMaxJsonValues));
+    std::vector<std::string> order;
+    for (size_t i = 0; i < passes.size(); ++i)
+      order.push_back(as_string(passes[i], index_path(stage_path, i)));
+    strategy->schedule_stages.push_back(std::move(order));
+  }
+}
+
 StrategySpec read_strategy(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
                   {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages",
-                   "sequence_parallel", "zero", "recompute", "overlap_grad_reduce", "overlap_param_gather",
-                   "grad_bucket_MB", "overrides", "stage_layers"});
+                   "microbatch_group_size", "sequence_parallel", "zero", "recompute", "overlap_grad_reduce",
+                   "overlap_param_gather", "grad_bucket_MB", "overrides", "stage_layers"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -128,10 +150,15 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.cp = static_cast<int>(in.integer("cp", 1, 1, L::kMaxParallel));
   strategy.ep = static_cast<int>(in.integer("ep", 1, 1, L::kMaxParallel));
   strategy.micro_batch = in.integer("micro_batch", 1, 1, L::kMaxBatch);
-  strategy.schedule =
-      in.enumeration("schedule", Schedule::OneFOneB,
-                     {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZbH1});
+  if (in.has("schedule") && in.at("schedule").is_object()) {
+    read_explicit_schedule(in.at("schedule"), in.path_of("schedule"), &strategy);
+  } else {
+    strategy.schedule = in.enumeration("schedule", Schedule::OneFOneB,
+                                       {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
+                                        Schedule::ZbH1, Schedule::ZbH2, Schedule::ZbV});
+  }
   strategy.virtual_stages = static_cast<int>(in.integer("virtual_stages", 1, 1, L::kMaxVirtualStages));
+  strategy.microbatch_group_size = static_cast<int>(in.integer("microbatch_group_size", 0, 0, L::kMaxBatch));
   strategy.sequence_parallel = in.boolean("sequence_parallel", false);
   strategy.zero = static_cast<int>(in.integer("zero", 0, 0, 3));
   strategy.recompute =

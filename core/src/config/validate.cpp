@@ -77,11 +77,17 @@ void check_pipeline(const Config& c) {
                              " needs schedule \"interleaved-1f1b\" (the schedule is \"" +
                              to_string(s.schedule) + "\")");
   }
-  if (units > 0 && int64_t{s.pp} * s.virtual_stages > units) {
-    throw invalid_config("strategy.virtual_stages",
-                         "pp*virtual_stages = " + to_string(int64_t{s.pp} * s.virtual_stages) +
-                             " model chunks is more than the model's " + to_string(units) + " " +
-                             unit_name(c.model));
+  if (s.schedule == Schedule::Explicit && static_cast<int64_t>(s.schedule_stages.size()) != s.pp) {
+    throw invalid_config("strategy.schedule.stages", "the explicit schedule lists " +
+                                                         to_string(s.schedule_stages.size()) +
+                                                         " stages but pp=" + to_string(s.pp));
+  }
+  const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s);
+  if (units > 0 && chunks > units) {
+    throw invalid_config(
+        s.schedule == Schedule::Interleaved1F1B ? "strategy.virtual_stages" : "strategy.schedule",
+        "pp*chunks per stage = " + to_string(chunks) + " model chunks is more than the model's " +
+            to_string(units) + " " + unit_name(c.model));
   }
   if (!s.stage_layers.empty()) {
     if (units == 0) {
@@ -90,11 +96,10 @@ void check_pipeline(const Config& c) {
           std::string("stage_layers applies to transformer and graph models; place the modules of a ") +
               to_string(c.model.kind) + " model with overrides[].stage");
     }
-    const int64_t chunks = int64_t{s.pp} * s.virtual_stages;
     if (static_cast<int64_t>(s.stage_layers.size()) != chunks) {
       throw invalid_config("strategy.stage_layers",
                            "stage_layers has " + to_string(s.stage_layers.size()) +
-                               " entries but pp*virtual_stages = " + to_string(chunks));
+                               " entries but pp*chunks per stage = " + to_string(chunks));
     }
     int64_t sum = 0;
     for (int n : s.stage_layers) sum += n;
@@ -136,7 +141,19 @@ void check_batch(const Config& c) {
                              to_string(s.micro_batch) + " = " + to_string(int64_t{s.dp} * s.micro_batch));
   }
   const int64_t micro_batches = per_replica / s.micro_batch;
-  if (s.schedule == Schedule::Interleaved1F1B && micro_batches % s.pp != 0) {
+  // Megatron-Core (schedules.py, forward_backward_pipelining_with_interleaving) takes groups of
+  // n = microbatch_group_size_per_vp_stage micro-batches, p <= n <= m, and refuses a last group
+  // of fewer than p; n defaults to p, which needs m to be a multiple of p.
+  const int64_t group = s.microbatch_group_size;
+  if (s.schedule == Schedule::Interleaved1F1B && group > 0 &&
+      (group < s.pp || group > micro_batches ||
+       (micro_batches % group != 0 && micro_batches % group < s.pp))) {
+    throw invalid_config("strategy.microbatch_group_size",
+                         "microbatch_group_size=" + to_string(group) + " must lie in [pp=" + to_string(s.pp) +
+                             ", micro-batches=" + to_string(micro_batches) +
+                             "] and leave a last group of 0 or at least pp micro-batches (Megatron-Core)");
+  }
+  if (s.schedule == Schedule::Interleaved1F1B && group == 0 && micro_batches % s.pp != 0) {
     throw invalid_config("strategy.schedule",
                          "the interleaved schedule needs the number of micro-batches (" +
                              to_string(micro_batches) +

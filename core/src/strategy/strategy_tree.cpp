@@ -31,6 +31,13 @@ std::vector<int> split_layers(int layers, int chunks) {
   return out;
 }
 
+std::vector<int> chunk_placement(int stages, int chunks_per_stage, bool v_shape) {
+  std::vector<int> out(static_cast<size_t>(stages * chunks_per_stage));
+  for (int c = 0; c < stages * chunks_per_stage; ++c)
+    out[static_cast<size_t>(c)] = v_shape ? (c < stages ? c : 2 * stages - 1 - c) : c % stages;
+  return out;
+}
+
 std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& cfg,
                                                    const Mesh& mesh) {
   std::array<int, kNumMeshAxes> out{-1, -1, -1, -1, -1};
@@ -163,7 +170,10 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   tree.mesh.size = {s.pp, s.dp / s.ep, s.ep, s.cp, s.tp};
   tree.schedule = s.schedule;
   tree.stages = s.pp;
-  tree.virtual_stages = (s.schedule == Schedule::Interleaved1F1B) ? s.virtual_stages : 1;
+  tree.virtual_stages = chunks_per_stage(s);
+  tree.chunk_stage = chunk_placement(
+      s.pp, tree.virtual_stages,
+      s.schedule == Schedule::ZbV || (s.schedule == Schedule::Explicit && s.schedule_v_placement));
   tree.micro_batch = s.micro_batch;
   tree.micro_batches =
       static_cast<int>(config.training.global_batch / (static_cast<int64_t>(s.dp) * s.micro_batch));

@@ -1,0 +1,33 @@
+// What the strategy's schedule implies for the pipeline's shape.
+#include <algorithm>
+
+#include "proteus/strategy_spec.h"
+
+namespace proteus {
+
+int chunks_per_stage(const StrategySpec& s) {
+  switch (s.schedule) {
+    case Schedule::Interleaved1F1B:
+      return std::max(1, s.virtual_stages);
+    case Schedule::ZbV:
+      return 2;
+    case Schedule::Explicit: {
+      int chunks = 1;
+      for (const auto& stage : s.schedule_stages)
+        for (const std::string& pass : stage) {
+          const size_t dot = pass.find('.');
+          if (dot == std::string::npos) continue;
+          int chunk = 0;
+          for (size_t i = dot + 1; i < pass.size() && pass[i] >= '0' && pass[i] <= '9' && chunk < (1 << 20);
+               ++i)
+            chunk = chunk * 10 + (pass[i] - '0');
+          chunks = std::max(chunks, chunk + 1);
+        }
+      return chunks;
+    }
+    default:
+      return 1;
+  }
+}
+
+}  // namespace proteus
