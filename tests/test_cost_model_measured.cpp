@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "proteus/compile.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
@@ -84,8 +86,10 @@ TEST_CASE("measure_ops.py: a fitted collective sweep is a cluster override the c
   nlohmann::json points = nlohmann::json::array();
   for (double s = 8192; s <= 1073741824.0; s *= 4)
     points.push_back({s, 8.4 + 14 * 2.5 + 1.75 * s / (450e9 * 0.82) * 1e6});
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "proteus_collective_points_test.json").string();
+  // One file per process: several worktrees' suites may run this test at the same time.
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("proteus_collective_points_" + std::to_string(getpid()) + ".json"))
+                               .string();
   {
     std::ofstream f(path);
     f << nlohmann::json{{"collective", "all_reduce"}, {"world", 8}, {"points", points}}.dump();
@@ -93,6 +97,7 @@ TEST_CASE("measure_ops.py: a fitted collective sweep is a cluster override the c
   const std::string fragment =
       run("python3 " PROTEUS_SOURCE_DIR "/scripts/measure_ops.py --fit-collectives " + path +
           " --level intra_node --link-GBps 450");
+  std::filesystem::remove(path);
   const auto intra = nlohmann::json::parse(fragment).at("cluster").at("intra_node");
   const nlohmann::json config = {{"model", {{"preset", "gpt2-small"}}},
                                  {"cluster", {{"preset", "dgx-h100"}, {"intra_node", intra}}},
