@@ -3,8 +3,8 @@
 // compiler relies on.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cmath>
+#include <ctime>
 
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
@@ -307,9 +307,11 @@ TEST_CASE("model: invalid transformer specs are rejected with the field's path")
 
 TEST_CASE("model: GPT-3 96 layers builds in well under 10 ms, deterministically") {
   const ModelSpec m = gpt3_175b();
-  const auto t0 = std::chrono::steady_clock::now();
+  // Processor time, not wall time: the check is against a blow-up, and must not fail because
+  // other work shares the machine.
+  const std::clock_t t0 = std::clock();
   const OpGraph a = build_op_graph(m, training(2048), 8);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms = 1000.0 * static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
 #if defined(__SANITIZE_ADDRESS__) || !defined(NDEBUG)
   CHECK(ms < 200);
 #else
