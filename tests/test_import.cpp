@@ -178,3 +178,75 @@ TEST_CASE("import: bad input gets an error naming the argument or field") {
   const std::string huge(17 * 1024 * 1024, ' ');
   CHECK(error_path([&] { import_megatron(huge, on("dgx-h100", 1)); }) == "");
 }
+
+TEST_CASE("import: Hugging Face config.json files give the presets' models") {
+  // tests/import/SOURCES.md names each file's repository.
+  const std::pair<const char*, const char*> files[] = {
+      {"hf-llama-3.1-8b.json", "llama3.1-8b"},    {"hf-qwen3-8b.json", "qwen3-8b"},
+      {"hf-qwen3-30b-a3b.json", "qwen3-30b-a3b"}, {"hf-qwen3-235b-a22b.json", "qwen3-235b-a22b"},
+      {"hf-deepseek-v3.json", "deepseek-v3"},     {"hf-gpt-oss-120b.json", "gpt-oss-120b"},
+      {"hf-mixtral-8x22b.json", "mixtral-8x22b"}};
+  const std::string rest =
+      ", \"cluster\": \"dgx-h100\", \"training\": {\"global_batch\": 8, \"seq_len\": 1024}, \"strategy\": {\"dp\": 8}}";
+  for (const auto& [file, preset] : files) {
+    CAPTURE(file);
+    const ImportResult r = import_hf(fixture(file));
+    const json model = json::parse(r.config_json)["model"];
+    json imported = resolved("{\"model\": " + model.dump() + rest)["model"];
+    json expected = resolved(std::string("{\"model\": \"") + preset + "\"" + rest)["model"];
+    CHECK(imported == expected);
+  }
+}
+
+TEST_CASE("import: Megatron-LM example scripts") {
+  // Llama 3 8B FP8 on one H100 node: the DTYPE=fp8 branch adds --fp8-format, the MOCK
+  // branch gives --vocab-size 128256; GQA 8 groups of 128 channels; distributed optimizer.
+  Config c = import_config(fixture("megatron-llama3-8b-h100-fp8.sh"), "dgx-h100");
+  CHECK(c.model.layers == 32);
+  CHECK(c.model.kv_heads == 8);
+  CHECK(c.model.ffn_hidden == 14336);
+  CHECK(c.model.vocab == 128256);
+  CHECK(c.model.flash_attention);  // --attention-backend fused
+  CHECK(c.training.precision == Precision::Fp8);
+  CHECK(c.training.seq_len == 8192);
+  CHECK(c.strategy.dp == 8);
+  CHECK(c.strategy.zero == 1);
+  CHECK(c.strategy.overlap_param_gather);
+  CHECK(c.training.global_batch == 128);
+  // Mixtral example (2 layers, 2 experts, 2 GPUs per node with expert parallel 2): the
+  // launcher's --nproc_per_node 2 overrides the preset's 8 GPUs per node; --bf16 is
+  // commented out, so fp32.
+  c = import_config(fixture("megatron-mixtral-8x7b.sh"), "dgx-h100");
+  CHECK(c.cluster.gpus_per_node == 2);
+  CHECK(c.strategy.ep == 2);
+  CHECK(c.model.moe.experts == 2);
+  CHECK(c.model.moe.top_k == 2);
+  CHECK(c.model.moe.routing == MoeRouting::Dropless);
+  CHECK(c.model.vocab == 32000);
+  CHECK(c.training.precision == Precision::Fp32);
+  // BERT-Large 340M with TP 8 x PP 16 (128 GPUs: 16 nodes): an encoder with token types and
+  // the binary head; BertWordPieceLowerCase's 30522 padded to a multiple of 128 x 8.
+  c = import_config(fixture("megatron-bert-340m.sh"), "dgx-h100", 16);
+  CHECK_FALSE(c.model.causal);
+  CHECK(c.model.type_vocab == 2);
+  CHECK(c.model.pooler);
+  CHECK(c.model.vocab == 30720);
+  CHECK(c.strategy.pp == 16);
+  CHECK(c.training.precision == Precision::Fp16);
+}
+
+TEST_CASE("export -> import keeps the 2025 model features") {
+  for (const char* preset : {"deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-8b"}) {
+    CAPTURE(preset);
+    const bool moe = std::string(preset) != "qwen3-8b";
+    const std::string config =
+        std::string("{\"model\": \"") + preset +
+        "\", \"cluster\": {\"preset\": \"dgx-h100\", \"nodes\": 8}, \"training\": "
+        "{\"global_batch\": 64, \"seq_len\": 4096}, \"strategy\": {\"dp\": 32, \"tp\": 2, "
+        "\"ep\": " +
+        std::string(moe ? "8" : "1") + ", \"zero\": 1, \"sequence_parallel\": true}}";
+    const json cluster = resolved(config)["cluster"];
+    const ImportResult back = import_megatron(export_megatron(config), on(cluster.dump(), 0));
+    CHECK(resolved(back.config_json) == resolved(config));
+  }
+}

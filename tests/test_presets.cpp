@@ -17,7 +17,9 @@ namespace {
 // Field-by-field equality of two configs (the structs have no operator==).
 bool same(const MoeSpec& a, const MoeSpec& b) {
   return a.experts == b.experts && a.top_k == b.top_k && a.expert_ffn_hidden == b.expert_ffn_hidden &&
-         a.capacity_factor == b.capacity_factor;
+         a.capacity_factor == b.capacity_factor && a.routing == b.routing && a.imbalance == b.imbalance &&
+         a.shared_expert_ffn_hidden == b.shared_expert_ffn_hidden &&
+         a.first_dense_layers == b.first_dense_layers && a.router_bias == b.router_bias;
 }
 bool same(const GraphOpSpec& a, const GraphOpSpec& b) {
   return a.name == b.name && a.type == b.type && a.in_features == b.in_features &&
@@ -35,7 +37,13 @@ bool same(const ModelSpec& a, const ModelSpec& b) {
          a.tied_embeddings == b.tied_embeddings && a.bias == b.bias && a.dropout == b.dropout &&
          a.flash_attention == b.flash_attention && a.causal == b.causal &&
          a.learned_positions == b.learned_positions && a.type_vocab == b.type_vocab && a.pooler == b.pooler &&
-         same(a.moe, b.moe) && a.arch == b.arch && a.image_size == b.image_size && a.channels == b.channels &&
+         same(a.moe, b.moe) && a.head_dim == b.head_dim && a.qk_norm == b.qk_norm &&
+         a.attention_sinks == b.attention_sinks && a.sliding_window == b.sliding_window &&
+         a.full_attention_every == b.full_attention_every && a.mtp_layers == b.mtp_layers &&
+         a.mla.q_lora_rank == b.mla.q_lora_rank && a.mla.kv_lora_rank == b.mla.kv_lora_rank &&
+         a.mla.qk_nope_head_dim == b.mla.qk_nope_head_dim &&
+         a.mla.qk_rope_head_dim == b.mla.qk_rope_head_dim && a.mla.v_head_dim == b.mla.v_head_dim &&
+         a.arch == b.arch && a.image_size == b.image_size && a.channels == b.channels &&
          a.classes == b.classes && a.aux_logits == b.aux_logits && a.dense_features == b.dense_features &&
          a.bottom_mlp == b.bottom_mlp && a.top_mlp == b.top_mlp && a.tables == b.tables &&
          a.table_rows == b.table_rows && a.embedding_dim == b.embedding_dim &&

@@ -11,11 +11,34 @@ enum class MlpKind { Gelu, Swiglu };
 enum class NormKind { LayerNorm, RmsNorm };
 enum class CnnArch { AlexNet, Vgg19, ResNet50, InceptionV3 };
 
+// How tokens reach experts. Capacity: each expert takes at most capacity_factor x its
+// balanced share and pads to it (GShard; Megatron with --moe-expert-capacity-factor and
+// --moe-pad-expert-input-to-capacity); tokens beyond are dropped. Dropless (Megatron's
+// default): every token is kept, so the busiest expert sets the step: it receives
+// imbalance x the balanced share, and every expert's work is costed at that load.
+enum class MoeRouting { Capacity, Dropless };
+
 struct MoeSpec {
   int experts = 0;  // 0 = dense model
   int top_k = 0;
   int64_t expert_ffn_hidden = 0;  // 0 = same as ffn_hidden
-  double capacity_factor = 1.0;   // tokens per expert = capacity_factor * tokens * top_k / experts
+  double capacity_factor = 1.0;   // capacity routing: slots per expert = factor * tokens * top_k / experts
+  MoeRouting routing = MoeRouting::Capacity;
+  double imbalance = 1.0;                // dropless: busiest expert's tokens / balanced share (>= 1)
+  int64_t shared_expert_ffn_hidden = 0;  // width of the always-on shared expert(s), 0 = none (DeepSeek)
+  int first_dense_layers = 0;            // leading layers with a dense MLP of ffn_hidden (DeepSeek-V3: 3)
+  bool router_bias = false;  // the router has a bias per expert (GPT-OSS, DeepSeek-V3's score bias)
+  // The expert load factor the op graph sizes expert buckets by (capacity_factor or imbalance).
+  double load_factor() const { return routing == MoeRouting::Capacity ? capacity_factor : imbalance; }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values go through low-rank
+// latents; each head's query/key has a non-rotary and a rotary part. kv_lora_rank 0 = off.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;  // 0: queries are projected from the hidden state directly
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  bool enabled() const { return kv_lora_rank > 0; }
 };
 
 // One op of a "kind":"graph" model: a chain of generic layers given by the user.
@@ -52,6 +75,13 @@ struct ModelSpec {
   int64_t type_vocab = 0;         // BERT token-type embeddings
   bool pooler = false;            // BERT pooler + heads
   MoeSpec moe;
+  int64_t head_dim = 0;          // 0 = hidden / heads (Qwen3, Gemma, GPT-OSS give their own)
+  bool qk_norm = false;          // RMSNorm over each query and key head (Qwen3, OLMo 2)
+  bool attention_sinks = false;  // a learned logit per head added to the softmax (GPT-OSS)
+  int64_t sliding_window = 0;    // > 0: attention sees the last sliding_window tokens ...
+  int full_attention_every = 0;  // ... except every Nth layer (i % N == N-1), which sees all
+  int mtp_layers = 0;            // multi-token prediction depth (DeepSeek-V3: 1)
+  MlaSpec mla;
 
   // cnn
   CnnArch arch = CnnArch::ResNet50;
@@ -78,5 +108,6 @@ const char* to_string(ModelKind);
 const char* to_string(MlpKind);
 const char* to_string(NormKind);
 const char* to_string(CnnArch);
+const char* to_string(MoeRouting);
 
 }  // namespace proteus

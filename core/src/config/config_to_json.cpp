@@ -14,7 +14,12 @@ Out moe_json(const MoeSpec& moe) {
   return Out{{"experts", moe.experts},
              {"top_k", moe.top_k},
              {"expert_ffn_hidden", moe.expert_ffn_hidden},
-             {"capacity_factor", moe.capacity_factor}};
+             {"capacity_factor", moe.capacity_factor},
+             {"routing", to_string(moe.routing)},
+             {"imbalance", moe.imbalance},
+             {"shared_expert_ffn_hidden", moe.shared_expert_ffn_hidden},
+             {"first_dense_layers", moe.first_dense_layers},
+             {"router_bias", moe.router_bias}};
 }
 
 Out graph_op_json(const GraphOpSpec& op) {
@@ -60,6 +65,19 @@ Out model_json(const ModelSpec& m) {
       out["type_vocab"] = m.type_vocab;
       out["pooler"] = m.pooler;
       out["moe"] = moe_json(m.moe);
+      out["head_dim"] = m.head_dim;
+      out["qk_norm"] = m.qk_norm;
+      out["attention_sinks"] = m.attention_sinks;
+      out["sliding_window"] = m.sliding_window;
+      out["full_attention_every"] = m.full_attention_every;
+      out["mtp_layers"] = m.mtp_layers;
+      if (m.mla.enabled()) {
+        out["mla"] = Out{{"q_lora_rank", m.mla.q_lora_rank},
+                         {"kv_lora_rank", m.mla.kv_lora_rank},
+                         {"qk_nope_head_dim", m.mla.qk_nope_head_dim},
+                         {"qk_rope_head_dim", m.mla.qk_rope_head_dim},
+                         {"v_head_dim", m.mla.v_head_dim}};
+      }
       break;
     case ModelKind::Cnn:
       out["arch"] = to_string(m.arch);

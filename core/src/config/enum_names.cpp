@@ -55,6 +55,10 @@ const char* to_string(CnnArch arch) {
   return "?";
 }
 
+const char* to_string(MoeRouting routing) {
+  return routing == MoeRouting::Dropless ? "dropless" : "capacity";
+}
+
 const char* to_string(IntraNodeKind kind) {
   switch (kind) {
     case IntraNodeKind::NvSwitch:

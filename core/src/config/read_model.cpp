@@ -13,7 +13,8 @@ namespace L = config_limits;
 #define PROTEUS_TRANSFORMER_KEYS                                                                            \
   "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "seq_len", "vocab", "mlp", "norm",                 \
       "tied_embeddings", "bias", "dropout", "flash_attention", "causal", "learned_positions", "type_vocab", \
-      "pooler", "moe"
+      "pooler", "moe", "head_dim", "qk_norm", "attention_sinks", "sliding_window", "full_attention_every",  \
+      "mtp_layers", "mla"
 #define PROTEUS_CNN_KEYS "arch", "image_size", "channels", "classes", "aux_logits"
 #define PROTEUS_DLRM_KEYS \
   "dense_features", "bottom_mlp", "top_mlp", "tables", "table_rows", "embedding_dim", "lookups_per_table"
@@ -43,8 +44,10 @@ void reject_fields_of_other_kinds(const Json& value, const std::string& path, Mo
   }
 }
 
-MoeSpec read_moe(const Json& value, const std::string& path, int64_t ffn_hidden) {
-  ObjectReader in(value, path, {"experts", "top_k", "expert_ffn_hidden", "capacity_factor"});
+MoeSpec read_moe(const Json& value, const std::string& path, int64_t ffn_hidden, int layers) {
+  ObjectReader in(value, path,
+                  {"experts", "top_k", "expert_ffn_hidden", "capacity_factor", "routing", "imbalance",
+                   "shared_expert_ffn_hidden", "first_dense_layers", "router_bias"});
   MoeSpec moe;
   moe.experts = static_cast<int>(in.required_integer("experts", 0, L::kMaxExperts, "0 for a dense model"));
   if (moe.experts == 0) {
@@ -59,7 +62,27 @@ MoeSpec read_moe(const Json& value, const std::string& path, int64_t ffn_hidden)
   moe.expert_ffn_hidden = in.integer("expert_ffn_hidden", 0, 0, L::kMaxFfnHidden);
   if (moe.experts > 0 && moe.expert_ffn_hidden == 0) moe.expert_ffn_hidden = ffn_hidden;
   moe.capacity_factor = in.number("capacity_factor", 1.0, 0, L::kMaxCapacityFactor, true);
+  moe.routing = in.enumeration("routing", MoeRouting::Capacity, {MoeRouting::Capacity, MoeRouting::Dropless});
+  // The busiest expert can at most receive every token once: experts / top_k balanced shares.
+  const double max_imbalance = moe.experts > 0 ? static_cast<double>(moe.experts) / moe.top_k : 1.0;
+  moe.imbalance = in.number("imbalance", 1.0, 1.0, max_imbalance);
+  moe.shared_expert_ffn_hidden = in.integer("shared_expert_ffn_hidden", 0, 0, L::kMaxFfnHidden);
+  moe.first_dense_layers = static_cast<int>(in.integer("first_dense_layers", 0, 0, layers));
+  moe.router_bias = in.boolean("router_bias", false);
   return moe;
+}
+
+MlaSpec read_mla(const Json& value, const std::string& path) {
+  ObjectReader in(value, path,
+                  {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  const std::string why = "multi-head latent attention needs it";
+  MlaSpec mla;
+  mla.q_lora_rank = in.integer("q_lora_rank", 0, 0, L::kMaxHidden);
+  mla.kv_lora_rank = in.required_integer("kv_lora_rank", 1, L::kMaxHidden, why);
+  mla.qk_nope_head_dim = in.required_integer("qk_nope_head_dim", 1, L::kMaxHidden, why);
+  mla.qk_rope_head_dim = in.required_integer("qk_rope_head_dim", 1, L::kMaxHidden, why);
+  mla.v_head_dim = in.required_integer("v_head_dim", 1, L::kMaxHidden, why);
+  return mla;
 }
 
 void read_transformer(const ObjectReader& in, ModelSpec& model) {
@@ -67,10 +90,11 @@ void read_transformer(const ObjectReader& in, ModelSpec& model) {
   model.layers = static_cast<int>(in.required_integer("layers", 1, L::kMaxLayers, why));
   model.hidden = in.required_integer("hidden", 1, L::kMaxHidden, why);
   model.heads = static_cast<int>(in.required_integer("heads", 1, L::kMaxHeads, why));
-  if (model.hidden % model.heads != 0) {
+  model.head_dim = in.integer("head_dim", 0, 0, L::kMaxHidden);
+  if (model.head_dim == 0 && model.hidden % model.heads != 0) {
     throw invalid_config(in.path_of("heads"),
-                         "hidden=" + std::to_string(model.hidden) +
-                             " is not divisible by heads=" + std::to_string(model.heads));
+                         "hidden=" + std::to_string(model.hidden) + " is not divisible by heads=" +
+                             std::to_string(model.heads) + " (give head_dim for heads of another width)");
   }
   model.kv_heads = static_cast<int>(in.integer("kv_heads", 0, 0, L::kMaxHeads));
   if (model.kv_heads == 0) model.kv_heads = model.heads;
@@ -92,7 +116,28 @@ void read_transformer(const ObjectReader& in, ModelSpec& model) {
   model.learned_positions = in.boolean("learned_positions", true);
   model.type_vocab = in.integer("type_vocab", 0, 0, L::kMaxVocab);
   model.pooler = in.boolean("pooler", false);
-  if (in.has("moe")) model.moe = read_moe(in.at("moe"), in.path_of("moe"), model.ffn_hidden);
+  if (in.has("moe")) model.moe = read_moe(in.at("moe"), in.path_of("moe"), model.ffn_hidden, model.layers);
+  model.qk_norm = in.boolean("qk_norm", false);
+  model.attention_sinks = in.boolean("attention_sinks", false);
+  model.sliding_window = in.integer("sliding_window", 0, 0, L::kMaxSeqLen);
+  model.full_attention_every = static_cast<int>(in.integer("full_attention_every", 0, 0, L::kMaxLayers));
+  if (model.full_attention_every > 0 && model.sliding_window == 0) {
+    throw invalid_config(in.path_of("full_attention_every"),
+                         "full_attention_every only applies with a sliding_window");
+  }
+  model.mtp_layers = static_cast<int>(in.integer("mtp_layers", 0, 0, 100));
+  if (model.mtp_layers > 0 && !model.causal) {
+    throw invalid_config(in.path_of("mtp_layers"), "multi-token prediction needs a causal (decoder) model");
+  }
+  if (in.has("mla")) {
+    model.mla = read_mla(in.at("mla"), in.path_of("mla"));
+    if (model.kv_heads != model.heads) {
+      throw invalid_config(in.path_of("kv_heads"),
+                           "multi-head latent attention has one key/value head per query head");
+    }
+    if (model.qk_norm)
+      throw invalid_config(in.path_of("qk_norm"), "qk_norm does not apply to multi-head latent attention");
+  }
 }
 
 // Smallest input for which every layer of the architecture keeps at least one pixel

@@ -51,6 +51,8 @@ void check_tensor_parallel(const Config& c) {
   require_divides(m.kv_heads, "kv_heads");
   require_divides(m.ffn_hidden, "ffn_hidden");
   if (m.moe.experts > 0) require_divides(m.moe.expert_ffn_hidden, "moe.expert_ffn_hidden");
+  if (m.moe.shared_expert_ffn_hidden > 0)
+    require_divides(m.moe.shared_expert_ffn_hidden, "moe.shared_expert_ffn_hidden");
 }
 
 // Layers (transformer) or ops (graph) that pipeline stages split; 0 when the model has no

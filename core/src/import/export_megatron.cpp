@@ -74,11 +74,39 @@ void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
   }
   a.add("--vocab-size", m.vocab);
   a.add("--make-vocab-size-divisible-by", 1);
+  if (m.head_dim > 0) a.add("--kv-channels", m.head_dim);
+  if (m.qk_norm) a.add("--qk-layernorm");
+  if (m.mla.enabled()) {
+    a.add("--multi-latent-attention");
+    if (m.mla.q_lora_rank > 0) a.add("--q-lora-rank", m.mla.q_lora_rank);
+    a.add("--kv-lora-rank", m.mla.kv_lora_rank);
+    a.add("--qk-head-dim", m.mla.qk_nope_head_dim);
+    a.add("--qk-pos-emb-head-dim", m.mla.qk_rope_head_dim);
+    a.add("--v-head-dim", m.mla.v_head_dim);
+  }
+  if (m.mtp_layers > 0) a.add("--mtp-num-layers", m.mtp_layers);
+  if (m.sliding_window > 0) {
+    a.add("--window-size", "\"(" + std::to_string(m.sliding_window) + ", 0)\"");
+    if (m.full_attention_every > 0) a.add("--window-attn-skip-freq", m.full_attention_every);
+  }
+  if (m.attention_sinks) a.add("--softmax-type", "learnable");
   if (m.moe.experts > 0) {
     a.add("--num-experts", m.moe.experts);
     a.add("--moe-router-topk", m.moe.top_k);
     a.add("--moe-ffn-hidden-size", m.moe.expert_ffn_hidden);
-    a.add("--moe-expert-capacity-factor", m.moe.capacity_factor);
+    if (m.moe.routing == MoeRouting::Capacity) {
+      a.add("--moe-expert-capacity-factor", m.moe.capacity_factor);
+      a.add("--moe-pad-expert-input-to-capacity");
+    } else if (m.moe.imbalance != 1.0) {
+      throw invalid_config("model.moe.imbalance", "an expert load imbalance has no Megatron-LM argument");
+    }
+    if (m.moe.shared_expert_ffn_hidden > 0)
+      a.add("--moe-shared-expert-intermediate-size", m.moe.shared_expert_ffn_hidden);
+    if (m.moe.first_dense_layers > 0) {
+      a.add("--moe-layer-freq", "\"([0]*" + std::to_string(m.moe.first_dense_layers) + "+[1]*" +
+                                    std::to_string(m.layers - m.moe.first_dense_layers) + ")\"");
+    }
+    if (m.moe.router_bias) a.add("--moe-router-enable-expert-bias");
     a.add("--moe-token-dispatcher-type", "alltoall");
   }
 }

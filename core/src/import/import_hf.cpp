@@ -172,51 +172,119 @@ HfModel read_hf_model(const std::string& text) {
   m["hidden"] = hidden;
   m["heads"] = heads;
   m["kv_heads"] = in.integer("num_key_value_heads", heads, 1, 65536);
-  if (in.has("head_dim") && in.integer("head_dim", 0, 1, 1 << 20) * heads != hidden) {
-    throw Error("invalid_config", "head_dim",
-                "head_dim other than hidden_size / num_attention_heads is not simulated yet");
+  if (in.has("head_dim")) {
+    m["head_dim"] = in.integer("head_dim", 0, 1, 1 << 20);
   }
   const int64_t ffn = in.integer("intermediate_size", -1, 1, 16777216);
   m["ffn_hidden"] = ffn;
   m["seq_len"] = in.integer("max_position_embeddings", -1, 1, 16777216);
   m["vocab"] = in.integer("vocab_size", -1, 1, int64_t{1} << 31);
   // Every supported architecture has a gated MLP (gate, up, down); Gemma's gate is GELU.
-  const std::string act =
-      in.string(arch == Arch::Gemma || arch == Arch::Gemma2 ? "hidden_activation" : "hidden_act",
-                arch == Arch::Gemma || arch == Arch::Gemma2 ? "gelu_pytorch_tanh" : "silu");
+  const bool gemma = arch == Arch::Gemma || arch == Arch::Gemma2;
+  const std::string act = in.string(gemma && in.has("hidden_activation") ? "hidden_activation" : "hidden_act",
+                                    gemma ? "gelu_pytorch_tanh" : "silu");
   if (act != "silu" && act != "swish")
     out.ignored.push_back("hidden_act " + act + ": the gated MLP is costed as SwiGLU (same three matrices)");
   m["mlp"] = "swiglu";
   m["norm"] = "rmsnorm";
-  // PretrainedConfig's default is tied; LlamaConfig, MistralConfig, Qwen*Config and
-  // DeepseekV3Config default to untied; Gemma ties.
-  const bool tied_default = arch == Arch::Gemma || arch == Arch::Gemma2;
-  m["tied_embeddings"] = in.boolean("tie_word_embeddings", tied_default);
-  const bool attention_bias = in.boolean("attention_bias", arch == Arch::Qwen2);
-  const bool mlp_bias = in.boolean("mlp_bias", false);
+  // PretrainedConfig's default is tied; LlamaConfig, MistralConfig, Qwen*Config,
+  // DeepseekV3Config and GptOssConfig default to untied; Gemma ties.
+  m["tied_embeddings"] = in.boolean("tie_word_embeddings", gemma);
+  // Qwen2 has q/k/v biases and no others (not a config field); GPT-OSS biases every attention
+  // projection and expert (attention_bias); Llama-family configs say attention_bias/mlp_bias.
+  const bool attention_bias = in.boolean("attention_bias", arch == Arch::GptOss);
+  const bool mlp_bias = in.boolean("mlp_bias", arch == Arch::GptOss);
+  if (arch == Arch::Qwen2)
+    out.ignored.push_back("Qwen2's q/k/v biases: Proteus has one bias switch for all linear layers (off)");
   if (attention_bias != mlp_bias)
     out.ignored.push_back(std::string("attention_bias ") + (attention_bias ? "true" : "false") +
                           ": Proteus has one bias switch for all linear layers (set from mlp_bias)");
-  m["bias"] = mlp_bias;
+  m["bias"] = arch == Arch::GptOss ? attention_bias : mlp_bias;
   m["dropout"] = in.number("attention_dropout", 0.0) > 0;
   m["flash_attention"] = true;
   out.assumed.push_back(
       "flash_attention: true (a config.json does not say how attention is computed in training)");
   m["causal"] = true;
   m["learned_positions"] = false;  // rotary embeddings in every supported architecture
+  if (arch == Arch::Qwen3 || arch == Arch::Qwen3Moe) m["qk_norm"] = true;  // Qwen3Attention's q_norm/k_norm
+  if (arch == Arch::GptOss) m["attention_sinks"] = true;                   // GptOssAttention.sinks
 
-  if (arch == Arch::Mixtral || arch == Arch::Qwen3Moe || arch == Arch::DeepseekV3 || arch == Arch::GptOss) {
-    throw Error("invalid_config", "architectures[0]",
-                "mixture-of-experts architectures are not simulated from config.json yet");
-  }
-  for (const char* key : {"sliding_window", "layer_types", "q_lora_rank", "num_nextn_predict_layers"}) {
-    if (in.has(key) && !(std::string(key) == "sliding_window" &&
-                         (arch == Arch::Mistral || arch == Arch::Qwen2 || arch == Arch::Qwen3))) {
-      throw Error("invalid_config", key, std::string(key) + " is not simulated yet");
+  // Sliding windows: a window used by every layer (Mistral) or by all but every Nth
+  // (layer_types in GPT-OSS and Gemma 3, alternating in Gemma 2).
+  const bool window_used = arch == Arch::Qwen2 || arch == Arch::Qwen3 || arch == Arch::Qwen3Moe
+                               ? in.boolean("use_sliding_window", false)
+                               : true;
+  if (in.has("sliding_window") && window_used) {
+    m["sliding_window"] = in.integer("sliding_window", 0, 1, 16777216);
+    if (arch == Arch::Gemma2) m["full_attention_every"] = 2;
+    if (in.has("layer_types")) {
+      const In& types = in.at("layer_types");
+      if (!types.is_array() || static_cast<int64_t>(types.size()) != layers)
+        throw Error("invalid_config", "layer_types", "layer_types must list one type per layer");
+      int every = 0;
+      for (size_t i = 0; i < types.size(); ++i) {
+        if (types[i] == "full_attention") {
+          every = static_cast<int>(i) + 1;
+          break;
+        }
+      }
+      for (size_t i = 0; i < types.size(); ++i) {
+        const bool full = every > 0 && static_cast<int>(i) % every == every - 1;
+        if (types[i] != (full ? "full_attention" : "sliding_attention")) {
+          throw Error("invalid_config", "layer_types[" + std::to_string(i) + "]",
+                      "layer_types must repeat one pattern (sliding layers, then a full-attention one)");
+        }
+      }
+      m["full_attention_every"] = every;
     }
+  } else if (in.has("sliding_window")) {
+    in.has("use_sliding_window");
   }
-  if (in.has("sliding_window")) {
-    out.ignored.push_back("sliding_window: windowed attention is costed as full attention");
+
+  // Mixture of experts.
+  nlohmann::ordered_json moe;
+  if (arch == Arch::Mixtral || arch == Arch::GptOss) {
+    moe["experts"] = in.integer("num_local_experts", -1, 1, 65536);
+    moe["top_k"] = in.integer(
+        arch == Arch::GptOss && in.has("experts_per_token") ? "experts_per_token" : "num_experts_per_tok", 2,
+        1, 65536);
+    moe["expert_ffn_hidden"] = ffn;
+    if (arch == Arch::GptOss) moe["router_bias"] = true;  // GptOssTopKRouter.bias
+  } else if (arch == Arch::Qwen3Moe) {
+    moe["experts"] = in.integer("num_experts", -1, 1, 65536);
+    moe["top_k"] = in.integer("num_experts_per_tok", -1, 1, 65536);
+    moe["expert_ffn_hidden"] = in.integer("moe_intermediate_size", -1, 1, 16777216);
+    if (in.integer("decoder_sparse_step", 1, 1, 1) != 1 ||
+        (in.has("mlp_only_layers") && !in.at("mlp_only_layers").empty())) {
+      throw Error("invalid_config", "mlp_only_layers",
+                  "dense layers between MoE layers are not simulated (only leading ones)");
+    }
+  } else if (arch == Arch::DeepseekV3) {
+    moe["experts"] = in.integer("n_routed_experts", -1, 1, 65536);
+    moe["top_k"] = in.integer("num_experts_per_tok", -1, 1, 65536);
+    const int64_t f = in.integer("moe_intermediate_size", -1, 1, 16777216);
+    moe["expert_ffn_hidden"] = f;
+    moe["shared_expert_ffn_hidden"] = in.integer("n_shared_experts", 0, 0, 65536) * f;
+    moe["first_dense_layers"] = in.integer("first_k_dense_replace", 0, 0, layers);
+    if (in.integer("moe_layer_freq", 1, 1, 1) != 1)
+      throw Error("invalid_config", "moe_layer_freq", "MoE every Nth layer is not simulated");
+    moe["router_bias"] = in.string("topk_method", "noaux_tc") == "noaux_tc";  // e_score_correction_bias
+    nlohmann::ordered_json mla;
+    mla["q_lora_rank"] = in.has("q_lora_rank") ? in.integer("q_lora_rank", 0, 0, 1 << 20) : 0;
+    mla["kv_lora_rank"] = in.integer("kv_lora_rank", -1, 1, 1 << 20);
+    mla["qk_nope_head_dim"] = in.integer("qk_nope_head_dim", -1, 1, 1 << 20);
+    mla["qk_rope_head_dim"] = in.integer("qk_rope_head_dim", -1, 1, 1 << 20);
+    mla["v_head_dim"] = in.integer("v_head_dim", -1, 1, 1 << 20);
+    m["mla"] = mla;
+    m.erase("head_dim");
+    m["mtp_layers"] = in.integer("num_nextn_predict_layers", 0, 0, 100);
+  }
+  if (!moe.empty()) {
+    // Training frameworks route these models without dropping tokens (Megatron's default).
+    moe["routing"] = "dropless";
+    moe["imbalance"] = 1.0;
+    out.assumed.push_back("MoE routing dropless with perfectly balanced experts (moe.imbalance 1.0)");
+    m["moe"] = moe;
   }
   for (const std::string& key : in.unread()) {
     if (unused_key(key)) continue;

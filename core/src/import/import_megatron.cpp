@@ -238,17 +238,94 @@ Json model_part(ArgReader& in, Family family, int64_t tp, std::vector<std::strin
     m["type_vocab"] = binary_head ? 2 : 0;  // pretrain_bert.py: num_tokentypes = 2 if binary head
     m["pooler"] = binary_head;
   }
-  if (in.has("--kv-channels") && in.integer("--kv-channels", 0, 1, 1 << 20) * heads != hidden) {
-    throw Error("invalid_config", "--kv-channels",
-                "--kv-channels (head dimension) other than hidden/heads is not simulated yet");
+  if (in.has("--kv-channels")) {
+    m["head_dim"] = in.integer("--kv-channels", 0, 1, 1 << 20);
   }
-  // Architecture features the op graph does not build yet: refused rather than dropped.
-  for (const char* arg : {"--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
-                          "--qk-pos-emb-head-dim", "--v-head-dim", "--mtp-num-layers", "--qk-layernorm",
-                          "--moe-shared-expert-intermediate-size", "--moe-layer-freq", "--window-size"}) {
-    if (in.has(arg)) throw Error("invalid_config", arg, std::string(arg) + " is not simulated yet");
+  const bool mla = in.flag("--multi-latent-attention");
+  if (mla) {
+    // Megatron's MLATransformerConfig defaults: q_lora_rank None, kv_lora_rank 32,
+    // qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim 128.
+    Json l;
+    l["q_lora_rank"] = in.has("--q-lora-rank") ? in.integer("--q-lora-rank", 0, 1, 1 << 20) : 0;
+    l["kv_lora_rank"] = in.integer("--kv-lora-rank", 32, 1, 1 << 20);
+    l["qk_nope_head_dim"] = in.integer("--qk-head-dim", 128, 1, 1 << 20);
+    l["qk_rope_head_dim"] = in.integer("--qk-pos-emb-head-dim", 64, 1, 1 << 20);
+    l["v_head_dim"] = in.integer("--v-head-dim", 128, 1, 1 << 20);
+    m["mla"] = l;
+    m.erase("head_dim");
+    m["kv_heads"] = heads;
+    if (in.flag("--qk-layernorm"))
+      ignored.push_back("--qk-layernorm: MLA's latent norms are always simulated");
+  } else {
+    for (const char* arg :
+         {"--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim"})
+      if (in.has(arg)) ignored.push_back(std::string(arg) + ": used only with --multi-latent-attention");
+    if (in.flag("--qk-layernorm")) m["qk_norm"] = true;
   }
+  const int64_t mtp = in.integer("--mtp-num-layers", 0, 0, 100);
+  if (mtp > 0) m["mtp_layers"] = mtp;
+  if (in.has("--window-size")) {
+    // "(w, 0)": w tokens to the left, none to the right (causal sliding window).
+    const auto& words = in.args().values.at("--window-size");
+    std::string t;
+    for (const std::string& w : words) t += w;
+    int64_t left = -1;
+    size_t i = t.find_first_of("0123456789-");
+    if (i != std::string::npos) left = std::strtoll(t.c_str() + i, nullptr, 10);
+    if (left < 1)
+      throw Error("invalid_config", "--window-size",
+                  "--window-size \"" + t + "\" is not \"(w, 0)\" with w >= 1");
+    m["sliding_window"] = left;
+    if (in.has("--window-attn-skip-freq"))
+      m["full_attention_every"] = in.integer("--window-attn-skip-freq", 0, 1, 10000);
+  } else if (in.has("--window-attn-skip-freq")) {
+    ignored.push_back("--window-attn-skip-freq: used only with --window-size");
+  }
+  if (in.choice("--softmax-type", "vanilla", {"vanilla", "off-by-one", "learnable"}) == "learnable")
+    m["attention_sinks"] = true;
   return m;
+}
+
+// "--moe-layer-freq": 1 (every layer), or a pattern such as "([0]*3+[1]*58)" whose dense
+// layers all come first.
+int64_t first_dense_layers(ArgReader& in, int64_t layers) {
+  const std::string arg = "--moe-layer-freq";
+  if (!in.has(arg)) return 0;
+  std::string t;
+  for (const std::string& w : in.args().values.at(arg)) t += w;
+  if (t == "1") return 0;
+  std::vector<int> pattern;
+  for (size_t i = 0; i < t.size();) {
+    if (t[i] == '[') {
+      const size_t close = t.find(']', i);
+      if (close == std::string::npos) break;
+      std::vector<int> items;
+      for (size_t k = i + 1; k < close; ++k)
+        if (t[k] == '0' || t[k] == '1') items.push_back(t[k] - '0');
+      size_t k = close + 1;
+      int64_t repeat = 1;
+      if (k < t.size() && t[k] == '*') {
+        repeat = std::strtoll(t.c_str() + k + 1, nullptr, 10);
+        while (++k < t.size() && std::isdigit(static_cast<unsigned char>(t[k]))) {}
+      }
+      for (int64_t r = 0; r < repeat && static_cast<int64_t>(pattern.size()) <= layers; ++r)
+        pattern.insert(pattern.end(), items.begin(), items.end());
+      i = k;
+    } else {
+      ++i;
+    }
+  }
+  if (static_cast<int64_t>(pattern.size()) != layers) {
+    throw Error(
+        "invalid_config", arg,
+        arg + " \"" + t + "\": expected 1 or a list of one 0/1 per layer (" + std::to_string(layers) + ")");
+  }
+  int64_t dense = 0;
+  while (dense < layers && pattern[static_cast<size_t>(dense)] == 0) ++dense;
+  for (int64_t i = dense; i < layers; ++i)
+    if (pattern[static_cast<size_t>(i)] == 0)
+      throw Error("invalid_config", arg, arg + ": dense layers after the first MoE layer are not simulated");
+  return dense;
 }
 
 void moe_part(ArgReader& in, Json& model, std::vector<std::string>& ignored,
@@ -262,10 +339,19 @@ void moe_part(ArgReader& in, Json& model, std::vector<std::string>& ignored,
       in.integer("--moe-ffn-hidden-size", model["ffn_hidden"].get<int64_t>(), 1, 16777216);
   if (in.has("--moe-expert-capacity-factor")) {
     moe["capacity_factor"] = in.number("--moe-expert-capacity-factor", 1.0);
+    moe["routing"] = "capacity";
+    if (!in.flag("--moe-pad-expert-input-to-capacity"))
+      ignored.push_back(
+          "--moe-expert-capacity-factor without --moe-pad-expert-input-to-capacity: buckets are costed padded to capacity");
   } else {
+    moe["routing"] = "dropless";
+    moe["imbalance"] = 1.0;
     assumed.push_back(
-        "no --moe-expert-capacity-factor (dropless routing): every expert receives the balanced share of tokens");
+        "dropless routing (no --moe-expert-capacity-factor) with perfectly balanced experts (moe.imbalance 1.0)");
   }
+  moe["shared_expert_ffn_hidden"] = in.integer("--moe-shared-expert-intermediate-size", 0, 0, 16777216);
+  moe["first_dense_layers"] = first_dense_layers(in, model["layers"].get<int64_t>());
+  moe["router_bias"] = in.flag("--moe-router-enable-expert-bias");
   if (in.has("--moe-token-dispatcher-type"))
     ignored.push_back("--moe-token-dispatcher-type: tokens are exchanged by all-to-all");
   model["moe"] = moe;

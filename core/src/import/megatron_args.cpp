@@ -94,7 +94,10 @@ const std::set<std::string>& mapped_args() {
                                               "--moe-pad-expert-input-to-capacity",
                                               "--moe-token-drop-policy",
                                               "--rampup-batch-size",
-                                              "--window-size"};
+                                              "--window-size",
+                                              "--window-attn-skip-freq",
+                                              "--softmax-type",
+                                              "--moe-router-enable-expert-bias"};
   return names;
 }
 
@@ -190,7 +193,7 @@ const char* const kUnusedArgs =
     " --trust-remote-code --mtp-loss-scaling-factor --moe-router-load-balancing-type --moe-aux-loss-coeff"
     " --moe-z-loss-coeff --moe-input-jitter-eps --moe-grouped-gemm --moe-use-legacy-grouped-gemm"
     " --moe-router-score-function --moe-router-pre-softmax --moe-router-num-groups --moe-router-group-topk"
-    " --moe-router-topk-scaling-factor --moe-router-enable-expert-bias --moe-router-bias-update-rate"
+    " --moe-router-topk-scaling-factor --moe-router-bias-update-rate"
     " --moe-router-dtype --moe-router-fusion --moe-router-topk-limited-devices --moe-permute-fusion"
     " --moe-shared-expert-overlap --moe-per-layer-logging --moe-layer-recompute --moe-extended-tp"
     " --moe-enable-deepep --moe-deepep-num-sms --moe-use-upcycling --moe-upcycling-granularity"
@@ -199,7 +202,7 @@ const char* const kUnusedArgs =
     " --moe-router-padding-for-quantization --moe-latent-size --moe-shared-expert-gate --num-shared-experts"
     " --enable-shared-expert --no-bias-dropout-add-fusion --use-fused-weighted-squared-relu"
     " --attention-sink-k --fused-padded-mla-attention --no-rope-freq --rope-type --group-query-attention-bias"
-    " --qk-l2-norm --softmax-type --window-attn-skip-freq --use-flash-attn-triton --kv-channels-for-mla"
+    " --qk-l2-norm --use-flash-attn-triton --kv-channels-for-mla"
     " --disable-mamba-mem-eff-path --mamba-state-dim --mamba-head-dim --mamba-num-groups --mamba-num-heads"
     " --exit-on-sigterm --wandb-log-model --log-timers-to-tracker --use-tokenizer-model-from-checkpoint-args"
     " --export-te --export-kd-teacher-load --export-model-type --legacy-tokenizer --null-tokenizer"

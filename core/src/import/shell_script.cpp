@@ -339,6 +339,14 @@ std::vector<std::string> split_fields(const std::string& s) {
 
 class Evaluator;
 
+// The word of a ${X:-word} default with its quotes removed ("1" -> 1).
+std::string without_quotes(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (c != '"' && c != '\'') out += c;
+  return out;
+}
+
 // Integer arithmetic of $(( )): + - * / % and parentheses over integers and variables.
 class Arithmetic {
  public:
@@ -437,8 +445,8 @@ class Evaluator {
     const std::string op = rest.substr(colon ? 1 : 0, 1);
     const std::string arg = rest.substr(colon ? 2 : 1);
     const bool set = has(name) && (!colon || !scalar(name).empty());
-    if (op == "-" || op == "=") return {set ? scalar(name) : expand_text(arg)};
-    if (op == "+") return {set ? expand_text(arg) : ""};
+    if (op == "-" || op == "=") return {set ? scalar(name) : expand_text(without_quotes(arg))};
+    if (op == "+") return {set ? expand_text(without_quotes(arg)) : ""};
     return {d};
   }
 

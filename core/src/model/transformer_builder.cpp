@@ -5,13 +5,18 @@
 //   embedding                 word (+ position, + token-type) embeddings, add, dropout
 //   layers                    kind "layers"
 //     layers.<i>              kind "layer", Module::layer = i
-//       layers.<i>.attention  ln1, q_proj, kv_proj, [rotary_q, rotary_k], attn, o_proj,
+//       layers.<i>.attention  ln1, q_proj, kv_proj, [q_norm, k_norm], [rotary_q, rotary_k], attn, o_proj,
+//                             (MLA: q_down_proj, q_norm, q_up_proj, kv_down_proj, kv_norm, kv_up_proj)
 //                             [attn_dropout], attn_residual
 //       layers.<i>.mlp        ln2, fc1, act, fc2, [mlp_dropout], mlp_residual
 //    or layers.<i>.moe        ln2, router, dispatch, combine, [moe_dropout], moe_residual
 //       layers.<i>.moe.experts  expert_fc1, expert_act, expert_fc2 (the ops holding experts)
+//       layers.<i>.moe.shared_experts  shared_fc1, shared_act, shared_fc2 (moe.shared_expert_ffn_hidden)
+//     (layers before moe.first_dense_layers have a dense mlp)
 //   final_norm                final LayerNorm / RMSNorm
 //   head                      [mlm_transform, mlm_act, mlm_norm (encoders)], lm_head, loss
+//   mtp.<k>                   (model.mtp_layers) embedding (shared table), enorm, hnorm, concat,
+//                             eh_proj, one block (attention + moe/mlp), norm, lm_head (shared), loss
 //   pooler                    (BERT, model.pooler) cls_select, pooler_dense, pooler_tanh,
 //                             nsp_head, nsp_loss
 //
@@ -72,6 +77,7 @@ struct Sizes {
   int64_t b = 0, s = 0, h = 0, a = 0, kvh = 0, d = 0, ffn = 0, vocab = 0;
   int layers = 0;
   int64_t experts = 0, top_k = 0, expert_ffn = 0, slots = 0;  // MoE; slots per sample per expert
+  int64_t qk_d = 0, v_d = 0;  // MLA: query/key and value head widths (else both d)
 };
 
 std::string num(int64_t v) { return std::to_string(v); }
@@ -81,7 +87,7 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
   if (m.layers < 1) throw invalid_config("model.layers", "a transformer needs at least one layer");
   if (m.hidden < 1) throw invalid_config("model.hidden", "hidden must be positive");
   if (m.heads < 1) throw invalid_config("model.heads", "heads must be positive");
-  if (m.hidden % m.heads != 0)
+  if (m.head_dim == 0 && m.hidden % m.heads != 0)
     throw invalid_config("model.heads",
                          "hidden=" + num(m.hidden) + " is not divisible by heads=" + num(m.heads));
   const int kvh = m.kv_heads == 0 ? m.heads : m.kv_heads;
@@ -100,7 +106,9 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
   z.h = m.hidden;
   z.a = m.heads;
   z.kvh = kvh;
-  z.d = m.hidden / m.heads;
+  z.d = m.head_dim > 0 ? m.head_dim : m.hidden / m.heads;
+  z.qk_d = m.mla.enabled() ? m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim : z.d;
+  z.v_d = m.mla.enabled() ? m.mla.v_head_dim : z.d;
   z.ffn = m.ffn_hidden;
   z.vocab = m.vocab;
   z.layers = m.layers;
@@ -109,8 +117,8 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
       throw invalid_config("model.moe.top_k",
                            "top_k=" + num(m.moe.top_k) + " must be in 1.." + num(m.moe.experts));
-    if (!(m.moe.capacity_factor > 0))
-      throw invalid_config("model.moe.capacity_factor", "capacity_factor must be positive");
+    if (!(m.moe.load_factor() > 0))
+      throw invalid_config("model.moe.capacity_factor", "capacity_factor and imbalance must be positive");
     if (m.moe.expert_ffn_hidden < 0)
       throw invalid_config("model.moe.expert_ffn_hidden", "expert_ffn_hidden must not be negative");
     z.experts = m.moe.experts;
@@ -118,7 +126,7 @@ Sizes validate(const ModelSpec& m, const TrainingSpec& t, int64_t batch) {
     z.expert_ffn = m.moe.expert_ffn_hidden > 0 ? m.moe.expert_ffn_hidden : m.ffn_hidden;
     if (z.expert_ffn < 1) throw invalid_config("model.ffn_hidden", "ffn_hidden must be positive");
     const double slots =
-        m.moe.capacity_factor * static_cast<double>(s * z.top_k) / static_cast<double>(z.experts);
+        m.moe.load_factor() * static_cast<double>(s * z.top_k) / static_cast<double>(z.experts);
     z.slots = static_cast<int64_t>(std::ceil(slots - 1e-9));
     if (z.slots < 1) z.slots = 1;
   } else if (m.ffn_hidden < 1) {
@@ -137,13 +145,13 @@ class TransformerBuilder {
     const int layers = g_.module(OpGraphBuilder::kRoot, "layers", "layers", -1);
     for (int i = 0; i < z_.layers; ++i) {
       const int layer = g_.module(layers, num(i), "layer", i);
-      x = attention_block(g_.module(layer, "attention", "attention", i), x);
-      x = z_.experts > 0 ? moe_block(g_.module(layer, "moe", "moe", i), i, x)
-                         : mlp_block(g_.module(layer, "mlp", "mlp", i), x);
+      x = block(layer, i, x, i);
     }
     const int final_norm = g_.module(OpGraphBuilder::kRoot, "final_norm", "norm", -1);
+    int main_hidden = x;
     x = norm(final_norm, "final_norm", x);
-    head(x);
+    const int head_weight = head(x);
+    for (int k = 0; k < m_.mtp_layers; ++k) mtp_module(k, main_hidden, head_weight);
     if (m_.pooler) pooler(x);
     g_.set_num_layers(z_.layers);
     return g_.finish();
@@ -151,6 +159,44 @@ class TransformerBuilder {
 
  private:
   bool encoder() const { return !m_.causal; }
+
+  // One transformer block in module `parent`: attention, then an MoE or a dense MLP (the
+  // first moe.first_dense_layers layers are dense). `index` is the layer's position for
+  // per-layer patterns (sliding windows, dense-then-MoE); MTP blocks pass the next index.
+  int block(int parent, int layer, int x, int index) {
+    x = attention_block(g_.module(parent, "attention", "attention", layer), x, index);
+    const bool moe = z_.experts > 0 && index >= m_.moe.first_dense_layers;
+    return moe ? moe_block(g_.module(parent, "moe", "moe", layer), layer, x)
+               : mlp_block(g_.module(parent, "mlp", "mlp", layer), x);
+  }
+
+  // Multi-token prediction module k (DeepSeek-V3 §2.2): the embedding of the tokens k+1 ahead
+  // (shared table) and the previous depth's hidden state, each RMS-normalised, concatenated
+  // and projected 2h -> h, one transformer block, a norm, the shared output head and its loss.
+  void mtp_module(int k, int& previous, int head_weight) {
+    const int mod = g_.module(g_.module(OpGraphBuilder::kRoot, "mtp", "mtp", -1), num(k), "mtp", -1);
+    const int64_t b = z_.b, s = z_.s, h = z_.h;
+    const int tokens = g_.input("mtp_tokens_" + num(k), {b, s}, kIndexBytes);
+    const int lookup = g_.op(mod, "embedding", OpKind::Embedding,
+                             {{"batch", b}, {"seq", s}, {"vocab", z_.vocab}, {"hidden", h}});
+    g_.read(lookup, tokens, {"batch", "seq"});
+    g_.read_weight(lookup, word_embedding_, {"vocab", "hidden"});
+    const int emb = g_.write(lookup, {b, s, h}, {"batch", "seq", "hidden"});
+    embedding_costs(lookup, static_cast<double>(b * s), static_cast<double>(h));
+    const int e = norm(mod, "enorm", emb);
+    const int hn = norm(mod, "hnorm", previous);
+    const int cat = g_.op(mod, "concat", OpKind::Elementwise,
+                          {{"batch", b}, {"seq", s}, {"hidden", h}, {"hidden2", 2 * h}});
+    g_.read(cat, e, {"batch", "seq", "hidden"});
+    g_.read(cat, hn, {"batch", "seq", "hidden"});
+    const int joined = g_.write(cat, {b, s, 2 * h}, {"batch", "seq", "hidden2"});
+    g_.at(cat).saves_inputs = false;
+    g_.set_costs(cat, 0, 0, 0);
+    const int x = token_linear(mod, "eh_proj", joined, "hidden", h, "hidden2", 2 * h, false);
+    previous = block(mod, -1, x, z_.layers + k);
+    const int y = norm(mod, "norm", previous);
+    loss_head(mod, y, head_weight);
+  }
 
   // Sparse table lookups: the forward reads `rows` rows of `width` (not the whole table),
   // the weight gradient is a scatter-add into the same rows.
@@ -240,12 +286,28 @@ class TransformerBuilder {
     return y;
   }
 
-  int attention_block(int mod, int x) {
-    const int64_t b = z_.b, s = z_.s, h = z_.h, a = z_.a, d = z_.d, kvh = z_.kvh;
-    const double ab = g_.act_bytes();
+  int attention_block(int mod, int x, int index) {
     const int n1 = norm(mod, "ln1", x);
-    int q = token_linear(mod, "q_proj", n1, "heads", a * d, "hidden", h, m_.bias);
-    int kv = token_linear(mod, "kv_proj", n1, "kv_heads", 2 * kvh * d, "hidden", h, m_.bias);
+    int q = -1, kv = -1;
+    if (m_.mla.enabled())
+      mla_projections(mod, n1, q, kv);
+    else
+      gqa_projections(mod, n1, q, kv);
+    const int o = attention_core(mod, q, kv, index);
+    int y = token_linear(mod, "o_proj", o, "hidden", z_.h, "heads", z_.a * z_.v_d, m_.bias);
+    if (m_.dropout) y = dropout(g_, mod, "attn_dropout", y, {"batch", "seq", "hidden"});
+    return add(g_, mod, "attn_residual", {x, y}, {"batch", "seq", "hidden"});
+  }
+
+  // Queries and [K | V] of (grouped-query) attention, with Qwen3's per-head RMSNorm and rotary.
+  void gqa_projections(int mod, int n1, int& q, int& kv) {
+    const int64_t h = z_.h, a = z_.a, d = z_.d, kvh = z_.kvh;
+    q = token_linear(mod, "q_proj", n1, "heads", a * d, "hidden", h, m_.bias);
+    kv = token_linear(mod, "kv_proj", n1, "kv_heads", 2 * kvh * d, "hidden", h, m_.bias);
+    if (m_.qk_norm) {
+      q = head_norm(mod, "q_norm", q, "heads", a, 1.0);
+      kv = head_norm(mod, "k_norm", kv, "kv_heads", 2 * kvh, 0.5);  // the K half of [K | V]
+    }
     if (!m_.learned_positions) {
       q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops,
                 Saves::Nothing);
@@ -257,12 +319,91 @@ class TransformerBuilder {
       rk.fwd_bytes /= 2;
       rk.bwd_input_bytes /= 2;
     }
+  }
 
-    const int attn = g_.op(mod, "attn", OpKind::Attention,
-                           {{"batch", b}, {"heads", a}, {"seq", s}, {"seq_kv", s}, {"head_dim", d}});
+  // Multi-head latent attention (DeepSeek-V2 §2.1, Megatron-Core MLASelfAttention): the
+  // hidden state goes down to a query latent (q_lora_rank) and a key/value latent
+  // (kv_lora_rank, plus the shared rotary key of qk_rope_head_dim), each RMS-normalised, then
+  // up to per-head queries [nope | rope] and per-head [K_nope | V]. The down projections are
+  // replicated across tensor parallelism (no head dim), the up projections split by head.
+  void mla_projections(int mod, int n1, int& q, int& kv) {
+    const MlaSpec& l = m_.mla;
+    const int64_t h = z_.h, a = z_.a;
+    if (l.q_lora_rank > 0) {
+      int latent = token_linear(mod, "q_down_proj", n1, "q_lora", l.q_lora_rank, "hidden", h, false);
+      latent = latent_norm(mod, "q_norm", latent, "q_lora", l.q_lora_rank, l.q_lora_rank);
+      q = token_linear(mod, "q_up_proj", latent, "heads", a * z_.qk_d, "q_lora", l.q_lora_rank, false);
+    } else {
+      q = token_linear(mod, "q_proj", n1, "heads", a * z_.qk_d, "hidden", h, false);
+    }
+    const int64_t kv_width = l.kv_lora_rank + l.qk_rope_head_dim;
+    int latent = token_linear(mod, "kv_down_proj", n1, "kv_lora", kv_width, "hidden", h, false);
+    // The norm's weight covers the latent, not the rotary key riding along with it.
+    latent = latent_norm(mod, "kv_norm", latent, "kv_lora", kv_width, l.kv_lora_rank);
+    // The up projection reads the kv_lora_rank latent (its weight is [a(nope+v), kv_lora]).
+    kv = token_linear(mod, "kv_up_proj", latent, "kv_heads", a * (l.qk_nope_head_dim + l.v_head_dim),
+                      "kv_lora", l.kv_lora_rank, false);
+    if (!m_.learned_positions) {
+      q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops,
+                Saves::Nothing);
+    }
+  }
+
+  // RMSNorm over a [b, s, width] latent with a weight of weight_width (MLA's q/kv norms).
+  int latent_norm(int mod, const std::string& name, int x, const char* dim, int64_t width,
+                  int64_t weight_width) {
+    const int64_t b = z_.b, s = z_.s;
+    const int op = g_.op(mod, name, OpKind::Norm, {{"batch", b}, {"seq", s}, {dim, width}});
+    g_.read(op, x, {"batch", "seq", dim});
+    g_.read_weight(op, g_.weight(mod, name + ".weight", {weight_width}), {dim});
+    const int y = g_.write(op, {b, s, width}, {"batch", "seq", dim});
+    const double n = static_cast<double>(b * s * width);
+    g_.set_costs(op, kRmsNormFlops * n, 2 * kRmsNormFlops * n, kNormWeightGradFlops * n);
+    return y;
+  }
+
+  // RMSNorm of each head (weight [head_dim] shared by the heads), over `fraction` of x
+  // (1: queries; 0.5: the K half of [K | V]). Qwen3 and OLMo 2's QK-norm.
+  int head_norm(int mod, const std::string& name, int x, const char* dim, int64_t heads, double fraction) {
+    const int64_t b = z_.b, s = z_.s, d = z_.d;
+    const int op = g_.op(mod, name, OpKind::Norm, {{"batch", b}, {"seq", s}, {dim, heads}, {"head_dim", d}});
+    g_.read(op, x, {"batch", "seq", dim});
+    g_.read_weight(op, g_.weight(mod, name + ".weight", {d}), {"head_dim"});
+    const int y = g_.write(op, g_.tensor(x).shape, {"batch", "seq", dim});
+    const double n = static_cast<double>(g_.tensor(x).elements()) * fraction;
+    g_.set_costs(op, kRmsNormFlops * n, 2 * kRmsNormFlops * n, kNormWeightGradFlops * n);
+    Op& o = g_.at(op);
+    o.fwd_bytes *= fraction;
+    o.bwd_input_bytes *= fraction;
+    o.bwd_weight_bytes *= fraction;
+    return y;
+  }
+
+  // Keys each query attends to, in the full-square convention the FLOPs use (causal
+  // attention counts s keys per query, as Megatron does): with a window w < s, query i sees
+  // min(i+1, w) keys, sum w(w+1)/2 + (s-w)w, doubled over s as causal attention is.
+  double attended_keys(int index) const {
+    const double s = static_cast<double>(z_.s);
+    const int every = m_.full_attention_every;
+    const bool windowed = m_.sliding_window > 0 && !(every > 0 && index % every == every - 1);
+    const double w = static_cast<double>(m_.sliding_window);
+    if (!windowed || w >= s) return s;
+    return w * (2 * s - w + 1) / s;
+  }
+
+  // softmax(Q K^T) V over all heads; GPT-OSS adds a learned sink logit per head.
+  int attention_core(int mod, int q, int kv, int index) {
+    const int64_t b = z_.b, s = z_.s, a = z_.a;
+    const double ab = g_.act_bytes();
+    // The GEMM's K dim is the mean of the query/key and value head widths (equal unless MLA),
+    // so that 4 * dims = 2*b*a*s*s_kv*(qk_d + v_d).
+    const int attn =
+        g_.op(mod, "attn", OpKind::Attention,
+              {{"batch", b}, {"heads", a}, {"seq", s}, {"seq_kv", s}, {"head_dim", (z_.qk_d + z_.v_d) / 2}});
     g_.read(attn, q, {"batch", "seq", "heads"});
     g_.read(attn, kv, {"batch", "seq_kv", "heads"});
-    const int o = g_.write(attn, {b, s, a * d}, {"batch", "seq", "heads"});
+    if (m_.attention_sinks) g_.read_weight(attn, g_.weight(mod, "sinks", {a}), {"heads"});
+    const int o = g_.write(attn, {b, s, a * z_.v_d}, {"batch", "seq", "heads"});
     const double n2 = static_cast<double>(b * a * s * s);
     double score_traffic = 0;
     if (m_.flash_attention) {
@@ -280,7 +421,9 @@ class TransformerBuilder {
     }
     g_.at(attn).selective_recompute = true;
     g_.gemm(attn, {"seq"}, {"seq_kv"}, {"head_dim"}, {"batch", "heads"});
-    const double attn_flops = 4 * g_.dims_product(attn);  // QK^T and AV: 2 * 2*b*a*s*s_kv*d
+    // QK^T and AV: 2*b*a*s*s_kv*qk_d + 2*b*a*s*s_kv*v_d, s_kv the keys each query attends.
+    const double attn_flops =
+        2 * static_cast<double>(b * a * s) * attended_keys(index) * static_cast<double>(z_.qk_d + z_.v_d);
     g_.set_costs(attn, attn_flops, 2 * attn_flops, 0);
     {
       Op& op = g_.at(attn);
@@ -288,10 +431,7 @@ class TransformerBuilder {
       // The backward reads what the forward wrote and writes a gradient of each: twice.
       op.bwd_input_bytes = 2 * op.fwd_bytes;
     }
-
-    int y = token_linear(mod, "o_proj", o, "hidden", h, "heads", a * d, m_.bias);
-    if (m_.dropout) y = dropout(g_, mod, "attn_dropout", y, {"batch", "seq", "hidden"});
-    return add(g_, mod, "attn_residual", {x, y}, {"batch", "seq", "hidden"});
+    return o;
   }
 
   int mlp_block(int mod, int x) {
@@ -329,6 +469,7 @@ class TransformerBuilder {
         g_.op(mod, "router", OpKind::Router, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
     g_.read(router, n2, {"batch", "seq", "hidden"});
     g_.read_weight(router, g_.weight(mod, "router.weight", {e, h}), {"route", "hidden"});
+    if (m_.moe.router_bias) g_.read_weight(router, g_.weight(mod, "router.bias", {e}), {"route"});
     const int probs = g_.write(router, {b, s, e}, {"batch", "seq", "route"});
     g_.save(router, probs, {"batch", "seq", "route"});  // softmax backward needs its output
     g_.gemm(router, {"batch", "seq"}, {"route"}, {"hidden"});
@@ -358,6 +499,17 @@ class TransformerBuilder {
     // backward needs the expert outputs (for d probs) and the probabilities (for d outputs).
     g_.set_costs(combine, 2 * routed_elements, 4 * routed_elements, 0);
 
+    if (m_.moe.shared_expert_ffn_hidden > 0) {
+      // DeepSeek's shared expert(s): a dense MLP every token passes through, added to the
+      // routed experts' output (Megatron-Core SharedExpertMLP, split by tp like an MLP).
+      const int shared = g_.module(mod, "shared_experts", "mlp", layer);
+      const int64_t fs = m_.moe.shared_expert_ffn_hidden;
+      const int up_s =
+          token_linear(shared, "shared_fc1", n2, "ffn", swiglu ? 2 * fs : fs, "hidden", h, false);
+      const int act_s = activation(shared, "shared_act", up_s, {"batch", "seq", "ffn"}, {b, s, fs});
+      const int down_s = token_linear(shared, "shared_fc2", act_s, "hidden", h, "ffn", fs, false);
+      y = add(g_, mod, "shared_add", {y, down_s}, {"batch", "seq", "hidden"});
+    }
     if (m_.dropout) y = dropout(g_, mod, "moe_dropout", y, {"batch", "seq", "hidden"});
     return add(g_, mod, "moe_residual", {x, y}, {"batch", "seq", "hidden"});
   }
@@ -377,9 +529,10 @@ class TransformerBuilder {
     return y;
   }
 
-  void head(int x) {
+  // The output head; returns its weight (shared by multi-token prediction modules).
+  int head(int x) {
     const int mod = g_.module(OpGraphBuilder::kRoot, "head", "head", -1);
-    const int64_t b = z_.b, s = z_.s, h = z_.h, v = z_.vocab;
+    const int64_t b = z_.b, s = z_.s, h = z_.h;
     if (encoder()) {
       // BERT's masked-LM transform: dense + GELU + LayerNorm before the decoder.
       const int t = token_linear(mod, "mlm_transform", x, "transform", h, "hidden", h, true);
@@ -390,13 +543,20 @@ class TransformerBuilder {
       g_.set_costs(op, kGeluFlops * n, 2 * kGeluFlops * n, 0);
       x = norm(mod, "mlm_norm", act);
     }
-    const int logits = token_linear(mod, "lm_head", x, "vocab", v, "hidden", h, encoder(),
-                                    m_.tied_embeddings ? word_embedding_ : -1);
+    return loss_head(mod, x, m_.tied_embeddings ? word_embedding_ : -1);
+  }
+
+  // Logits over the vocabulary and the cross-entropy loss; returns the head's weight.
+  int loss_head(int mod, int x, int shared_weight) {
+    const int64_t b = z_.b, s = z_.s, h = z_.h, v = z_.vocab;
+    const int logits = token_linear(mod, "lm_head", x, "vocab", v, "hidden", h, encoder(), shared_weight);
+    const int weight = g_.at(static_cast<int>(g_.tensor(logits).producer)).weights.front().tensor;
     const int loss = g_.op(mod, "loss", OpKind::Loss, {{"batch", b}, {"seq", s}, {"vocab", v}});
     g_.read(loss, logits, {"batch", "seq", "vocab"});
     g_.write(loss, {b, s}, {"batch", "seq"}, kFp32Bytes);
     const double n = static_cast<double>(b * s * v);
     g_.set_costs(loss, kSoftmaxLossFlops * n, kSoftmaxLossBwdFlops * n, 0);
+    return weight;
   }
 
   // BERT's pooler on the first token and the next-sentence head.
