@@ -51,5 +51,44 @@ check "simulate is deterministic" cmp -s "$tmp/result.json" "$tmp/result2.json"
 "$proteus" frobnicate x >/dev/null 2>&1
 check "unknown command exits 2" test $? -eq 2
 
+# Importers and the exporter (docs/import.md).
+src="$(dirname "$0")"
+"$proteus" import megatron "$src/import/megatron-gpt3-175b.sh" --cluster dgx-a100-80g >"$tmp/gpt3.json" 2>"$tmp/gpt3.err"
+check "import megatron exits 0" test $? -eq 0
+check "import megatron reads TP 8" grep -q '"tp": 8' "$tmp/gpt3.json"
+check "import megatron lists ignored arguments" grep -q 'ignored --lr' "$tmp/gpt3.err"
+"$proteus" show "$tmp/gpt3.json" >/dev/null
+check "imported config parses" test $? -eq 0
+echo '--num-layer 2 --hidden-size 64' | "$proteus" import megatron - --cluster dgx-h100 --nodes 1 >"$tmp/imp_err.json" 2>/dev/null
+check "unknown Megatron argument exits 2" test $? -eq 2
+check "unknown Megatron argument is named" grep -q '"path": "--num-layer"' "$tmp/imp_err.json"
+echo '{"architectures": ["FalconForCausalLM"]}' | "$proteus" import hf - >"$tmp/hf_err.json" 2>/dev/null
+check "unsupported HF architecture exits 2" test $? -eq 2
+check "unsupported HF architecture is named" grep -q '"path": "architectures\[0\]"' "$tmp/hf_err.json"
+"$proteus" import hf "$src/import/hf-qwen3-8b.json" >"$tmp/qwen.json" 2>/dev/null
+check "import hf gives the model" grep -q '"qk_norm": true' "$tmp/qwen.json"
+"$proteus" export megatron default >"$tmp/default.sh"
+check "export megatron exits 0" test $? -eq 0
+check "export names the layers" grep -q -- '--num-layers 32' "$tmp/default.sh"
+"$proteus" import megatron "$tmp/default.sh" --cluster dgx-h100 >"$tmp/back.json" 2>/dev/null
+"$proteus" show "$tmp/back.json" | grep -v '"name"' >"$tmp/back_show.json"
+"$proteus" show default | grep -v '"name"' >"$tmp/default_show.json"
+check "export -> import is the identity on the default scenario" cmp -s "$tmp/back_show.json" "$tmp/default_show.json"
+
+# Input over the size limit is refused before it is read (a 100 MiB file: well under 0.5 s).
+head -c 104857600 /dev/zero | tr '\0' ' ' >"$tmp/huge.json"
+start=$(date +%s%N)
+"$proteus" show "$tmp/huge.json" >"$tmp/huge_err.json" 2>/dev/null
+code=$?
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+check "100 MiB config refused with exit 2" test $code -eq 2
+check "100 MiB config refused by size" grep -q 'the limit is 16777216 bytes' "$tmp/huge_err.json"
+check "100 MiB config refused in under 0.5 s (took ${elapsed_ms} ms)" test $elapsed_ms -lt 500
+start=$(date +%s%N)
+"$proteus" show - <"$tmp/huge.json" >/dev/null 2>&1
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+check "100 MiB on stdin refused in under 0.5 s (took ${elapsed_ms} ms)" test $elapsed_ms -lt 500
+rm -f "$tmp/huge.json"
+
 echo "cli: $passes passed, $failures failed"
 exit $((failures > 0))

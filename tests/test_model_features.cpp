@@ -96,7 +96,8 @@ TEST_CASE("model cards: DeepSeek-V3 671B main model, 685B with the MTP module, 3
   // experts of 3*7168*2048; norms 2*7168; embedding and head 2*129280*7168; final norm.
   const OpGraph main = graph_of(preset("deepseek-v3", ", \"mtp_layers\": 0"), 1024);
   CHECK(main.parameter_count() == 671'026'419'200);
-  CHECK(active_parameters(main, 8, 256) / 1e9 == doctest::Approx(36.6).epsilon(0.01));  // "36.6B incl. 0.9B head"
+  CHECK(active_parameters(main, 8, 256) / 1e9 ==
+        doctest::Approx(36.6).epsilon(0.01));  // "36.6B incl. 0.9B head"
   // With the MTP module: eh_proj 2*7168*7168, enorm/hnorm/norm, one MoE block; embedding and
   // head shared (DeepSeek-V3 report section 2.2): 11.6B unique ("11.5B" in README_WEIGHTS).
   const OpGraph full = graph_of(preset("deepseek-v3"), 1024);
@@ -149,7 +150,8 @@ TEST_CASE("model features: FLOPs of MLA, sliding windows, shared experts and exp
     return 0.0;
   };
   const double balanced = expert_flops(graph_of(preset("qwen3-30b-a3b"), 4096));
-  const double skewed = expert_flops(graph_of(preset("qwen3-30b-a3b", ", \"moe\": {\"imbalance\": 2.0}"), 4096));
+  const double skewed =
+      expert_flops(graph_of(preset("qwen3-30b-a3b", ", \"moe\": {\"imbalance\": 2.0}"), 4096));
   CHECK(balanced == doctest::Approx(2.0 * 128 * 256 * 2 * 768 * 2048));
   CHECK(skewed == doctest::Approx(2 * balanced));
   // A capacity factor with dropping sizes buckets by the factor instead.

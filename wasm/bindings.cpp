@@ -57,6 +57,16 @@ std::string simulate_json(const std::string& config, bool timeline, bool memory_
 std::string chrome_trace_json(const std::string& config) {
   return guarded([&] { return proteus::chrome_trace_json(config); });
 }
+// Importers (docs/import.md): kind "megatron" | "hf" | "auto"; options {"cluster", "nodes"}.
+std::string import_json(const std::string& kind, const std::string& text, const std::string& options) {
+  return guarded([&] { return proteus::import_json(kind, text, options); });
+}
+std::string export_megatron_text(const std::string& config) {
+  return guarded([&] { return proteus::export_megatron_text(config); });
+}
+// The page checks a text's length against this before handing it over, so that an oversized
+// paste or file is refused without copying it into the module (docs/import.md).
+double max_input_bytes() { return static_cast<double>(proteus::max_input_bytes()); }
 
 // A typed array of the page's own (copied out of the module's memory once, so the worker can
 // transfer its buffer to the page without another copy).
@@ -128,4 +138,7 @@ EMSCRIPTEN_BINDINGS(proteus) {
   emscripten::function("simulate_json", &simulate_json);
   emscripten::function("chrome_trace_json", &chrome_trace_json);
   emscripten::function("simulate_columns", &simulate_columns);
+  emscripten::function("import_json", &import_json);
+  emscripten::function("export_megatron_text", &export_megatron_text);
+  emscripten::function("max_input_bytes", &max_input_bytes);
 }
