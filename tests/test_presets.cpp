@@ -101,8 +101,12 @@ Config model_on_one_node(const std::string& model) {
 }
 
 Config cluster_with_small_model(const std::string& cluster) {
+  // One node of the preset, data parallel over its GPUs (8, or 72 for an NVL72 rack).
+  const Preset* p = find_preset(PresetKind::Cluster, cluster);
+  const int gpus = p ? json::parse(p->json).value("gpus_per_node", 8) : 8;
   Config probe = parse_config(R"({"model": "gpt2-small", "cluster": ")" + cluster +
-                              R"(", "training": {"global_batch": 8}, "strategy": {"dp": 8}})");
+                              R"(", "training": {"global_batch": )" + std::to_string(gpus) +
+                              R"(}, "strategy": {"dp": )" + std::to_string(gpus) + "}}");
   return probe;
 }
 
