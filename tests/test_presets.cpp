@@ -172,7 +172,8 @@ TEST_CASE("presets: graph models and overrides round-trip too") {
       {"name": "act", "type": "elementwise", "elements": 1024},
       {"name": "odd", "type": "custom", "flops_per_sample": 1.5e6, "bytes_per_sample": 4096, "params": 10}]},
     "cluster": "dgx-h100", "training": {"global_batch": 16, "precision": "fp8"},
-    "strategy": {"dp": 4, "pp": 2, "stage_layers": [3, 1], "zero": 3, "overlap_param_gather": false,
+    "strategy": {"dp": 4, "pp": 2, "stage_layers": [3, 1], "zero": 3, "framework": "fsdp",
+                 "overlap_param_gather": false,
                  "overrides": [{"path": "fc1", "map": {"dp": null, "tp": "out"}, "stage": 0, "recompute": "full"}]},
     "simulation": {"symmetry": false, "max_timeline_spans": 0}})");
   Config again = parse_config(config_to_json(config, -1));

@@ -39,7 +39,8 @@ TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
   // 32 GPUs on 4 DGX H100: TP4 x PP2 x DP4; each data-parallel group has 2 members per node.
   check_equal("default", R"(,"training":{"global_batch":16,"seq_len":2048})");
   // ZeRO-3 on the same machine: weight all-gathers per use.
-  check_equal("default", R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3})");
+  check_equal("default",
+              R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"framework":"fsdp"})");
   // 64 V100 on 8 DGX-1 (2 NICs): PP4 x TP4 x DP4, the original Proteus evaluation.
   check_equal("gpt2-1.5b-proteus");
   // Tensor parallelism across two DGX-1 nodes (TP16 x PP2 x DP2).
@@ -61,7 +62,7 @@ TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 1e-4") {
   // reduction where a send overlaps sibling flows that start at different times, not rounding.
   check_equal(
       "default",
-      R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"schedule":"interleaved-1f1b","virtual_stages":2})",
+      R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"framework":"fsdp","schedule":"interleaved-1f1b","virtual_stages":2})",
       1e-4);
 }
 
@@ -69,5 +70,6 @@ TEST_CASE("symmetry: where the hardware itself is asymmetric the reduction is an
   // DGX-1 attaches each NIC under one PCIe switch, so GPUs of one stage reach their NIC over
   // different paths and their pipeline sends are not identical; simulating one of them for all
   // stays within 0.1% here (docs/design.md, "Symmetry").
-  check_equal("gpt2-1.5b-proteus", R"(,"strategy":{"tp":8,"pp":2,"dp":4,"micro_batch":1,"zero":3})", 1e-3);
+  check_equal("gpt2-1.5b-proteus",
+              R"(,"strategy":{"tp":8,"pp":2,"dp":4,"micro_batch":1,"zero":3,"framework":"fsdp"})", 1e-3);
 }

@@ -103,8 +103,11 @@ TEST_CASE("templates: every schedule, ZeRO stage, recompute mode and SP gives th
         for (bool sp : {false, true}) {
           const std::string vs = std::string(schedule) == "interleaved-1f1b" ? ",\"virtual_stages\":2" : "";
           const std::string strategy = std::string(",\"strategy\":{\"schedule\":\"") + schedule + "\"" + vs +
-                                       ",\"zero\":" + std::to_string(zero) + ",\"recompute\":\"" + recompute +
-                                       "\",\"sequence_parallel\":" + (sp ? "true" : "false") + "}";
+                                       ",\"zero\":" + std::to_string(zero) +
+                                       // ZeRO-2/3 under a pipeline: FSDP2 with torch pipelining.
+                                       (zero >= 2 ? ",\"framework\":\"fsdp\"" : "") + ",\"recompute\":\"" +
+                                       recompute + "\",\"sequence_parallel\":" + (sp ? "true" : "false") +
+                                       "}";
           const int64_t templated = check_same_graph(preset("gpt2-1.5b-proteus", strategy));
           // ZeRO-3 prefetches each op's weights after the previous op, across passes of other
           // micro-batches: those passes stay op by op. Everything else uses templates.

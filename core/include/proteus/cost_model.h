@@ -16,9 +16,13 @@ namespace proteus {
 struct CostModel {
   GpuSpec gpu;
   Precision precision = Precision::Bf16;
+  // Transformer Engine runs attention in bf16 under FP8 training unless fp8_dpa is set
+  // (docs/frameworks.md, "FP8"): attention then uses the bf16 peak.
+  bool fp8_attention = false;
   std::map<std::string, double> measured_us;  // op signature -> microseconds (optional)
   double compute_time_s(const ComputeWork& work) const;
   double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
+  Precision precision_of(const ComputeWork& work) const;  // the precision the op's kernel runs in
 };
 
 // Signature used by measured tables (CostModel::measured_us, then GpuSpec::measured_us):

@@ -32,6 +32,9 @@ struct ComputeWork {
   double bytes = 0;                                            // HBM traffic
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // per-GPU GEMM shape, 0 if none
   int kernels = 1;                                             // kernel launches
+  // Memory-bound kernels that run beside the op, before it (FP8 cast/transpose/amax of its
+  // inputs, docs/frameworks.md "FP8"): HBM bytes, timed at memory speed and added to the op's.
+  double side_bytes = 0;
 };
 
 // A memory change applied when a task starts (at_end = false) or ends (at_end = true).

@@ -12,6 +12,14 @@ namespace proteus {
 // Named schedules (schedule.h); Explicit: the per-stage order given in the config.
 enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, Explicit };
 enum class Recompute { None, Selective, Full };
+// Whose semantics a ZeRO stage follows (docs/frameworks.md): Megatron-Core (DDP, distributed
+// optimizer), DeepSpeed ZeRO, PyTorch FSDP2.
+enum class Framework { Megatron, DeepSpeed, Fsdp };
+// When data-parallel gradients are reduced: once after the last micro-batch (a full gradient
+// buffer accumulates until then) or after every micro-batch's backward (sharded gradients).
+enum class GradSync { AtBoundary, PerMicroBatch };
+// Transformer Engine's context-parallel attention (DotProductAttention cp_comm_type).
+enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
 
 // A per-module setting. path matches module paths ("layers.3.mlp", "classifier",
 // "layers.*.attention"; '*' matches one path segment, a trailing ".**" any depth).
@@ -39,6 +47,10 @@ struct StrategySpec {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   double grad_bucket_MB = 25;
+  Framework framework = Framework::Megatron;
+  GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
+  CpCommType cp_comm_type = CpCommType::P2p;
+  bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
   std::vector<OverrideSpec> overrides;
   std::vector<int> stage_layers;  // optional explicit layers per (virtual) stage
 };
@@ -48,5 +60,8 @@ const char* to_string(Schedule);
 // explicit schedule one more than the highest chunk its passes name ("F3.1": chunk 1).
 int chunks_per_stage(const StrategySpec& s);
 const char* to_string(Recompute);
+const char* to_string(Framework);
+const char* to_string(GradSync);
+const char* to_string(CpCommType);
 
 }  // namespace proteus

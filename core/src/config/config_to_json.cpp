@@ -217,6 +217,10 @@ Out strategy_json(const StrategySpec& s) {
           {"overlap_grad_reduce", s.overlap_grad_reduce},
           {"overlap_param_gather", s.overlap_param_gather},
           {"grad_bucket_MB", s.grad_bucket_MB},
+          {"framework", to_string(s.framework)},
+          {"grad_sync", to_string(s.grad_sync)},
+          {"cp_comm_type", to_string(s.cp_comm_type)},
+          {"tp_comm_overlap", s.tp_comm_overlap},
           {"overrides", std::move(overrides)},
           {"stage_layers", std::move(stage_layers)}};
   if (s.microbatch_group_size > 0) out["microbatch_group_size"] = s.microbatch_group_size;
@@ -228,14 +232,19 @@ Out strategy_json(const StrategySpec& s) {
 std::string config_to_json(const Config& config, int indent) {
   const TrainingSpec& t = config.training;
   const SimulationSpec& sim = config.simulation;
+  Out training{{"global_batch", t.global_batch},
+               {"seq_len", t.seq_len},
+               {"precision", to_string(t.precision)},
+               {"optimizer", to_string(t.optimizer)}};
+  if (t.precision == Precision::Fp8) {
+    training["fp8_recipe"] = to_string(t.fp8_recipe);
+    training["fp8_attention"] = t.fp8_attention;
+  }
   Out out{{"schema", 1},
           {"name", config.name},
           {"model", model_json(config.model)},
           {"cluster", cluster_json(config.cluster)},
-          {"training", Out{{"global_batch", t.global_batch},
-                           {"seq_len", t.seq_len},
-                           {"precision", to_string(t.precision)},
-                           {"optimizer", to_string(t.optimizer)}}},
+          {"training", std::move(training)},
           {"strategy", strategy_json(config.strategy)},
           {"simulation", Out{{"symmetry", sim.symmetry},
                              {"max_tasks", sim.max_tasks},

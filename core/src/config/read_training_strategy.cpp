@@ -90,7 +90,8 @@ OverrideSpec read_override(const Json& value, const std::string& path) {
 }  // namespace
 
 TrainingSpec read_training(const Json& value, const std::string& path, const ModelSpec& model) {
-  ObjectReader in(value, path, {"global_batch", "seq_len", "precision", "optimizer"});
+  ObjectReader in(value, path,
+                  {"global_batch", "seq_len", "precision", "optimizer", "fp8_recipe", "fp8_attention"});
   TrainingSpec training;
   training.global_batch = in.required_integer("global_batch", 1, L::kMaxBatch, "samples per iteration");
   training.seq_len = in.integer("seq_len", 0, 0, L::kMaxSeqLen);
@@ -98,6 +99,14 @@ TrainingSpec read_training(const Json& value, const std::string& path, const Mod
       in.enumeration("precision", Precision::Bf16,
                      {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8});
   training.optimizer = in.enumeration("optimizer", Optimizer::Adam, {Optimizer::Adam, Optimizer::Sgd});
+  training.fp8_recipe = in.enumeration("fp8_recipe", Fp8Recipe::Delayed,
+                                       {Fp8Recipe::Delayed, Fp8Recipe::Current, Fp8Recipe::Mxfp8});
+  training.fp8_attention = in.boolean("fp8_attention", false);
+  if (training.precision != Precision::Fp8 && (in.has("fp8_recipe") || in.has("fp8_attention"))) {
+    throw invalid_config(in.path_of(in.has("fp8_recipe") ? "fp8_recipe" : "fp8_attention"),
+                         std::string("FP8 settings apply only with precision \"fp8\" (precision is \"") +
+                             to_string(training.precision) + "\")");
+  }
   if (model.kind == ModelKind::Transformer) {
     if (training.seq_len == 0) training.seq_len = model.seq_len;
     if (model.learned_positions && training.seq_len > model.seq_len) {
@@ -142,7 +151,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
                   {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages",
                    "microbatch_group_size", "sequence_parallel", "zero", "recompute", "overlap_grad_reduce",
-                   "overlap_param_gather", "grad_bucket_MB", "overrides", "stage_layers"});
+                   "overlap_param_gather", "grad_bucket_MB", "overrides", "stage_layers", "framework", "grad_sync",
+                   "cp_comm_type", "tp_comm_overlap"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -166,6 +176,20 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.overlap_grad_reduce = in.boolean("overlap_grad_reduce", true);
   strategy.overlap_param_gather = in.boolean("overlap_param_gather", true);
   strategy.grad_bucket_MB = in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);
+  strategy.framework = in.enumeration("framework", Framework::Megatron,
+                                      {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp});
+  // docs/frameworks.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;
+  // DeepSpeed ZeRO-2/3 and FSDP reduce-scatter every micro-batch, except FSDP under a pipeline
+  // (torch.distributed.pipelining disables gradient sync until the last micro-batch).
+  const bool sharded_grads =
+      strategy.zero >= 2 && !(strategy.framework == Framework::Fsdp && strategy.pp > 1);
+  strategy.grad_sync =
+      in.enumeration("grad_sync", sharded_grads ? GradSync::PerMicroBatch : GradSync::AtBoundary,
+                     {GradSync::AtBoundary, GradSync::PerMicroBatch});
+  strategy.cp_comm_type =
+      in.enumeration("cp_comm_type", CpCommType::P2p,
+                     {CpCommType::P2p, CpCommType::AllGather, CpCommType::A2a, CpCommType::A2aP2p});
+  strategy.tp_comm_overlap = in.boolean("tp_comm_overlap", false);
   if (in.has("overrides")) {
     const Json& overrides =
         as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));

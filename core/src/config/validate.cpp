@@ -240,6 +240,7 @@ void validate_config(const Config& config) {
   check_expert_parallel(config);
   check_pipeline(config);
   check_batch(config);
+  check_framework(config);
 }
 
 }  // namespace proteus::config_detail

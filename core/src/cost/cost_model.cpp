@@ -95,41 +95,49 @@ double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
   return gemm_efficiency_batched(gpu, precision, m, n, k, 1);
 }
 
+Precision CostModel::precision_of(const ComputeWork& work) const {
+  if (precision == Precision::Fp8 && work.op_kind == OpKind::Attention && !fp8_attention)
+    return Precision::Bf16;
+  return precision;
+}
+
 double CostModel::compute_time_s(const ComputeWork& work) const {
+  const Precision op_precision = precision_of(work);
   if (!measured_us.empty() || !gpu.measured_us.empty()) {
-    const std::string signature = op_signature(work, precision);
+    const std::string signature = op_signature(work, op_precision);
     for (const auto* table : {&measured_us, &gpu.measured_us}) {
       const auto it = table->find(signature);
       if (it != table->end()) return it->second * kSecondsPerUs;
     }
   }
-  const double launch_s = std::max(0, work.kernels) * gpu.kernel_launch_us * kSecondsPerUs;
   const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;
-  double memory_s = 0;
-  if (work.bytes > 0) {
-    if (hbm_Bps <= 0) throw invalid_config("cluster.gpu.hbm_GBps", "the GPU needs a positive HBM bandwidth");
-    memory_s = work.bytes / hbm_Bps;
-  }
+  if ((work.bytes > 0 || work.side_bytes > 0) && hbm_Bps <= 0)
+    throw invalid_config("cluster.gpu.hbm_GBps", "the GPU needs a positive HBM bandwidth");
+  const double memory_s = work.bytes > 0 ? work.bytes / hbm_Bps : 0;
+  // Side kernels (FP8 casts) run before the op: their own launches and memory time, added.
+  const double side_s =
+      work.side_bytes > 0 ? work.side_bytes / hbm_Bps + gpu.kernel_launch_us * kSecondsPerUs : 0;
+  const double launch_s = std::max(0, work.kernels) * gpu.kernel_launch_us * kSecondsPerUs + side_s;
   if (is_memory_bound(work.op_kind) || work.flops <= 0) return memory_s + launch_s;
 
   if (work.op_kind != OpKind::Attention && has_gemm_shape(work)) {
     const auto measured_TFLOPS =
-        gemm_table_TFLOPS(gpu.gemm_table, precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+        gemm_table_TFLOPS(gpu.gemm_table, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
     if (measured_TFLOPS)
       return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP), memory_s) + launch_s;
   }
-  const double peak_flops = gpu.peak_TFLOPS(precision) * kFlopsPerTFLOP;
-  double efficiency = gpu.gemm_ceiling(precision);
+  const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
+  double efficiency = gpu.gemm_ceiling(op_precision);
   if (work.op_kind == OpKind::Attention) {
     efficiency = gpu.attention_efficiency;
   } else if (has_gemm_shape(work)) {
     efficiency =
-        gemm_efficiency_batched(gpu, precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+        gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
                                             std::string(to_string(work.op_kind)) + " in " +
-                                            to_string(precision));
+                                            to_string(op_precision));
   const double flops_s = work.flops / (peak_flops * efficiency);
   return std::max(flops_s, memory_s) + launch_s;
 }

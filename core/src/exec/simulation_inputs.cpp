@@ -6,6 +6,7 @@ CostModel cost_model_of(const Config& config) {
   CostModel cost;
   cost.gpu = config.cluster.gpu;
   cost.precision = config.training.precision;
+  cost.fp8_attention = config.training.fp8_attention;
   return cost;
 }
 

@@ -1,0 +1,56 @@
+// Names, as they appear in config JSON, of the enums that select framework semantics
+// (docs/frameworks.md): framework, grad_sync, cp_comm_type, fp8_recipe.
+#include "proteus/strategy_spec.h"
+#include "proteus/training_spec.h"
+
+namespace proteus {
+
+const char* to_string(Framework framework) {
+  switch (framework) {
+    case Framework::Megatron:
+      return "megatron";
+    case Framework::DeepSpeed:
+      return "deepspeed";
+    case Framework::Fsdp:
+      return "fsdp";
+  }
+  return "?";
+}
+
+const char* to_string(GradSync sync) {
+  switch (sync) {
+    case GradSync::AtBoundary:
+      return "at_boundary";
+    case GradSync::PerMicroBatch:
+      return "per_micro_batch";
+  }
+  return "?";
+}
+
+const char* to_string(CpCommType type) {
+  switch (type) {
+    case CpCommType::P2p:
+      return "p2p";
+    case CpCommType::AllGather:
+      return "all_gather";
+    case CpCommType::A2a:
+      return "a2a";
+    case CpCommType::A2aP2p:
+      return "a2a+p2p";
+  }
+  return "?";
+}
+
+const char* to_string(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::Delayed:
+      return "delayed";
+    case Fp8Recipe::Current:
+      return "current";
+    case Fp8Recipe::Mxfp8:
+      return "mxfp8";
+  }
+  return "?";
+}
+
+}  // namespace proteus

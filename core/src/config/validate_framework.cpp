@@ -1,0 +1,83 @@
+// Combinations of ZeRO stage, framework, pipeline, context and tensor parallelism that the
+// chosen framework does not run (docs/frameworks.md): errors naming the field to change,
+// never a silent simulation of something no framework does.
+#include <string>
+#include "json_reader.h"
+#include "validate.h"
+
+namespace proteus::config_detail {
+
+namespace {
+
+using std::to_string;
+
+void check_zero(const Config& c) {
+  const StrategySpec& s = c.strategy;
+  const std::string zero = "zero=" + to_string(s.zero);
+  if (s.zero >= 2 && s.pp > 1 && s.framework == Framework::DeepSpeed) {
+    // deepspeed/runtime/pipe/engine.py asserts zero_optimization_stage() < ZeroStageEnum.gradients.
+    throw invalid_config("strategy.zero", zero + " with pp=" + to_string(s.pp) +
+                                              ": DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "
+                                              "(\"incompatible with pipeline parallelism\"); use zero 0 or 1, "
+                                              "or framework \"fsdp\"");
+  }
+  if (s.zero >= 2 && s.pp > 1 && s.framework == Framework::Megatron) {
+    throw invalid_config("strategy.zero", zero + " with pp=" + to_string(s.pp) +
+                                              ": Megatron-Core pipelines shard with the distributed optimizer "
+                                              "(zero 1); for sharded gradients or parameters under a pipeline "
+                                              "set framework \"fsdp\" (FSDP2 with torch.distributed.pipelining)");
+  }
+  if (s.zero == 1 && s.framework == Framework::Fsdp) {
+    throw invalid_config("strategy.zero", "FSDP has no optimizer-only sharding (its strategies shard "
+                                          "gradients and optimizer state, zero 2, or everything, zero 3); "
+                                          "use zero 2 or 3, or framework \"megatron\" for the distributed optimizer");
+  }
+  if (s.framework == Framework::Fsdp && s.pp > 1 && s.grad_sync == GradSync::PerMicroBatch) {
+    // torch.distributed.pipelining: PipelineStage.backward_maybe_with_nosync.
+    throw invalid_config("strategy.grad_sync",
+                         "FSDP under a pipeline (pp=" + to_string(s.pp) +
+                             ") reduces gradients at the last micro-batch only: torch.distributed.pipelining "
+                             "turns gradient sync off for the others; use \"at_boundary\"");
+  }
+}
+
+void check_overlaps(const Config& c) {
+  const StrategySpec& s = c.strategy;
+  if (s.tp_comm_overlap && (s.tp == 1 || !s.sequence_parallel)) {
+    // Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
+    // sequence parallelism is enabled".
+    throw invalid_config("strategy.tp_comm_overlap",
+                         "tp_comm_overlap overlaps the all-gathers and reduce-scatters of sequence "
+                         "parallelism with GEMMs: it needs tp > 1 and sequence_parallel true");
+  }
+  if (s.cp > 1 && (s.cp_comm_type == CpCommType::A2a || s.cp_comm_type == CpCommType::A2aP2p) &&
+      c.model.kind == ModelKind::Transformer) {
+    const int64_t heads = c.model.heads;
+    const int64_t a2a = s.cp_comm_type == CpCommType::A2a ? s.cp : cp_a2a_size(s, c.cluster.gpus_per_node);
+    const int64_t kv = c.model.kv_heads == 0 ? heads : c.model.kv_heads;
+    if (heads % (int64_t{s.tp} * a2a) != 0 || kv % (int64_t{s.tp} * a2a) != 0) {
+      throw invalid_config("strategy.cp_comm_type",
+                           std::string(to_string(s.cp_comm_type)) + " scatters attention heads over tp x " +
+                               to_string(a2a) + " ranks, which must divide heads=" + to_string(heads) +
+                               " and kv_heads=" + to_string(kv) + "; use \"p2p\" or \"all_gather\"");
+    }
+  }
+}
+
+}  // namespace
+
+int cp_a2a_size(const StrategySpec& s, int gpus_per_node) {
+  if (s.cp_comm_type == CpCommType::A2a) return s.cp;
+  if (s.cp_comm_type != CpCommType::A2aP2p) return 1;
+  // a2a inside a node (NVLink), p2p between nodes (TE: hierarchical cp_group = [a2a, p2p]).
+  int a2a = 1;
+  while (a2a * 2 <= s.cp && s.cp % (a2a * 2) == 0 && int64_t{s.tp} * a2a * 2 <= gpus_per_node) a2a *= 2;
+  return a2a;
+}
+
+void check_framework(const Config& config) {
+  check_zero(config);
+  check_overlaps(config);
+}
+
+}  // namespace proteus::config_detail
