@@ -45,8 +45,8 @@ TEST_CASE("frameworks: grad_sync defaults follow the framework") {
   const json fsdp_pp = config_with({{"zero", 3}, {"framework", "fsdp"}});
   CHECK(parse_config(fsdp_pp.dump()).strategy.grad_sync == GradSync::AtBoundary);
   // An explicit choice wins.
-  const json ds2_boundary = config_with({{"zero", 2}, {"framework", "deepspeed"}, {"pp", 1}, {"dp", 8},
-                                         {"grad_sync", "at_boundary"}});
+  const json ds2_boundary = config_with(
+      {{"zero", 2}, {"framework", "deepspeed"}, {"pp", 1}, {"dp", 8}, {"grad_sync", "at_boundary"}});
   CHECK(parse_config(ds2_boundary.dump()).strategy.grad_sync == GradSync::AtBoundary);
   CHECK(parse_config(config_with({}).dump()).strategy.cp_comm_type == CpCommType::P2p);  // TE's default
 }

@@ -16,21 +16,24 @@ void check_zero(const Config& c) {
   const std::string zero = "zero=" + to_string(s.zero);
   if (s.zero >= 2 && s.pp > 1 && s.framework == Framework::DeepSpeed) {
     // deepspeed/runtime/pipe/engine.py asserts zero_optimization_stage() < ZeroStageEnum.gradients.
-    throw invalid_config("strategy.zero", zero + " with pp=" + to_string(s.pp) +
-                                              ": DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "
-                                              "(\"incompatible with pipeline parallelism\"); use zero 0 or 1, "
-                                              "or framework \"fsdp\"");
+    throw invalid_config("strategy.zero",
+                         zero + " with pp=" + to_string(s.pp) +
+                             ": DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "
+                             "(\"incompatible with pipeline parallelism\"); use zero 0 or 1, "
+                             "or framework \"fsdp\"");
   }
   if (s.zero >= 2 && s.pp > 1 && s.framework == Framework::Megatron) {
-    throw invalid_config("strategy.zero", zero + " with pp=" + to_string(s.pp) +
-                                              ": Megatron-Core pipelines shard with the distributed optimizer "
-                                              "(zero 1); for sharded gradients or parameters under a pipeline "
-                                              "set framework \"fsdp\" (FSDP2 with torch.distributed.pipelining)");
+    throw invalid_config("strategy.zero",
+                         zero + " with pp=" + to_string(s.pp) +
+                             ": Megatron-Core pipelines shard with the distributed optimizer "
+                             "(zero 1); for sharded gradients or parameters under a pipeline "
+                             "set framework \"fsdp\" (FSDP2 with torch.distributed.pipelining)");
   }
   if (s.zero == 1 && s.framework == Framework::Fsdp) {
-    throw invalid_config("strategy.zero", "FSDP has no optimizer-only sharding (its strategies shard "
-                                          "gradients and optimizer state, zero 2, or everything, zero 3); "
-                                          "use zero 2 or 3, or framework \"megatron\" for the distributed optimizer");
+    throw invalid_config("strategy.zero",
+                         "FSDP has no optimizer-only sharding (its strategies shard "
+                         "gradients and optimizer state, zero 2, or everything, zero 3); "
+                         "use zero 2 or 3, or framework \"megatron\" for the distributed optimizer");
   }
   if (s.framework == Framework::Fsdp && s.pp > 1 && s.grad_sync == GradSync::PerMicroBatch) {
     // torch.distributed.pipelining: PipelineStage.backward_maybe_with_nosync.
