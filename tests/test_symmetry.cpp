@@ -69,7 +69,8 @@ TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 1e-4") {
 TEST_CASE("symmetry: where the hardware itself is asymmetric the reduction is an approximation") {
   // DGX-1 attaches each NIC under one PCIe switch, so GPUs of one stage reach their NIC over
   // different paths and their pipeline sends are not identical; simulating one of them for all
-  // stays within 0.1% here (docs/design.md, "Symmetry").
+  // stays within 1% here (docs/design.md, "Symmetry"; 0.1% before ZeRO-3's prefetched gathers
+  // ran on their own stream beside the pipeline sends, whose paths differ per GPU).
   check_equal("gpt2-1.5b-proteus",
-              R"(,"strategy":{"tp":8,"pp":2,"dp":4,"micro_batch":1,"zero":3,"framework":"fsdp"})", 1e-3);
+              R"(,"strategy":{"tp":8,"pp":2,"dp":4,"micro_batch":1,"zero":3,"framework":"fsdp"})", 1e-2);
 }

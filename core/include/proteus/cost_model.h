@@ -17,7 +17,8 @@ struct CostModel {
   GpuSpec gpu;
   Precision precision = Precision::Bf16;
   // Transformer Engine runs attention in bf16 under FP8 training unless fp8_dpa is set
-  // (docs/frameworks.md, "FP8"): attention then uses the bf16 peak.
+  // (docs/frameworks.md, "FP8"): attention then uses the bf16 peak, as do GEMMs marked
+  // ComputeWork::high_precision.
   bool fp8_attention = false;
   std::map<std::string, double> measured_us;  // op signature -> microseconds (optional)
   double compute_time_s(const ComputeWork& work) const;

@@ -18,8 +18,11 @@
 namespace proteus {
 
 enum class Phase : uint8_t { Forward, BackwardInput, BackwardWeight, Recompute, Optimizer, Sync };
-enum class Stream : uint8_t { Compute = 0, TpComm = 1, DpComm = 2, PpComm = 3 };
-constexpr int kNumStreams = 4;
+// ParamComm: parameter all-gathers of ZeRO-3/FSDP, on their own stream beside the gradient
+// reductions of DpComm (FSDP's all_gather_stream vs reduce_scatter_stream, DeepSpeed's
+// allgather stream vs reduce_and_partition_stream; docs/frameworks.md).
+enum class Stream : uint8_t { Compute = 0, TpComm = 1, DpComm = 2, PpComm = 3, ParamComm = 4 };
+constexpr int kNumStreams = 5;
 enum class TaskKind : uint8_t { Compute, Collective };
 enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
 enum class MemCategory : uint8_t { Weights, Gradients, OptimizerStates, Activations, CommBuffers };
@@ -35,6 +38,9 @@ struct ComputeWork {
   // Memory-bound kernels that run beside the op, before it (FP8 cast/transpose/amax of its
   // inputs, docs/frameworks.md "FP8"): HBM bytes, timed at memory speed and added to the op's.
   double side_bytes = 0;
+  // Under FP8 training, a GEMM Transformer Engine does not run in FP8 (Megatron's output
+  // layer, the MoE router): timed at the bf16 peak.
+  bool high_precision = false;
 };
 
 // A memory change applied when a task starts (at_end = false) or ends (at_end = true).

@@ -45,7 +45,7 @@ CompiledModel compile(OpGraph graph, StrategyTree tree, const TrainingSpec& trai
   CompiledModel out;
   out.graph = std::move(graph);
   out.tree = std::move(tree);
-  const std::vector<OpPlan> plans = plan_ops({out.graph, out.tree});
+  const std::vector<OpPlan> plans = plan_ops({out.graph, out.tree, training});
 
   ExecGraph& exec = out.exec;
   exec.micro_batches = out.tree.micro_batches;

@@ -31,7 +31,7 @@ void Emitter::make_ranks() {
 void Emitter::begin_rank(int r) {
   rank_ = r;
   stage_ = exec_.ranks[r].stage;
-  ordinals_.assign(0x200, 0);
+  ordinals_.assign(0x300, 0);
   for (auto& g : group_cache_) g.clear();
   for (IdMap& m : signatures_) m.clear();
   counter_.begin_rank();
@@ -112,9 +112,12 @@ int Emitter::collective(CollectiveKind kind, AxisMask axes, double bytes, Stream
   t.micro_batch = mb;
   t.label = label;
   t.stage = stage_;
-  const uint64_t ordinal = ordinals_[static_cast<size_t>(axes) | (stream == Stream::DpComm ? 0x100u : 0u)]++;
+  // Gradient reductions and parameter gathers count their own ordinals (their own streams).
+  const size_t space = stream == Stream::DpComm ? 0x100u : stream == Stream::ParamComm ? 0x200u : 0u;
+  const uint64_t ordinal = ordinals_[static_cast<size_t>(axes) | space]++;
   const uint64_t key = (static_cast<uint64_t>(group.front()) << 40) ^ (static_cast<uint64_t>(axes) << 32) ^
-                       (stream == Stream::DpComm ? (1ull << 39) : 0) ^ ordinal;
+                       (stream == Stream::DpComm ? (1ull << 39) : 0) ^
+                       (stream == Stream::ParamComm ? (1ull << 38) : 0) ^ ordinal;
   // With the symmetry reduction, a group within one pipeline stage has one simulated member
   // (the stage's representative): there is no other member's instance to match.
   const bool shared = !symmetric_ || (axes & axis_bit(kAxisPp)) || !explicit_group.empty();

@@ -81,6 +81,8 @@ const char* to_string(Stream s) {
       return "dp_comm";
     case Stream::PpComm:
       return "pp_comm";
+    case Stream::ParamComm:
+      return "param_comm";
   }
   return "?";
 }

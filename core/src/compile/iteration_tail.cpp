@@ -39,7 +39,7 @@ void IterationTail::begin_rank() {
 }
 
 void IterationTail::finish_rank() {
-  if (!knobs_.overlap_grad_reduce)
+  if (!knobs_.overlap_grad_reduce && knobs_.grad_sync == GradSync::AtBoundary)
     for (size_t bi = 0; bi < buckets_.size(); ++bi)
       reduce_bucket(static_cast<int>(bi), {state_.last_compute});
   tied_weight_reduce();
@@ -56,15 +56,18 @@ void IterationTail::plan_buckets() {
   const double first_cap = kFirstBucketMB * kBytesPerMB;
   const double cap = knobs_.grad_bucket_MB * kBytesPerMB;
   double filled = 0;
+  const bool per_mb = knobs_.grad_sync == GradSync::PerMicroBatch;
   for (int c = tree_.chunks() - 1; c >= 0; --c) {
     if (!emit_.chunk_is_local(c)) continue;
+    bool new_chunk = per_mb;  // per micro-batch: a new bucket per chunk (one pass each)
     for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
         if (bucket_of_tensor_[w.tensor] >= 0) continue;
-        if (buckets_.empty() || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
+        if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
           buckets_.push_back({});
           filled = 0;
+          new_chunk = false;
         }
         bucket_of_tensor_[w.tensor] = static_cast<int>(buckets_.size()) - 1;
         buckets_.back().tensors.push_back(w.tensor);
@@ -74,6 +77,9 @@ void IterationTail::plan_buckets() {
       }
     }
   }
+  uses_per_mb_ = uses_left_;
+  mb_uses_left_ = uses_left_;
+  for (Bucket& b : buckets_) b.mb_pending = static_cast<int>(b.tensors.size());
   // Which weight plan describes each tensor (first use wins; tied uses share layouts per stage).
   weight_plan_of_tensor_.assign(g_.tensors.size(), nullptr);
   for (int c = 0; c < tree_.chunks(); ++c) {
@@ -81,6 +87,31 @@ void IterationTail::plan_buckets() {
     for (int op : index_.chunk_ops[c])
       for (const WeightPlan& w : plans_[op].weights)
         if (!weight_plan_of_tensor_[w.tensor]) weight_plan_of_tensor_[w.tensor] = &w;
+  }
+}
+
+void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
+  if (knobs_.grad_sync == GradSync::PerMicroBatch)
+    micro_batch_grad_done(op, w_task, mb);
+  else if (uses == tree_.micro_batches)
+    weights_final(op, w_task);
+}
+
+// DeepSpeed ZeRO-2/3 and FSDP outside no_sync: a bucket is reduce-scattered as soon as this
+// micro-batch's gradients of all its weights exist (DeepSpeed reduce_independent_p_g_buckets_
+// and_remove_grads, FSDP's post-backward hook), on every micro-batch. Buckets never span two
+// chunks in this mode, so a bucket completes within one pass and the pass stays a template.
+void IterationTail::micro_batch_grad_done(int op, int w_task, int mb) {
+  for (const WeightPlan& w : plans_[op].weights) {
+    if (--mb_uses_left_[w.tensor] > 0) continue;
+    mb_uses_left_[w.tensor] = uses_per_mb_[w.tensor];
+    const int bi = bucket_of_tensor_[w.tensor];
+    Bucket& b = buckets_[bi];
+    b.mb_ready_tasks.push_back(w_task);
+    if (--b.mb_pending > 0) continue;
+    b.mb_pending = static_cast<int>(b.tensors.size());
+    reduce_bucket(bi, b.mb_ready_tasks, Phase::BackwardWeight, mb);
+    b.mb_ready_tasks.clear();
   }
 }
 
@@ -94,7 +125,7 @@ void IterationTail::weights_final(int op, int w_task) {
   }
 }
 
-void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps) {
+void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps, Phase phase, int mb) {
   Bucket& b = buckets_[bi];
   // Sum the steps of every weight per (kind, axes): one collective each.
   std::vector<CollectiveStep> merged;
@@ -113,7 +144,7 @@ void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps) {
   const int label = emit_.exec().label_id("grad_bucket_" + std::to_string(bi));
   for (const CollectiveStep& s : merged)
     grad_sync_tasks_.push_back(
-        emit_.collective(s.kind, s.axes, s.bytes, Stream::DpComm, Phase::Sync, -1, label, deps, "gradient"));
+        emit_.collective(s.kind, s.axes, s.bytes, Stream::DpComm, phase, mb, label, deps, "gradient"));
 }
 
 void IterationTail::tied_weight_reduce() {
@@ -149,7 +180,7 @@ double IterationTail::data_replication(const WeightPlan& w) const {
 
 void IterationTail::static_memory_and_optimizer() {
   std::array<double, kNumMemCategories> bytes{};
-  double opt_params = 0;
+  double opt_params = 0, fp8_cast_params = 0;
   for (size_t t = 0; t < g_.tensors.size(); ++t) {
     const WeightPlan* w = weight_plan_of_tensor_[t];
     if (!w) continue;
@@ -157,7 +188,16 @@ void IterationTail::static_memory_and_optimizer() {
     const double p = w->local_params;
     const int zero = w->zero;
     bytes[static_cast<int>(MemCategory::Weights)] += p * index_.weight_bytes / (zero >= 3 ? d : 1);
-    bytes[static_cast<int>(MemCategory::Gradients)] += p * kGradBytes / (zero >= 2 ? d : 1);
+    // FP8: Transformer Engine's FP8 weight copy and its transpose, 1 + 1 bytes, made from the
+    // 16-bit weights once per iteration (read 2, write 2 bytes); under ZeRO-3 made per gather.
+    if (w->fp8_copy && zero < 3) {
+      bytes[static_cast<int>(MemCategory::Weights)] += p * 2;
+      fp8_cast_params += p;
+    }
+    // Gradients stay whole until the boundary (Megatron's fp32 grad buffer, FSDP's no_sync);
+    // reduced every micro-batch, only the shard survives (DeepSpeed ZeRO-2/3).
+    const bool grads_sharded = zero >= 2 && knobs_.grad_sync == GradSync::PerMicroBatch;
+    bytes[static_cast<int>(MemCategory::Gradients)] += p * kGradBytes / (grads_sharded ? d : 1);
     bytes[static_cast<int>(MemCategory::OptimizerStates)] += p * index_.opt_state_bytes / (zero >= 1 ? d : 1);
     opt_params += p / (zero >= 1 ? d : 1);
   }
@@ -173,7 +213,7 @@ void IterationTail::static_memory_and_optimizer() {
   t.stage = emit_.stage();
   ComputeWork step;
   step.op_kind = OpKind::Elementwise;
-  step.bytes = opt_params * index_.opt_traffic_bytes;
+  step.bytes = opt_params * index_.opt_traffic_bytes + fp8_cast_params * 4;
   step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
   t.work = emit_.exec().add_work(step);
   std::vector<int> deps = grad_sync_tasks_;
@@ -184,7 +224,12 @@ void IterationTail::static_memory_and_optimizer() {
 // ZeRO-1/2: after the step each rank holds 1/d of the updated weights; all-gather them.
 void IterationTail::param_gathers(bool at_start) {
   std::vector<int> gather_of_bucket(buckets_.size(), -1);
-  for (size_t bi = 0; bi < buckets_.size(); ++bi) {
+  // Buckets are numbered in backward order; the forward needs the last one first. Megatron
+  // gathers them in that order, each bucket's gather dispatched when the previous one's is
+  // waited on (ParamAndGradBucketGroup.finish_param_sync -> next_param_gather_bucket_group),
+  // so they run back to back on the data-parallel stream while the forward proceeds.
+  for (size_t n = 0; n < buckets_.size(); ++n) {
+    const size_t bi = buckets_.size() - 1 - n;
     const Bucket& b = buckets_[bi];
     AxisMask axes = 0;
     for (int t : b.tensors)

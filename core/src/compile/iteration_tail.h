@@ -23,8 +23,10 @@ class IterationTail {
   void begin_rank();
   // The parameter gather op's forward waits for (-1: none).
   int param_gather_ready(int op) const { return param_gather_ready_[op]; }
-  // The last micro-batch's gradient of op's weights is done by task w_task.
-  void weights_final(int op, int w_task);
+  // Micro-batch mb's gradient of op's weights is done by task w_task; `uses` micro-batches
+  // have now computed it. At the boundary (grad_sync at_boundary) the last one makes the
+  // weight final; per micro-batch, every one completes a bucket's reduce-scatter.
+  void weight_grad_done(int op, int w_task, int mb, int uses);
   // After the last pass: remaining reductions, tied weights, optimizer, parameter gathers.
   void finish_rank();
 
@@ -34,10 +36,14 @@ class IterationTail {
     double param_bytes_16 = 0;  // of its ZeRO-1/2 weights, for the parameter all-gather
     int pending = 0;            // weights not yet final
     std::vector<int> ready_tasks;
+    int mb_pending = 0;  // per_micro_batch: weights whose gradient this micro-batch still lacks
+    std::vector<int> mb_ready_tasks;
   };
 
   void plan_buckets();
-  void reduce_bucket(int bi, const std::vector<int>& deps);
+  void weights_final(int op, int w_task);
+  void micro_batch_grad_done(int op, int w_task, int mb);
+  void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
   void tied_weight_reduce();
   double data_replication(const WeightPlan& w) const;
   void static_memory_and_optimizer();
@@ -57,6 +63,7 @@ class IterationTail {
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_tensor_;
   std::vector<int> uses_left_;
+  std::vector<int> uses_per_mb_, mb_uses_left_;  // per_micro_batch: ops using each weight
   std::vector<const WeightPlan*> weight_plan_of_tensor_;
   std::vector<int> grad_sync_tasks_;
 };

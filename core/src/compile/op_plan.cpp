@@ -70,6 +70,68 @@ Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tens
   return saved;
 }
 
+// Context parallelism with the K/V ring (cp_comm_type p2p): the attention core never holds
+// the whole K/V; blocks pass around the cp ring while it computes (pass_derivation.cpp), and
+// the ring returns dK/dV already summed for the local shard. So K/V stay in the layout their
+// producer made along cp, forward and backward (TE AttnFuncWithCPAndKVP2P).
+void keep_kv_local(const OpGraph& g, const std::vector<OpPlan>& plans, const Op& op, OpPlan* p) {
+  const int seq_kv = op.find_dim("seq_kv");
+  if (seq_kv < 0) return;
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    const TensorUse& in = op.inputs[k];
+    if (std::find(in.dims.begin(), in.dims.end(), seq_kv) == in.dims.end()) continue;
+    const int prod = g.tensors[in.tensor].producer;
+    if (prod < 0) continue;
+    const int along_cp = plans[prod].output.placement[kAxisCp];
+    p->input_required[k].placement[kAxisCp] = along_cp;
+    p->input_saved[k].placement[kAxisCp] = along_cp;
+    p->input_grad[k].placement[kAxisCp] = along_cp;
+  }
+}
+
+// HBM bytes per element of one FP8 cast of a 16-bit tensor (docs/frameworks.md, "FP8"): read
+// 2, write the FP8 copy 1 and its transpose 1 (Hopper FP8 GEMMs take only the TN layout; MXFP8
+// writes a column-wise copy instead, plus one E8M0 scale per 32 values); current scaling reads
+// the tensor once more for its amax first (TE "FP8 Current Scaling" vs "Delayed Scaling").
+double fp8_cast_bytes_per_element(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::Delayed:
+      return 2 + 1 + 1;
+    case Fp8Recipe::Current:
+      return 2 + 2 + 1 + 1;
+    case Fp8Recipe::Mxfp8:
+      return 2 + 1 + 1 + 2.0 / 32;
+  }
+  return 4;
+}
+
+// Transformer Engine's FP8 linears (te.Linear, LayerNormLinear, LayerNormMLP, GroupedLinear)
+// are the GEMMs with weights inside transformer layers; Megatron's output layer and the MoE
+// router stay 16-bit. An FP8 GEMM casts its activation input before the forward GEMM and the
+// output gradient before the data-gradient GEMM (cast_transpose: the weight-gradient GEMM
+// reuses both transposes); its weight gets an FP8 copy (cast once per iteration).
+// `cast` marks the tensors already cast (TE's fused QKV LayerNormLinear casts its input once,
+// where the op graph has separate q and kv projections reading it).
+void apply_fp8_recipe(const PlanContext& ctx, const Op& op, OpPlan* p, std::vector<char>* cast) {
+  const bool gemm = op.kind == OpKind::Matmul || op.kind == OpKind::Router;
+  if (!gemm || p->weights.empty() || op.inputs.empty()) return;
+  const bool in_layer = ctx.graph.modules[op.module].layer >= 0;
+  if (!in_layer || op.kind == OpKind::Router) {
+    p->fwd.high_precision = p->bwd_input.high_precision = p->bwd_weight.high_precision = true;
+    return;
+  }
+  const double per_element = fp8_cast_bytes_per_element(ctx.training.fp8_recipe);
+  const ComputeWork& f = p->fwd;
+  const double batch = static_cast<double>(f.gemm_batch);
+  char& input_cast = (*cast)[static_cast<size_t>(op.inputs.front().tensor)];
+  if (!input_cast)
+    p->fwd.side_bytes = static_cast<double>(f.gemm_m) * static_cast<double>(f.gemm_k) * batch * per_element;
+  input_cast = 1;
+  p->bwd_input.side_bytes =
+      static_cast<double>(f.gemm_m) * static_cast<double>(f.gemm_n) * batch * per_element;
+  for (WeightPlan& w : p->weights) w.fp8_copy = true;
+}
+
 }  // namespace
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
@@ -79,6 +141,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
   // (tensor, chunk) pairs already saved: a tensor that crosses a pipeline boundary is kept by
   // both stages that read it.
   std::vector<std::vector<int>> saved_in_chunks(g.tensors.size());
+  std::vector<char> fp8_cast(g.tensors.size(), 0);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
     const ParallelConfig& cfg = ctx.tree.nodes[op.module].config;
@@ -105,6 +168,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
       p.input_grad.push_back(layout_of_use(in, p.axis_dim, mesh, true));
       account(g.tensors[in.tensor], req);
     }
+    if (op.kind == OpKind::Attention && mesh.size[kAxisCp] > 1 && cfg.cp_comm_type == CpCommType::P2p)
+      keep_kv_local(g, plans, op, &p);
     p.output = layout_of_use(op.output, p.axis_dim, mesh, true);
     p.output_grad_required = layout_of_use(op.output, p.axis_dim, mesh, false);
     if (op.output.tensor >= 0) account(g.tensors[op.output.tensor], p.output_grad_required);
@@ -122,9 +187,11 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         if (!(kDataAxes & (1u << a)) || mesh.size[a] <= 1) continue;
         if (w.use.placement[a] != kReplicate) continue;
         w.data_axes_replicated |= static_cast<AxisMask>(1u << a);
-        // ZeRO shards what data parallelism replicates: grads from stage 2, weights at stage 3.
-        // A flat shard is modelled as Shard(0) of the tensor.
-        if (zero >= 2) w.grad_target.placement[a] = 0;
+        // ZeRO shards what data parallelism replicates: optimizer states from stage 1, weights at
+        // stage 3. A flat shard is modelled as Shard(0) of the tensor. ZeRO-1 is Megatron's distributed
+        // optimizer: gradients reduce-scattered to the optimizer's shard (docs/frameworks.md), the full fp32
+        // buffer kept (iteration_tail).
+        if (zero >= 1) w.grad_target.placement[a] = 0;
         if (zero >= 3) w.storage.placement[a] = 0;
       }
       const Tensor& t = g.tensors[wu.tensor];
@@ -137,6 +204,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh);
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
+    if (ctx.training.precision == Precision::Fp8) apply_fp8_recipe(ctx, op, &p, &fp8_cast);
 
     // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
     if (op.saves_inputs) {

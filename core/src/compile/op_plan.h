@@ -17,6 +17,7 @@ struct WeightPlan {
   Layout grad;                        // what the weight-gradient kernel produces (Partial over data axes)
   Layout grad_target;                 // where the gradient must end (storage, or sharded under ZeRO >= 2)
   double local_params = 0;            // elements held per rank in `use`
+  bool fp8_copy = false;              // FP8 training: TE keeps an FP8 copy (+ transpose) for its FP8 GEMMs
   AxisMask data_axes_replicated = 0;  // data axes (dp, ep, cp) it is replicated over
   int zero = 0;                       // ZeRO stage of the module that uses it (strategy tree)
 };
@@ -43,6 +44,7 @@ struct OpPlan {
 struct PlanContext {
   const OpGraph& graph;
   const StrategyTree& tree;
+  const TrainingSpec& training;  // the precision recipe (FP8 casts, FP8 weight copies)
 };
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx);

@@ -25,7 +25,9 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       state_(*state),
       tail_(*tail),
       stats_(*stats),
-      work_ids_(3 * in.graph.ops.size(), -1) {}
+      work_ids_(3 * in.graph.ops.size(), -1),
+      ring_work_ids_(2 * in.graph.ops.size(), -1),
+      kept_gather_(in.graph.ops.size()) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
 // Returns INT32_MIN when no task is needed (a model input).
@@ -57,10 +59,20 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   return last;
 }
 
+void PassDeriver::begin_rank() { kept_gather_.assign(g_.ops.size(), {}); }
+
+void PassDeriver::note_weight_compute(int task) {
+  state_.prev_weight_compute = state_.last_weight_compute;
+  state_.last_weight_compute = task;
+}
+
 // ZeRO-3: gather an op's weights before each use (one all-gather per op, as FSDP gathers a
-// module's flat parameter); the gathered copy is freed when its user ends.
-void PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps,
-                                std::vector<MemEvent>* frees) {
+// module's flat parameter); the gathered copy is freed when its user ends. The gathers run on
+// their own stream (ParamComm), apart from the gradient reduce-scatters, and are prefetched:
+// a gather waits only for the weight-using compute two before its user, as FSDP's rate
+// limiter keeps two gathered units in flight (PyTorch FSDP notes, "FSDP Prefetch Nuances").
+int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps,
+                               std::vector<MemEvent>* frees, bool keep_gathered) {
   std::vector<CollectiveStep> merged;
   double gathered_bytes = 0;
   for (const WeightPlan& w : plans_[op].weights) {
@@ -76,15 +88,19 @@ void PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* d
         it->bytes += s.bytes;
     }
   }
-  if (merged.empty()) return;
+  if (merged.empty()) return -1;
   std::vector<int> gdeps;
-  if (state_.last_weight_compute >= 0) gdeps.push_back(state_.last_weight_compute);  // prefetch one op ahead
+  if (state_.prev_weight_compute >= 0) gdeps.push_back(state_.prev_weight_compute);
   for (const CollectiveStep& step : merged)
-    gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::DpComm, phase, mb, index_.labels[op],
-                              gdeps, "weight")};
+    gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::ParamComm, phase, mb,
+                              index_.labels[op], gdeps, "weight")};
   deps->push_back(gdeps.back());
-  frees->push_back({MemCategory::Weights, true, -gathered_bytes});
+  if (keep_gathered)
+    kept_gather_[static_cast<size_t>(op)] = {gdeps.back(), mb, gathered_bytes};
+  else
+    frees->push_back({MemCategory::Weights, true, -gathered_bytes});
   pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
+  return gdeps.back();
 }
 
 // Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work in
@@ -98,6 +114,58 @@ int PassDeriver::work_id(int op, int which) {
   return id;
 }
 
+bool PassDeriver::is_ring_attention(int op) const {
+  return g_.ops[op].kind == OpKind::Attention && mesh_.size[kAxisCp] > 1 &&
+         tree_.nodes[g_.ops[op].module].config.cp_comm_type == CpCommType::P2p;
+}
+
+// One block of the ring: the attention of the local queries against one cp-th of the keys
+// (causal load balancing gives every rank equal work per block: TE splits the sequence into
+// 2*cp chunks, rank r holding chunks r and 2cp-1-r).
+int PassDeriver::ring_block_work(int op, int which) {
+  int& id = ring_work_ids_[static_cast<size_t>(2 * op + which)];
+  if (id < 0) {
+    const int cp = mesh_.size[kAxisCp];
+    ComputeWork w = which == 0 ? plans_[op].fwd : plans_[op].bwd_input;
+    w.flops /= cp;
+    w.bytes /= cp;
+    w.side_bytes /= cp;
+    w.gemm_n = std::max<int64_t>(1, (w.gemm_n + cp - 1) / cp);
+    id = emit_.exec().add_work(w);
+  }
+  return id;
+}
+
+// Context parallelism, cp_comm_type p2p (TE AttnFuncWithCPAndKVP2P): cp attention blocks; before
+// block i the K/V block of the rank i steps back arrives over the ring, sent while block i-1
+// computes (each step forwards what the previous one received). The backward passes K/V and
+// the partial dK/dV: twice the bytes per step. A ring step moves the local K/V shard B per
+// rank: an all-gather over cp whose size S has (cp-1)/cp * S = B.
+int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
+                            const std::vector<MemEvent>& mem) {
+  const int label = index_.labels[op];
+  if (!is_ring_attention(op))
+    return emit_.compute(emit_.compute_task(label, phase, mb, work_id(op, which)), deps, mem);
+  const int cp = mesh_.size[kAxisCp];
+  const Op& o = g_.ops[op];
+  const int seq_kv = o.find_dim("seq_kv");
+  double kv_bytes = 0;
+  for (size_t k = 0; k < o.inputs.size(); ++k)
+    if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
+      kv_bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
+  const double step_bytes = (which == 0 ? 1 : 2) * kv_bytes * cp / (cp - 1);
+  const int block = ring_block_work(op, which);
+  const std::vector<MemEvent> none;
+  int last = emit_.compute(emit_.compute_task(label, phase, mb, block), deps, cp == 1 ? mem : none);
+  int step = -1;
+  for (int i = 1; i < cp; ++i) {
+    step = emit_.collective(CollectiveKind::AllGather, axis_bit(kAxisCp), step_bytes, Stream::TpComm, phase,
+                            mb, label, step < 0 ? deps : std::vector<int>{step}, "activation");
+    last = emit_.compute(emit_.compute_task(label, phase, mb, block), {step}, i + 1 == cp ? mem : none);
+  }
+  return last;
+}
+
 void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
@@ -107,15 +175,15 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   if (ns == kFwd && tail_.param_gather_ready(op) >= 0) deps.push_back(tail_.param_gather_ready(op));
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
-  zero3_gathers(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, &deps, &mem);
+  // Under full recompute the replayed forward's gather serves the backward that follows it:
+  // two gathers per micro-batch (forward; recompute + backward), as FSDP and DeepSpeed do.
+  const bool for_backward = ns == kRecompute && index_.seg_of_op[op] >= 0;
+  zero3_gathers(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, &deps, &mem, for_backward);
   const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.recompute_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
-  const int id =
-      emit_.compute(emit_.compute_task(index_.labels[op], ns == kFwd ? Phase::Forward : Phase::Recompute, mb,
-                                       work_id(op, 0)),
-                    deps, mem);
-  if (p.has_weights()) state_.last_weight_compute = id;
+  const int id = compute_op(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, 0, deps, mem);
+  if (p.has_weights()) note_weight_compute(id);
   state_.last_compute = id;
   if (ns == kFwd && emit_.is_stats_rank() && mb == 0)
     stats_.activation_bytes_per_microbatch_per_stage[emit_.stage()] += keep;
@@ -198,16 +266,22 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   std::vector<int> deps = grad_deps;
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
-  zero3_gathers(op, mb, Phase::BackwardInput, &deps, &mem);
+  KeptGather& kept = kept_gather_[static_cast<size_t>(op)];
+  if (kept.task >= 0 && kept.mb == mb) {  // gathered by this micro-batch's recompute
+    deps.push_back(kept.task);
+    mem.push_back({MemCategory::Weights, true, -kept.bytes});
+    kept = {};
+  } else {
+    zero3_gathers(op, mb, Phase::BackwardInput, &deps, &mem);
+  }
   if (!index_.input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardInput, &deps);
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
   const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
-  const int b = emit_.compute(emit_.compute_task(index_.labels[op], Phase::BackwardInput, mb, work_id(op, 1)),
-                              deps, mem);
+  const int b = compute_op(op, mb, Phase::BackwardInput, 1, deps, mem);
   state_.last_compute = b;
-  if (p.has_weights()) state_.last_weight_compute = b;
+  if (p.has_weights()) note_weight_compute(b);
   for (size_t k = 0; k < o.inputs.size(); ++k)
     state_.set_grad_provider(grad_key(mb, o.inputs[k].tensor, op), b);
   // Gradients of inputs produced on another rank go back to it once per tensor. As in
@@ -232,8 +306,8 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
       state_.set_w_grad_deps(wkey(mb, op), grad_deps);
     else
       weight_grad(op, mb, grad_deps);
-  } else if (p.has_weights() && state_.count_weight_use(op) == tree_.micro_batches) {
-    tail_.weights_final(op, b);
+  } else if (p.has_weights()) {
+    tail_.weight_grad_done(op, b, mb, state_.count_weight_use(op));
   }
 }
 
@@ -285,7 +359,7 @@ void PassDeriver::weight_grad(int op, int mb, const std::vector<int>& grad_deps)
   const int w = emit_.compute(
       emit_.compute_task(index_.labels[op], Phase::BackwardWeight, mb, work_id(op, 2)), deps, mem);
   state_.last_compute = w;
-  if (state_.count_weight_use(op) == tree_.micro_batches) tail_.weights_final(op, w);
+  tail_.weight_grad_done(op, w, mb, state_.count_weight_use(op));
 }
 
 void PassDeriver::build_pass(const Pass& pass, int chunk, bool split_w) {

@@ -21,6 +21,7 @@ class PassDeriver {
   PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter* emitter, PassState* state,
               IterationTail* tail, CompileStats* stats);
 
+  void begin_rank();  // forgets the previous rank's kept gathers
   // `split_w`: the schedule runs weight gradients as passes of their own (W); else B does them.
   void build_pass(const Pass& pass, int chunk, bool split_w);
 
@@ -32,7 +33,17 @@ class PassDeriver {
   };
 
   int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want);
-  void zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees);
+  // Returns the gather task (-1: the op's weights are not sharded). With keep_gathered the
+  // gathered copy is not freed when the task ends (a recompute whose backward follows).
+  int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,
+                    bool keep_gathered = false);
+  void note_weight_compute(int task);
+  // The op's compute task (which: 0 forward, 1 input gradient); an attention core under the
+  // context-parallel ring as cp blocks with the K/V passes between them. Returns the last task.
+  int compute_op(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
+                 const std::vector<MemEvent>& mem);
+  bool is_ring_attention(int op) const;
+  int ring_block_work(int op, int which);
   int work_id(int op, int which);
   void forward_op(int op, int mb, Namespace ns);
   void output_grad_deps(int op, int mb, std::vector<int>* deps);
@@ -50,9 +61,17 @@ class PassDeriver {
   PassState& state_;
   IterationTail& tail_;
   CompileStats& stats_;
-  std::vector<int> work_ids_;  // by 3 * op + (0 forward, 1 input gradient, 2 weight gradient)
+  std::vector<int> work_ids_;       // by 3 * op + (0 forward, 1 input gradient, 2 weight gradient)
+  std::vector<int> ring_work_ids_;  // by 2 * op + which: one cp ring block's work
   std::vector<MemEvent> pending_weight_alloc_;
   std::vector<GradSend> pending_grad_sends_;
+  // ZeRO-3 under full recompute: per op the recompute's gather its backward reuses (task,
+  // micro-batch, bytes).
+  struct KeptGather {
+    int task = -1, mb = -1;
+    double bytes = 0;
+  };
+  std::vector<KeptGather> kept_gather_;
 };
 
 }  // namespace proteus

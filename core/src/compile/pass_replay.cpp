@@ -29,8 +29,8 @@ bool ReplayItem::operator==(const ReplayItem& o) const {
 
 bool PassRecording::operator==(const PassRecording& o) const {
   if (!valid || !o.valid || tasks != o.tasks || !(last_compute == o.last_compute) ||
-      !(last_weight_compute == o.last_weight_compute) || items != o.items || refs != o.refs ||
-      other_passes != o.other_passes || mem.size() != o.mem.size())
+      !(last_weight_compute == o.last_weight_compute) || !(prev_weight_compute == o.prev_weight_compute) ||
+      items != o.items || refs != o.refs || other_passes != o.other_passes || mem.size() != o.mem.size())
     return false;
   for (size_t i = 0; i < mem.size(); ++i)
     if (!same_mem(mem[i], o.mem[i])) return false;
@@ -107,6 +107,7 @@ void PassReplayer::build_recorded(const Pass& pass, int chunk, bool split_w, Pas
   recording.tasks = static_cast<int>(emit_.exec().tasks.size()) - rec_begin_;
   recording.last_compute = relative(state_.last_compute, false);
   recording.last_weight_compute = relative(state_.last_weight_compute, false);
+  recording.prev_weight_compute = relative(state_.prev_weight_compute, false);
   rec_ = nullptr;
   if (tp->seen++ == 0) {
     tp->recording = std::move(recording);
@@ -306,6 +307,7 @@ void PassReplayer::replay(PassRecording& r, int mb) {
   }
   state_.last_compute = absolute(r.last_compute, begin, other_begin_, mb);
   state_.last_weight_compute = absolute(r.last_weight_compute, begin, other_begin_, mb);
+  state_.prev_weight_compute = absolute(r.prev_weight_compute, begin, other_begin_, mb);
   if (writes) {
     if (static_cast<size_t>(mb) >= deferred_.size()) deferred_.resize(static_cast<size_t>(mb) + 1);
     deferred_[static_cast<size_t>(mb)].push_back({&r, begin, other_begin_});

@@ -77,10 +77,10 @@ struct PassRecording {
   std::vector<RelRef> refs;
   std::vector<MemEvent> mem;
   std::vector<OtherPass> other_passes;
-  RelRef last_compute, last_weight_compute;  // the builder's cursors after the pass
-  int tasks = 0;                             // tasks the pass emitted
-  std::vector<int> mem_lists;                // per item: the ExecGraph memory list instances share
-  bool valid = true;                         // false: a reference could not be made relative
+  RelRef last_compute, last_weight_compute, prev_weight_compute;  // the builder's cursors after the pass
+  int tasks = 0;                                                  // tasks the pass emitted
+  std::vector<int> mem_lists;  // per item: the ExecGraph memory list instances share
+  bool valid = true;           // false: a reference could not be made relative
 
   bool operator==(const PassRecording& o) const;
 };

@@ -32,6 +32,7 @@ class PassState {
     w_done_.assign(ops, 0);
     last_compute = -1;
     last_weight_compute = -1;
+    prev_weight_compute = -1;
   }
   void set_observer(StateObserver* o) { observer_ = o; }
 
@@ -73,7 +74,8 @@ class PassState {
   }
   void add_weight_use(int op) { ++w_done_[op]; }
 
-  int last_compute = -1, last_weight_compute = -1;
+  // The last compute task; the last two that used weights (ZeRO-3 prefetch keeps two in flight).
+  int last_compute = -1, last_weight_compute = -1, prev_weight_compute = -1;
 
  private:
   void write(StateMap map, uint64_t key, const int* values, size_t n) {

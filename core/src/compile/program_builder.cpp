@@ -29,6 +29,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
     state.begin_rank(in.graph.ops.size());
     replayer.begin_rank();
     tail.begin_rank();
+    deriver.begin_rank();
     const int stage = emitter.stage();
     const std::vector<Pass>& passes = schedule.order[static_cast<size_t>(stage)];
     if (emitter.is_stats_rank()) {

@@ -46,12 +46,16 @@ void check_zero(const Config& c) {
 
 void check_overlaps(const Config& c) {
   const StrategySpec& s = c.strategy;
-  if (s.tp_comm_overlap && (s.tp == 1 || !s.sequence_parallel)) {
-    // Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
-    // sequence parallelism is enabled".
+  // Not simulated yet (docs/frameworks.md, "Status"): refused rather than silently ignored.
+  if (s.tp_comm_overlap) {
     throw invalid_config("strategy.tp_comm_overlap",
-                         "tp_comm_overlap overlaps the all-gathers and reduce-scatters of sequence "
-                         "parallelism with GEMMs: it needs tp > 1 and sequence_parallel true");
+                         "Transformer Engine's TP communication/GEMM overlap is not simulated yet; "
+                         "set it false");
+  }
+  if (s.cp_comm_type == CpCommType::A2aP2p) {
+    throw invalid_config("strategy.cp_comm_type",
+                         "a2a+p2p (hierarchical context parallelism) is not simulated yet; use \"p2p\", "
+                         "\"all_gather\" or \"a2a\"");
   }
   if (s.cp > 1 && (s.cp_comm_type == CpCommType::A2a || s.cp_comm_type == CpCommType::A2aP2p) &&
       c.model.kind == ModelKind::Transformer) {

@@ -96,8 +96,8 @@ double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
 }
 
 Precision CostModel::precision_of(const ComputeWork& work) const {
-  if (precision == Precision::Fp8 && work.op_kind == OpKind::Attention && !fp8_attention)
-    return Precision::Bf16;
+  if (precision != Precision::Fp8) return precision;
+  if (work.high_precision || (work.op_kind == OpKind::Attention && !fp8_attention)) return Precision::Bf16;
   return precision;
 }
 

@@ -91,7 +91,7 @@ struct RankState {
   double compute_factor = 1;
   double compute_last_s = 0;
   int collectives_running = 0;
-  std::array<int, kNumStreams> running{{-1, -1, -1, -1}};
+  std::array<int, kNumStreams> running{{-1, -1, -1, -1, -1}};
   // Interval accounting for exposed communication (state as of acc_last_s).
   bool acc_compute = false, acc_comm = false;
   double acc_last_s = 0;

@@ -70,7 +70,8 @@ constexpr Phase kPhases[] = {Phase::Forward,   Phase::BackwardInput, Phase::Back
 constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
                                                CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
                                                CollectiveKind::SendRecv};
-constexpr Stream kStreams[] = {Stream::Compute, Stream::TpComm, Stream::DpComm, Stream::PpComm};
+constexpr Stream kStreams[] = {Stream::Compute, Stream::TpComm, Stream::DpComm, Stream::PpComm,
+                               Stream::ParamComm};
 constexpr MemCategory kCategories[] = {MemCategory::Weights, MemCategory::Gradients,
                                        MemCategory::OptimizerStates, MemCategory::Activations,
                                        MemCategory::CommBuffers};

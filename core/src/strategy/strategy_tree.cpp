@@ -43,6 +43,13 @@ std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelC
   std::array<int, kNumMeshAxes> out{-1, -1, -1, -1, -1};
   for (int a = 0; a < kNumMeshAxes; ++a) {
     if (a == kAxisPp || mesh.size[a] <= 1) continue;
+    // Ulysses (cp_comm_type a2a): the attention core is split by heads over cp, so its Q, K, V
+    // and output go sequence-sharded -> head-sharded by all-to-all (TE AttnFuncWithCPAndQKVOA2A).
+    if (a == kAxisCp && op.kind == OpKind::Attention && cfg.cp_comm_type == CpCommType::A2a &&
+        op.find_dim("heads") >= 0) {
+      out[a] = op.find_dim("heads");
+      continue;
+    }
     for (const std::string& name : cfg.axis_dims[a]) {
       if (op.kind == OpKind::Dispatch && name == "expert") continue;
       const int d = op.find_dim(name);
@@ -74,6 +81,9 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.grad_bucket_MB = s.grad_bucket_MB;
   c.overlap_grad_reduce = s.overlap_grad_reduce;
   c.overlap_param_gather = s.overlap_param_gather;
+  c.grad_sync = s.grad_sync;
+  c.cp_comm_type = s.cp_comm_type;
+  c.tp_comm_overlap = s.tp_comm_overlap;
   return c;
 }
 
