@@ -53,17 +53,19 @@ TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
   check_equal("alexnet-hybrid");
 }
 
-TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 1e-4") {
+TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 2e-4") {
   // Same physics; the weighted flows sum rates in another order than the individual flows.
   // With the A100-like roofline costs the difference was ~3e-8 (rounding). With H100's measured
   // GEMM table (docs/fidelity.md) one pipeline send (layers.23 forward, at 0.1357 s) shares its
   // link with other flows differently in the two runs and ends 61 us later in the full one;
   // the iteration differs by 4.2e-5 (0.353201 vs 0.353216 s). An approximation of the
   // reduction where a send overlaps sibling flows that start at different times, not rounding.
+  // Since ZeRO-3's gathers run prefetched on their own stream (docs/frameworks.md) more flows
+  // overlap the sends: 1.2e-4 (0.260229 vs 0.260260 s).
   check_equal(
       "default",
       R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"framework":"fsdp","schedule":"interleaved-1f1b","virtual_stages":2})",
-      1e-4);
+      2e-4);
 }
 
 TEST_CASE("symmetry: where the hardware itself is asymmetric the reduction is an approximation") {

@@ -121,8 +121,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (is_memory_bound(work.op_kind) || work.flops <= 0) return memory_s + launch_s;
 
   if (work.op_kind != OpKind::Attention && has_gemm_shape(work)) {
-    const auto measured_TFLOPS =
-        gemm_table_TFLOPS(gpu.gemm_table, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+    const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, op_precision, work.gemm_m, work.gemm_n,
+                                                   work.gemm_k, work.gemm_batch);
     if (measured_TFLOPS)
       return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP), memory_s) + launch_s;
   }
