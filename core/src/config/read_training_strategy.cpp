@@ -149,10 +149,27 @@ void read_explicit_schedule(const Json& value, const std::string& path, Strategy
 
 StrategySpec read_strategy(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
-                  {"dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "virtual_stages",
-                   "microbatch_group_size", "sequence_parallel", "zero", "recompute", "overlap_grad_reduce",
-                   "overlap_param_gather", "grad_bucket_MB", "overrides", "stage_layers", "framework", "grad_sync",
-                   "cp_comm_type", "tp_comm_overlap"});
+                  {"dp",
+                   "tp",
+                   "pp",
+                   "cp",
+                   "ep",
+                   "micro_batch",
+                   "schedule",
+                   "virtual_stages",
+                   "microbatch_group_size",
+                   "sequence_parallel",
+                   "zero",
+                   "recompute",
+                   "overlap_grad_reduce",
+                   "overlap_param_gather",
+                   "grad_bucket_MB",
+                   "overrides",
+                   "stage_layers",
+                   "framework",
+                   "grad_sync",
+                   "cp_comm_type",
+                   "tp_comm_overlap"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
