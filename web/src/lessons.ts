@@ -101,7 +101,7 @@ export const LESSONS: Lesson[] = [
     ref: { title: 'Lepikhin et al., GShard (2020); Fedus et al., Switch Transformers (JMLR 2022)', url: 'https://arxiv.org/abs/2006.16668' },
     steps: [
       { title: 'Every GPU holds every expert', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 1 }, text: 'Mixtral 8×7B with expert parallelism 1: each data-parallel GPU keeps all 8 experts of every layer.', notice: 'Out of memory: about 180 GiB per GPU, most of it expert weights and their optimizer states.', highlight: '[data-card="peak_memory_GiB"]' },
-      { title: 'Expert parallelism 8', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 8 }, text: 'Each of 8 GPUs keeps one expert per layer; tokens travel to their expert and back.', notice: 'Memory fits (about 69 GiB). Search the timeline for "experts": the all-to-all spans (pink) before and after each MoE layer.', highlight: '#tab-timeline', tab: 'timeline' },
+      { title: 'Expert parallelism 8', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 8 }, text: 'Each of 8 GPUs keeps one expert per layer; tokens travel to their expert and back.', notice: 'Memory fits (about 69 GiB). Search the timeline for "dispatch": the all-to-all spans (pink) that send tokens to their experts and bring them back, in every MoE layer.', highlight: '#tab-timeline', tab: 'timeline' },
       { title: 'All-to-all over a slow network', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 8, 'cluster.inter_node.nic_GBps': 12.5 }, text: 'The same, with a quarter of the network bandwidth.', notice: 'The all-to-alls cross nodes and sit on the critical path: exposed communication jumps to about 40% and MFU drops from 52% to 38%.', highlight: '#split', tab: 'timeline' },
     ],
   },

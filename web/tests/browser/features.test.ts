@@ -204,6 +204,7 @@ describe('teaching and analysis features', () => {
     await page.waitForFunction((n) => document.getElementById('lesson-panel')?.dataset.step === String(n), last.steps.length - 3);
     await page.goForward();
     await page.waitForFunction((n) => document.getElementById('lesson-panel')?.dataset.step === String(n), last.steps.length - 2);
+    await page.waitForTimeout(400); // the step's run starts after the input debounce
     await waitForResult(page);
     // presenter mode: large type, side panel hidden, in the link
     await page.click('#presenter');
