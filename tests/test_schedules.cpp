@@ -184,3 +184,19 @@ TEST_CASE("schedule: a large explicit order that deadlocks at its end is refused
   CHECK(error.rfind("strategy.schedule.stages[31][2046]", 0) == 0);
   CHECK(seconds < 1.0);
 }
+
+TEST_CASE("schedule: the largest validation case fits the default task limit") {
+  // megatron-ptd-530b-560: 105 layers on 35 stages, 1,120 micro-batches per pipeline, full
+  // recompute (Narayanan et al. 2021, Table 1). Its compile estimate is 6.15M tasks and it
+  // builds 5.99M; the default simulation.max_tasks must let it through (the page too).
+  const std::string config =
+      R"({"model":{"kind":"transformer","name":"MT-NLG 530B","layers":105,"hidden":20480,
+    "heads":128,"ffn_hidden":81920,"seq_len":2048,"vocab":51200,"mlp":"gelu","norm":"layernorm",
+    "tied_embeddings":true},"cluster":{"preset":"dgx-a100-80g","nodes":70},
+    "training":{"global_batch":2240,"seq_len":2048,"precision":"fp16","optimizer":"adam"},
+    "strategy":{"tp":8,"pp":35,"dp":2,"micro_batch":1,"schedule":"1f1b","recompute":"full",
+    "overlap_grad_reduce":false}})";
+  const CompiledModel m = test::compile_text(config);
+  CHECK(m.exec.tasks.size() > 5'000'000);
+  CHECK(static_cast<int64_t>(m.exec.tasks.size()) <= SimulationSpec{}.max_tasks);
+}

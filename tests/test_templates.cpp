@@ -128,6 +128,11 @@ TEST_CASE("templates: every rank simulated, overlap switched off, uneven stages"
   CHECK(check_same_graph(
             preset("gpt2-1.5b-proteus",
                    R"(,"strategy":{"schedule":"interleaved-1f1b","virtual_stages":3,"micro_batch":1})")) > 0);
+  // The zero-bubble schedules: W passes of their own, deferred; ZB-V's chunks in a V (the loss
+  // on stage 0).
+  CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"zb-h2","zero":1})")) > 0);
+  CHECK(check_same_graph(
+            preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"zb-v","recompute":"selective"})")) > 0);
 }
 
 TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel, Llama)") {

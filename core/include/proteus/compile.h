@@ -57,7 +57,7 @@ struct CompileOptions {
   // either way (tests/test_templates.cpp); off only to check exactly that.
   bool micro_batch_templates = true;
   bool symmetric = true;          // one simulated rank per stage (simulation.symmetry)
-  int64_t max_tasks = 5'000'000;  // refuse bigger execution graphs (simulation.max_tasks)
+  int64_t max_tasks = 6'500'000;  // refuse bigger execution graphs (simulation.max_tasks)
 };
 
 // The compiler proper.
