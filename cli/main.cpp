@@ -12,6 +12,7 @@
 #include "proteus/api.h"
 #include "proteus/import.h"
 #include "proteus/presets.h"
+#include "search_command.h"
 
 namespace {
 
@@ -22,6 +23,9 @@ const char* kUsage =
     "  compile CONFIG                  print execution-graph statistics (params, FLOPs, collectives)\n"
     "  simulate CONFIG [--timeline] [--memory-curve] [--wall-time] [--trace FILE] [-o FILE]\n"
     "                                  simulate one training iteration and print the result JSON\n"
+    "  search CONFIG [--json] [--top K] [--threads N] [--shard K/N] [--tp 1,2,..] ...\n"
+    "                                  the fastest strategies that fit, ranked (docs/search.md)\n"
+    "  search --merge FILES...         combine the --json results of the shards of one search\n"
     "  validate FILE                   simulate every case of a validation file (tests/validation/published.json),\n"
     "                                  print predicted vs published and the mean error; exit 1 if targets are missed\n"
     "  import megatron|hf FILE|- [--cluster PRESET|JSON] [--nodes N]\n"
@@ -205,6 +209,7 @@ int run(const std::vector<std::string>& args) {
     std::cout << proteus::export_megatron_text(read_config(args[2]));
     return 0;
   }
+  if (cmd == "search") return proteus_cli::search_command(args);
   bool tree = false;
   proteus::SimulateOptions options;
   std::string out_path, trace_path;
@@ -244,6 +249,9 @@ int run(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+// For `proteus search` (cli/search_command.cpp).
+std::string proteus_cli::read_config_arg(const std::string& arg) { return read_config(arg); }
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -48,6 +48,27 @@ check "chrome trace written" grep -q 'traceEvents' "$tmp/trace.json"
 "$proteus" simulate default >"$tmp/result2.json"
 check "simulate is deterministic" cmp -s "$tmp/result.json" "$tmp/result2.json"
 
+# search: a small space, its shards merged, knob flags and the error when nothing remains.
+cat >"$tmp/search.json" <<'JSON'
+{"model": {"preset": "gpt3-1.3b", "layers": 4, "hidden": 1024, "heads": 16, "seq_len": 512},
+ "cluster": {"preset": "dgx-a100-80g", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 512},
+ "search": {"micro_batch": [1, 2], "zero": [0, 1]}}
+JSON
+"$proteus" search "$tmp/search.json" --json --threads 2 >"$tmp/s_all.json"
+check "search exits 0" test $? -eq 0
+"$proteus" search "$tmp/search.json" --json --shard 0/2 -o "$tmp/s_0.json" &&
+  "$proteus" search "$tmp/search.json" --json --shard 1/2 -o "$tmp/s_1.json"
+check "search shards exit 0" test $? -eq 0
+"$proteus" search --merge "$tmp/s_1.json" "$tmp/s_0.json" --json >"$tmp/s_merged.json"
+check "search --merge exits 0" test $? -eq 0
+python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a['ranked']!=b['ranked'] or a['invalid']!=b['invalid'])" "$tmp/s_all.json" "$tmp/s_merged.json"
+check "merged shards rank like one machine" test $? -eq 0
+"$proteus" search "$tmp/search.json" --top 2 --tp 2 >"$tmp/s_table.txt"
+check "search table lists the top 2 with tp 2" test "$(grep -c ' tp=2 ' "$tmp/s_table.txt")" -eq 2
+"$proteus" search "$tmp/search.json" --tp 3 >"$tmp/s_empty.json" 2>/dev/null
+check "search with nothing valid exits 2" test $? -eq 2
+check "search error names the constraint" grep -q 'leaves no listed dp' "$tmp/s_empty.json"
+
 "$proteus" frobnicate x >/dev/null 2>&1
 check "unknown command exits 2" test $? -eq 2
 

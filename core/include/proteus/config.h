@@ -6,6 +6,7 @@
 #include <string>
 #include "proteus/cluster_spec.h"
 #include "proteus/model_spec.h"
+#include "proteus/search_spec.h"
 #include "proteus/strategy_spec.h"
 #include "proteus/training_spec.h"
 
@@ -32,9 +33,15 @@ struct Config {
   TrainingSpec training;
   StrategySpec strategy;
   SimulationSpec simulation;
+  SearchSpec search;  // the optional "search" object (proteus search); simulate ignores it
 };
 
 Config parse_config(const std::string& json_text);
+// The same without the rules that relate the strategy to the model, cluster and batch: the
+// strategy search reads its base config this way (its strategy is what it varies) and checks
+// each candidate with validate_config, which throws the error parse_config would.
+Config parse_config_sections(const std::string& json_text);
+void validate_config(const Config& config);
 // The resolved config as JSON text (every field explicit), for `proteus show`.
 std::string config_to_json(const Config& config, int indent = 2);
 

@@ -20,6 +20,11 @@ enum class Framework { Megatron, DeepSpeed, Fsdp };
 enum class GradSync { AtBoundary, PerMicroBatch };
 // Transformer Engine's context-parallel attention (DotProductAttention cp_comm_type).
 enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
+// Every schedule and recompute mode, in declaration order: the strategy search enumerates
+// these lists (keep them in step with the enums and the config reader).
+inline constexpr Schedule kSchedules[] = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
+                                          Schedule::ZbH1};
+inline constexpr Recompute kRecomputes[] = {Recompute::None, Recompute::Selective, Recompute::Full};
 
 // A per-module setting. path matches module paths ("layers.3.mlp", "classifier",
 // "layers.*.attention"; '*' matches one path segment, a trailing ".**" any depth).

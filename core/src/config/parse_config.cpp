@@ -11,11 +11,20 @@ namespace proteus {
 using namespace config_detail;
 
 Config parse_config(const std::string& json_text) {
+  Config config = parse_config_sections(json_text);
+  config_detail::validate_config(config);
+  return config;
+}
+
+void validate_config(const Config& config) { config_detail::validate_config(config); }
+
+Config parse_config_sections(const std::string& json_text) {
   Json root = parse_json_text(json_text, "the config");
   if (!root.is_object()) throw invalid_config("", "the config must be a JSON object, got " + describe(root));
   root = resolve_scenario(root);
   ObjectReader top(
-      root, "", {"schema", "name", "description", "model", "cluster", "training", "strategy", "simulation"});
+      root, "",
+      {"schema", "name", "description", "model", "cluster", "training", "strategy", "simulation", "search"});
   if (top.has("schema")) {
     int64_t schema = as_integer(top.at("schema"), "schema", 0, config_limits::kMaxExactInteger);
     if (schema != 1) {
@@ -38,7 +47,7 @@ Config parse_config(const std::string& json_text) {
   config.strategy = read_strategy(top.has("strategy") ? top.at("strategy") : Json::object(), "strategy");
   config.simulation =
       read_simulation(top.has("simulation") ? top.at("simulation") : Json::object(), "simulation");
-  validate_config(config);
+  if (top.has("search")) config.search = read_search(top.at("search"), "search");
   return config;
 }
 

@@ -12,5 +12,6 @@ ClusterSpec read_cluster(const Json& value, const std::string& path);
 TrainingSpec read_training(const Json& value, const std::string& path, const ModelSpec& model);
 StrategySpec read_strategy(const Json& value, const std::string& path);
 SimulationSpec read_simulation(const Json& value, const std::string& path);
+SearchSpec read_search(const Json& value, const std::string& path);  // read_search.cpp
 
 }  // namespace proteus::config_detail

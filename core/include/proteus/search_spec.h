@@ -1,0 +1,22 @@
+// The strategy search's space: the config's optional "search" object (docs/search.md). Each
+// list restricts one knob of the strategy; an empty list means every value that is valid for
+// the model, the cluster and the batch. The config's "strategy" object, if any, supplies the
+// knobs the search does not vary (overlap switches, bucket size).
+#pragma once
+#include <cstdint>
+#include <vector>
+#include "proteus/strategy_spec.h"
+
+namespace proteus {
+
+struct SearchSpec {
+  std::vector<int64_t> dp, tp, pp, cp, ep, virtual_stages, micro_batch, zero;
+  std::vector<int64_t> sequence_parallel;  // 0 / 1
+  std::vector<Recompute> recompute;
+  std::vector<Schedule> schedule;
+  // Fraction of each GPU's memory a candidate must leave free to count as fitting (allocator
+  // fragmentation, NCCL buffers, the CUDA context): 0.05 keeps 5%.
+  double memory_reserve = 0;
+};
+
+}  // namespace proteus

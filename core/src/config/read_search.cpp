@@ -1,0 +1,70 @@
+// The optional "search" object: which values of each strategy knob the search may try
+// (docs/search.md). Each list is checked like the strategy field it restricts.
+#include "limits.h"
+#include "readers.h"
+
+namespace proteus::config_detail {
+
+namespace {
+
+namespace L = config_limits;
+
+std::vector<int64_t> integer_list(const ObjectReader& in, const char* key, int64_t min, int64_t max) {
+  if (!in.has(key)) return {};
+  std::vector<int64_t> values = as_integer_array(in.at(key), in.path_of(key), 4096, min, max);
+  if (values.empty()) throw invalid_config(in.path_of(key), "the list is empty: omit it to try every value");
+  return values;
+}
+
+template <class E, size_t N>
+std::vector<E> enum_list(const ObjectReader& in, const char* key, const E (&all)[N]) {
+  if (!in.has(key)) return {};
+  const Json& list = as_array(in.at(key), in.path_of(key), 64);
+  if (list.empty()) throw invalid_config(in.path_of(key), "the list is empty: omit it to try every value");
+  std::vector<E> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = index_path(in.path_of(key), i);
+    const std::string text = as_string(list[i], path);
+    std::string expected;
+    bool found = false;
+    for (E e : all) {
+      if (text == to_string(e)) {
+        out.push_back(e);
+        found = true;
+      }
+      expected += (expected.empty() ? "" : ", ") + std::string(to_string(e));
+    }
+    if (!found) throw invalid_config(path, "\"" + text + "\" is not one of: " + expected);
+  }
+  return out;
+}
+
+}  // namespace
+
+SearchSpec read_search(const Json& value, const std::string& path) {
+  ObjectReader in(value, path,
+                  {"dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "sequence_parallel", "zero",
+                   "recompute", "schedule", "memory_reserve"});
+  SearchSpec s;
+  s.dp = integer_list(in, "dp", 1, L::kMaxParallel);
+  s.tp = integer_list(in, "tp", 1, L::kMaxParallel);
+  s.pp = integer_list(in, "pp", 1, L::kMaxParallel);
+  s.cp = integer_list(in, "cp", 1, L::kMaxParallel);
+  s.ep = integer_list(in, "ep", 1, L::kMaxParallel);
+  s.virtual_stages = integer_list(in, "virtual_stages", 1, L::kMaxVirtualStages);
+  s.micro_batch = integer_list(in, "micro_batch", 1, L::kMaxBatch);
+  s.zero = integer_list(in, "zero", 0, 3);
+  if (in.has("sequence_parallel")) {
+    const Json& list = as_array(in.at("sequence_parallel"), in.path_of("sequence_parallel"), 2);
+    if (list.empty())
+      throw invalid_config(in.path_of("sequence_parallel"), "the list is empty: omit it to try both");
+    for (size_t i = 0; i < list.size(); ++i)
+      s.sequence_parallel.push_back(as_bool(list[i], index_path(in.path_of("sequence_parallel"), i)) ? 1 : 0);
+  }
+  s.recompute = enum_list(in, "recompute", kRecomputes);
+  s.schedule = enum_list(in, "schedule", kSchedules);
+  s.memory_reserve = in.number("memory_reserve", 0, 0, 0.9);
+  return s;
+}
+
+}  // namespace proteus::config_detail

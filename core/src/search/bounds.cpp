@@ -1,0 +1,304 @@
+// Lower bounds, term by term (docs/search.md):
+//
+// Memory. A rank holds its weights, gradients and optimizer states all iteration
+// (program_builder's static memory: per parameter 2 or 4 bytes of weight, 4 of gradient and
+// the optimizer's states, divided over the data-parallel ranks by ZeRO 3, 2 and 1). Just
+// before the first backward of micro-batch 0 it also holds everything micro-batch 0's
+// forward kept. Analytic: the layers of the most loaded stage, every parameter divided by
+// tp * ep (replicated norms only add). Compiled: the compiler's own static bytes plus its
+// activations per micro-batch, per stage.
+//
+// Time. The compute stream of a rank runs its tasks one at a time, each at least its
+// cost-model time, so an iteration is at least a stage's compute. In the pipelines whose
+// chunk c runs on stage c in order (gpipe, 1f1b, interleaved, zb-h1) stage s also starts
+// only after micro-batch 0's forward has passed stages 0..s-1 (the "head"), and its last
+// backward (B: input gradient, for zb-h1) must still pass stages s-1..0 (the "tail"), which
+// is the pipeline bubble. Communication only adds. Analytic: per-sample FLOPs at the GPU's
+// best efficiency; compiled: each task's cost-model time.
+#include "bounds.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+
+#include "proteus/compile.h"
+#include "proteus/error.h"
+#include "proteus/op_graph.h"
+#include "proteus/simulation.h"
+#include "proteus/strategy_tree.h"
+#include "proteus/units.h"
+
+namespace proteus::search_detail {
+
+namespace {
+
+bool compute_bound(OpKind k) { return k == OpKind::Matmul || k == OpKind::Attention || k == OpKind::Conv2d; }
+
+// How a schedule's passes run across stages, for the head and tail terms.
+struct PipelineShape {
+  bool head = false;             // stage s waits for micro-batch 0's forward on stages 0..s-1
+  bool tail = false;             // the last backward of stage s passes stages s-1..0 after it
+  bool tail_input_only = false;  // the tail is the input-gradient pass (W passes split off)
+};
+
+PipelineShape pipeline_shape(Schedule s) {
+  switch (s) {
+    case Schedule::GPipe:
+    case Schedule::OneFOneB:
+    case Schedule::Interleaved1F1B:
+      return {true, true, false};
+    case Schedule::ZbH1:
+      return {true, true, true};
+  }
+  return {};  // a schedule not listed here gets the plain compute bound
+}
+
+double bytes_per_param(const Config& c, double data_ranks) {
+  const bool mixed = is_mixed_precision(c.training.precision);
+  const double weight = mixed ? 2 : 4, grad = 4;
+  const double opt = c.training.optimizer == Optimizer::Adam ? (mixed ? 12 : 8) : (mixed ? 8 : 4);
+  const int zero = c.strategy.zero;
+  return weight / (zero >= 3 ? data_ranks : 1) + grad / (zero >= 2 ? data_ranks : 1) +
+         opt / (zero >= 1 ? data_ranks : 1);
+}
+
+// Stage of each chunk and layers of each chunk, as the strategy tree splits them.
+std::vector<int> stage_units(int units, int pp, int v, std::vector<int>* chunk_units) {
+  *chunk_units = split_layers(units, pp * v);
+  std::vector<int> first(static_cast<size_t>(pp * v) + 1, 0);
+  for (int c = 0; c < pp * v; ++c) first[c + 1] = first[c] + (*chunk_units)[c];
+  return first;  // chunk c holds units [first[c], first[c+1])
+}
+
+// max over stages of head + work (+ tail), given per-chunk per-micro-batch times and the
+// per-stage totals.
+double pipeline_time(const PipelineShape& shape, int pp, const std::vector<double>& head_fwd,
+                     const std::vector<double>& tail_bwd, const std::vector<double>& stage_total,
+                     const std::vector<double>& stage_before_tail) {
+  double best = 0, head = 0, tail = 0;
+  for (int s = 0; s < pp; ++s) {
+    const double h = shape.head ? head : 0;
+    best = std::max(best, h + stage_total[s]);
+    if (shape.tail) best = std::max(best, h + stage_before_tail[s] + tail);
+    head += head_fwd[s];
+    tail += tail_bwd[s];
+  }
+  return best;
+}
+
+}  // namespace
+
+double best_compute_efficiency(const GpuSpec& gpu) {
+  if (!gpu.measured_us.empty()) return 0;
+  return std::max(gpu.gemm_max_efficiency, gpu.attention_efficiency);
+}
+
+ModelProfile profile_model(const Config& base) {
+  const OpGraph g = build_op_graph(base.model, base.training, 1);
+  ModelProfile p;
+  const bool layered = base.model.kind == ModelKind::Transformer || base.model.kind == ModelKind::Graph;
+  p.units = layered ? g.num_layers : 0;
+  if (base.model.kind == ModelKind::Graph) p.units = static_cast<int>(g.ops.size());
+  const size_t n = static_cast<size_t>(p.units);
+  p.params.assign(n, 0);
+  p.fwd_flops.assign(n, 0);
+  p.bwd_input_flops.assign(n, 0);
+  p.bwd_weight_flops.assign(n, 0);
+  p.selective_flops.assign(n, 0);
+  std::vector<bool> weight_seen(g.tensors.size(), false);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    if (compute_bound(op.kind))
+      p.total_compute_flops += op.fwd_flops + op.bwd_input_flops + op.bwd_weight_flops;
+    int unit = -1;
+    if (base.model.kind == ModelKind::Graph)
+      unit = static_cast<int>(i);
+    else if (p.units > 0 && op.module >= 0)
+      unit = g.modules[static_cast<size_t>(op.module)].layer;
+    if (unit < 0 || unit >= p.units) continue;  // embedding, head: left out (a lower bound)
+    const size_t u = static_cast<size_t>(unit);
+    for (const TensorUse& w : op.weights) {
+      if (w.tensor < 0 || weight_seen[static_cast<size_t>(w.tensor)]) continue;
+      weight_seen[static_cast<size_t>(w.tensor)] = true;
+      p.params[u] += static_cast<double>(g.tensors[static_cast<size_t>(w.tensor)].elements());
+    }
+    if (!compute_bound(op.kind)) continue;
+    p.fwd_flops[u] += op.fwd_flops;
+    p.bwd_input_flops[u] += op.bwd_input_flops;
+    p.bwd_weight_flops[u] += op.bwd_weight_flops;
+    if (op.selective_recompute) p.selective_flops[u] += op.fwd_flops;
+  }
+  return p;
+}
+
+Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
+  const StrategySpec& s = c.strategy;
+  Bounds b;
+  const double eff = best_compute_efficiency(c.cluster.gpu);
+  const double rate = c.cluster.gpu.peak_TFLOPS(c.training.precision) * kFlopsPerTFLOP * eff;
+  const double gbs = static_cast<double>(c.training.global_batch);
+  const double gpus = c.cluster.gpus();
+  if (prof.units == 0) {
+    b.time_s = rate > 0 ? prof.total_compute_flops * gbs / gpus / rate : 0;
+    return b;
+  }
+  const int pp = s.pp, v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 1;
+  std::vector<int> chunk_units;
+  const std::vector<int> first = stage_units(prof.units, pp, v, &chunk_units);
+  const double per_replica_gpus = double(s.tp) * s.cp;  // GPUs sharing one sample's work in a stage
+  const double micro_batches = gbs / (double(s.dp) * s.micro_batch);
+  const double mb = static_cast<double>(s.micro_batch);
+  std::vector<double> stage_params(pp, 0), head(pp, 0), tail(pp, 0), total(pp, 0), before_tail(pp, 0);
+  const PipelineShape shape = pipeline_shape(s.schedule);
+  for (int ch = 0; ch < pp * v; ++ch) {
+    const int st = ch % pp;
+    double f = 0, bi = 0, bw = 0, r = 0;
+    for (int u = first[ch]; u < first[ch + 1]; ++u) {
+      stage_params[st] += prof.params[u];
+      f += prof.fwd_flops[u];
+      bi += prof.bwd_input_flops[u];
+      bw += prof.bwd_weight_flops[u];
+      r += s.recompute == Recompute::Full        ? prof.fwd_flops[u]
+           : s.recompute == Recompute::Selective ? prof.selective_flops[u]
+                                                 : 0;
+    }
+    if (rate <= 0) continue;
+    // Seconds for one micro-batch of this chunk on one GPU of its stage.
+    const double scale = mb / per_replica_gpus / rate;
+    const double all = (f + bi + bw + r) * scale;
+    total[st] += all * micro_batches;
+    before_tail[st] += (shape.tail_input_only ? (f + bi + r) * scale : all) * micro_batches;
+    if (ch < pp) {
+      head[st] = f * scale;
+      tail[st] = (shape.tail_input_only ? bi + r : bi + bw + r) * scale;
+    }
+  }
+  b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
+  const double data_ranks = double(s.dp) * s.cp;
+  double params = *std::max_element(stage_params.begin(), stage_params.end());
+  b.memory_bytes = params / (double(s.tp) * s.ep) * bytes_per_param(c, data_ranks);
+  return b;
+}
+
+std::string compiled_profile_key(const StrategySpec& s) {
+  const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 0;
+  return std::to_string(s.dp) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) + "," +
+         std::to_string(s.cp) + "," + std::to_string(s.ep) + "," + std::to_string(v) + "," +
+         std::to_string(s.micro_batch) + "," + std::to_string(s.sequence_parallel) + "," +
+         std::to_string(static_cast<int>(s.recompute));
+}
+
+CompiledProfile compile_profile(const Config& candidate) {
+  Config c = candidate;
+  StrategySpec& s = c.strategy;
+  // ZeRO changes only the static memory and the optimizer step, which bounds_from_profile
+  // divides by the data-parallel ranks; every schedule but interleaved runs the same tasks.
+  s.zero = 0;
+  if (s.schedule != Schedule::Interleaved1F1B) s.schedule = Schedule::OneFOneB;
+  const int64_t micro_batches = c.training.global_batch / (int64_t{s.dp} * s.micro_batch);
+  // One micro-batch, or the fewest the schedule accepts (interleaved: a multiple of pp).
+  int64_t reduced = micro_batches;
+  for (int64_t m : {int64_t{1}, int64_t{s.pp}, int64_t{2} * s.pp}) {
+    if (m > micro_batches) break;
+    c.training.global_batch = int64_t{s.dp} * s.micro_batch * m;
+    try {
+      validate_config(c);
+      reduced = m;
+      break;
+    } catch (const Error&) {}
+  }
+  c.training.global_batch = int64_t{s.dp} * s.micro_batch * reduced;
+  const CompiledModel compiled = compile(c);
+  const ExecGraph& g = compiled.exec;
+  const CostModel cost = cost_model_of(c);
+  const int pp = s.pp;
+  CompiledProfile p;
+  p.stages.resize(static_cast<size_t>(pp));
+  for (size_t st = 0; st < compiled.stats.static_bytes_per_stage.size() && st < p.stages.size(); ++st) {
+    p.stages[st].static_bytes = compiled.stats.static_bytes_per_stage[st];
+    p.stages[st].activation_bytes = compiled.stats.activation_bytes_per_microbatch_per_stage[st];
+  }
+  std::vector<double> work_time(g.works.size(), -1);
+  std::vector<int> stage_rank(static_cast<size_t>(pp), -1);  // one rank per stage (symmetry off: many)
+  for (size_t r = 0; r < g.ranks.size(); ++r)
+    if (stage_rank[g.ranks[r].stage] < 0) stage_rank[g.ranks[r].stage] = static_cast<int>(r);
+  for (size_t r = 0; r < g.ranks.size(); ++r) {
+    const int st = g.ranks[r].stage;
+    if (stage_rank[static_cast<size_t>(st)] != static_cast<int>(r)) continue;
+    StageProfile& sp = p.stages[static_cast<size_t>(st)];
+    // The compute queue in program order. Micro-batch 0's first pass on a stage is the forward
+    // of the stage's first chunk (the first run of its forward tasks), its last pass the
+    // backward of that chunk (the last run of its other tasks): the head and tail terms.
+    bool in_first_forward = false, first_forward_done = false;
+    double backward_run_s = 0, backward_run_no_w_s = 0;
+    for (int task : g.queues[r * kNumStreams + static_cast<size_t>(Stream::Compute)]) {
+      const Task& t = g.tasks[static_cast<size_t>(task)];
+      if (t.kind != TaskKind::Compute) continue;
+      double& w = work_time[static_cast<size_t>(t.work)];
+      if (w < 0) w = cost.compute_time_s(g.work_of(t));
+      if (t.micro_batch < 0) {
+        sp.once_s += w;
+        continue;
+      }
+      const bool mb0 = t.micro_batch == 0, forward = t.phase == Phase::Forward;
+      const bool weight = t.phase == Phase::BackwardWeight;
+      if (in_first_forward && !(mb0 && forward)) {
+        in_first_forward = false;
+        first_forward_done = true;
+      }
+      if (mb0 && forward && !first_forward_done) {
+        in_first_forward = true;
+        sp.head_s += w;
+      }
+      if (mb0 && !forward) {
+        backward_run_s += w;
+        backward_run_no_w_s += weight ? 0 : w;
+      } else if (mb0 || t.micro_batch != 0) {
+        if (backward_run_s > 0) {
+          sp.tail_s = backward_run_s;
+          sp.tail_no_w_s = backward_run_no_w_s;
+        }
+        backward_run_s = backward_run_no_w_s = 0;
+      }
+      if (!mb0) continue;
+      sp.per_mb_s += w;
+      if (!weight) sp.per_mb_no_w_s += w;
+    }
+    if (backward_run_s > 0) {
+      sp.tail_s = backward_run_s;
+      sp.tail_no_w_s = backward_run_no_w_s;
+    }
+  }
+  return p;
+}
+
+Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
+  const StrategySpec& s = c.strategy;
+  const int pp = s.pp, zero = s.zero;
+  const double data_ranks = double(s.dp) * s.cp;  // the most any weight is sharded over by ZeRO
+  const double micro_batches = double(c.training.global_batch) / (double(s.dp) * s.micro_batch);
+  const PipelineShape shape = pipeline_shape(s.schedule);
+  Bounds b;
+  std::vector<double> head(pp), tail(pp), total(pp), before_tail(pp);
+  for (int st = 0; st < pp; ++st) {
+    const StageProfile& sp = p.stages[static_cast<size_t>(st)];
+    std::array<double, kNumMemCategories> bytes = sp.static_bytes;
+    bytes[static_cast<int>(MemCategory::Weights)] /= zero >= 3 ? data_ranks : 1;
+    bytes[static_cast<int>(MemCategory::Gradients)] /= zero >= 2 ? data_ranks : 1;
+    bytes[static_cast<int>(MemCategory::OptimizerStates)] /= zero >= 1 ? data_ranks : 1;
+    b.memory_bytes =
+        std::max(b.memory_bytes, std::accumulate(bytes.begin(), bytes.end(), 0.0) + sp.activation_bytes);
+    head[st] = sp.head_s;
+    tail[st] = shape.tail_input_only ? sp.tail_no_w_s : sp.tail_s;
+    total[st] = sp.per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);
+    before_tail[st] = (shape.tail_input_only ? sp.per_mb_no_w_s : sp.per_mb_s) * micro_batches;
+  }
+  b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
+  return b;
+}
+
+Bounds compiled_bounds(const Config& candidate) {
+  return bounds_from_profile(compile_profile(candidate), candidate);
+}
+
+}  // namespace proteus::search_detail

@@ -1,0 +1,211 @@
+// The strategy search (docs/search.md): exact against brute force, bounds that are lower
+// bounds, the same answer for any thread count and for shards merged, and clear errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "../core/src/search/bounds.h"
+#include "proteus/compile.h"
+#include "proteus/error.h"
+#include "proteus/search.h"
+#include "proteus/simulation.h"
+#include "proteus/units.h"
+#include "test_random.h"
+
+using namespace proteus;
+
+namespace {
+
+// A 4-layer GPT on one DGX A100 (8 GPUs), small enough that simulating every candidate takes
+// seconds.
+const char* kSmall = R"({
+  "model": {"preset": "gpt3-1.3b", "layers": 4, "hidden": 1024, "heads": 16, "seq_len": 512},
+  "cluster": {"preset": "dgx-a100-80g", "nodes": 1},
+  "training": {"global_batch": 16, "seq_len": 512},
+  "search": {"micro_batch": [1, 2, 4], "zero": [0, 1, 3]}
+})";
+
+struct Simulated {
+  double time_s, peak_bytes;
+};
+
+Simulated simulate(const Config& c) {
+  const CompiledModel m = compile(c);
+  const Trace t = execute(m.exec, cost_model_of(c), build_topology(c.cluster), exec_options_of(c, false));
+  double peak = 0;
+  for (const RankTrace& r : t.ranks) peak = std::max(peak, r.peak_memory_bytes);
+  return {t.iteration_time_s, peak};
+}
+
+bool valid(const Config& c) {
+  try {
+    validate_config(c);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("search: the top K equal those of simulating every candidate (brute force)") {
+  const Config base = parse_config_sections(kSmall);
+  const std::vector<StrategySpec> space = enumerate_space(base);
+  REQUIRE(space.size() > 100);
+  const double budget = base.cluster.gpu.memory_GiB * kBytesPerGiB;
+  std::vector<std::pair<double, int64_t>> fitting;  // (time, index)
+  for (size_t i = 0; i < space.size(); ++i) {
+    Config c = base;
+    c.strategy = space[i];
+    if (!valid(c)) continue;
+    const Simulated s = simulate(c);
+    if (s.peak_bytes <= budget) fitting.push_back({s.time_s, static_cast<int64_t>(i)});
+  }
+  std::sort(fitting.begin(), fitting.end());
+  SearchOptions o;
+  o.top = 3;
+  const SearchResult r = run_search(base, o);
+  REQUIRE(r.ranked.size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(r.ranked[k].index == fitting[k].second);
+    CHECK(r.ranked[k].iteration_time_s == fitting[k].first);
+  }
+  // The bounds did their job: far fewer simulations than candidates.
+  CHECK(r.counts.simulated < static_cast<int64_t>(fitting.size()) / 4);
+  CHECK(r.counts.enumerated == static_cast<int64_t>(space.size()));
+}
+
+TEST_CASE("search: analytic and compiled bounds never exceed the simulated time and memory") {
+  // Random candidates of a dense GPT on 16 GPUs (two nodes) and of a small mixture of experts:
+  // every pipeline schedule, interleaving, ZeRO stage, recompute mode, sequence and context
+  // parallelism the space holds.
+  const char* configs[] = {
+      R"({"model": {"preset": "gpt3-1.3b", "layers": 8, "hidden": 1024, "heads": 16, "seq_len": 1024},
+          "cluster": {"preset": "dgx-a100-80g", "nodes": 2}, "training": {"global_batch": 32, "seq_len": 1024},
+          "search": {"micro_batch": [1, 2, 4]}})",
+      R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 8,
+                    "ffn_hidden": 2048, "seq_len": 1024},
+          "cluster": {"preset": "dgx-h100", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 1024},
+          "search": {"micro_batch": [1, 2]}})"};
+  test::Lcg rng{20261201};
+  int checked = 0;
+  for (const char* text : configs) {
+    const Config base = parse_config_sections(text);
+    const search_detail::ModelProfile profile = search_detail::profile_model(base);
+    const std::vector<StrategySpec> space = enumerate_space(base);
+    for (int tries = 0, n = 0; n < 40 && tries < 4000; ++tries) {
+      Config c = base;
+      c.strategy = space[static_cast<size_t>(rng.below(static_cast<int>(space.size())))];
+      if (!valid(c)) continue;
+      ++n;
+      ++checked;
+      const Simulated s = simulate(c);
+      const search_detail::Bounds a = search_detail::analytic_bounds(profile, c);
+      const search_detail::Bounds k = search_detail::compiled_bounds(c);
+
+      CAPTURE(c.strategy.dp);
+      CAPTURE(c.strategy.tp);
+      CAPTURE(c.strategy.pp);
+      CAPTURE(c.strategy.cp);
+      CAPTURE(c.strategy.ep);
+      CAPTURE(c.strategy.micro_batch);
+      const std::string schedule = to_string(c.strategy.schedule),
+                        recompute = to_string(c.strategy.recompute);
+      CAPTURE(schedule);
+      CAPTURE(recompute);
+      CAPTURE(c.strategy.virtual_stages);
+      CAPTURE(c.strategy.zero);
+      CAPTURE(c.strategy.sequence_parallel);
+      CHECK(a.time_s <= s.time_s);
+      CHECK(a.memory_bytes <= s.peak_bytes);
+      CHECK(k.time_s <= s.time_s);
+      CHECK(k.memory_bytes <= s.peak_bytes);
+    }
+  }
+  CHECK(checked == 80);
+}
+
+TEST_CASE("search: the same result for any number of threads") {
+  const Config base = parse_config_sections(kSmall);
+  SearchOptions one, three;
+  three.threads = 3;
+  const SearchResult a = run_search(base, one), b = run_search(base, three);
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  for (size_t k = 0; k < a.ranked.size(); ++k) {
+    CHECK(a.ranked[k].index == b.ranked[k].index);
+    CHECK(a.ranked[k].iteration_time_s == b.ranked[k].iteration_time_s);
+  }
+  CHECK(a.counts.simulated == b.counts.simulated);
+  CHECK(a.counts.pruned_time == b.counts.pruned_time);
+}
+
+TEST_CASE("search: shards merged equal the single-machine search") {
+  SearchOptions o;
+  const auto single = nlohmann::json::parse(search_json(kSmall, o));
+  std::vector<std::string> parts;
+  for (int k : {2, 0, 1}) {  // any order
+    SearchOptions s;
+    s.shard = k;
+    s.shards = 3;
+    parts.push_back(search_json(kSmall, s));
+  }
+  const auto merged = nlohmann::json::parse(merge_search_json(parts));
+  CHECK(merged["ranked"] == single["ranked"]);
+  CHECK(merged["invalid"] == single["invalid"]);
+  CHECK(merged["counts"]["enumerated"] == single["counts"]["enumerated"]);
+  CHECK(merged["counts"]["evaluated"] == single["counts"]["evaluated"]);
+  CHECK(merged["counts"]["invalid"] == single["counts"]["invalid"]);
+  // A missing shard is an error, not a silently partial answer.
+  parts.pop_back();
+  CHECK_THROWS_WITH_AS(merge_search_json(parts), doctest::Contains("shard 1/3 is missing"), Error);
+}
+
+TEST_CASE("search: a space where nothing remains gets an error naming the constraint") {
+  auto error_of = [](const std::string& search,
+                     const std::string& model =
+                         R"({"preset": "gpt3-1.3b", "layers": 4, "hidden": 1024, "heads": 16})") {
+    const std::string text = R"({"model": )" + model + R"(,
+      "cluster": {"preset": "dgx-a100-80g", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 512},
+      "search": )" + search + "}";
+    try {
+      search_json(text, {});
+    } catch (const Error& e) {
+      return e.path + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  // tp 3 leaves no data-parallel degree on 8 GPUs.
+  CHECK(error_of(R"({"tp": [3]})").find("leaves no listed dp with dp*tp*pp*cp = 8 GPUs") !=
+        std::string::npos);
+  // Every candidate invalid: the validator's own message, at the path it names.
+  const std::string heads = error_of(R"({"tp": [8], "micro_batch": [32]})");
+  CHECK(heads.rfind("strategy.micro_batch:", 0) == 0);
+  CHECK(heads.find("micro_batch=32 is larger than the per-replica batch") != std::string::npos);
+  // Nothing fits: Llama 2 7B without tensor or pipeline parallelism needs at least 7e9 * 16 / 8
+  // bytes (ZeRO 3 over 8 GPUs: 13 GiB) and a 90% reserve leaves 8 GiB of 80.
+  const std::string memory = error_of(R"({"memory_reserve": 0.9, "tp": [1], "pp": [1]})", R"("llama2-7b")");
+  CHECK(memory.rfind("search.memory_reserve: no valid strategy fits in 8.0 GiB", 0) == 0);
+}
+
+TEST_CASE("search: the search object is checked like the rest of the config") {
+  auto error_path = [](const std::string& search) {
+    try {
+      parse_config_sections(
+          R"({"model": "gpt3-1.3b", "cluster": "dgx-a100-80g", "training": {"global_batch": 8},
+        "search": )" +
+          search + "}");
+    } catch (const Error& e) {
+      return e.path;
+    }
+    return std::string();
+  };
+  CHECK(error_path(R"({"tp": []})") == "search.tp");
+  CHECK(error_path(R"({"tpp": [1]})") == "search.tpp");
+  CHECK(error_path(R"({"schedule": ["1f1b", "zb-h9"]})") == "search.schedule[1]");
+  CHECK(error_path(R"({"memory_reserve": 1.5})") == "search.memory_reserve");
+  CHECK(error_path(R"({"zero": [4]})") == "search.zero[0]");
+  CHECK(error_path(R"({"tp": [1], "memory_reserve": 0.05})").empty());
+}
