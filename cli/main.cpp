@@ -21,7 +21,7 @@ const char* kUsage =
     "  presets                         list the built-in models, clusters and scenarios\n"
     "  show CONFIG [--tree]            print the fully resolved config (or the strategy tree)\n"
     "  compile CONFIG                  print execution-graph statistics (params, FLOPs, collectives)\n"
-    "  simulate CONFIG [--timeline] [--memory-curve] [--wall-time] [--trace FILE] [-o FILE]\n"
+    "  simulate CONFIG [--timeline] [--memory-curve] [--wall-time] [--no-fit-advice] [--trace FILE] [-o FILE]\n"
     "                                  simulate one training iteration and print the result JSON\n"
     "  search CONFIG [--json] [--top K] [--threads N] [--shard K/N] [--tp 1,2,..] ...\n"
     "                                  the fastest strategies that fit, ranked (docs/search.md)\n"
@@ -223,6 +223,8 @@ int run(const std::vector<std::string>& args) {
       options.memory_curve = true;
     else if (a == "--wall-time")
       options.wall_time = true;
+    else if (a == "--no-fit-advice")
+      options.fit_advice = false;
     else if ((a == "-o" || a == "--trace") && i + 1 < args.size())
       (a == "-o" ? out_path : trace_path) = args[++i];
     else {

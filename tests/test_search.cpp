@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../core/src/search/bounds.h"
+#include "proteus/api.h"
 #include "proteus/compile.h"
 #include "proteus/error.h"
 #include "proteus/search.h"
@@ -208,4 +209,41 @@ TEST_CASE("search: the search object is checked like the rest of the config") {
   CHECK(error_path(R"({"memory_reserve": 1.5})") == "search.memory_reserve");
   CHECK(error_path(R"({"zero": [4]})") == "search.zero[0]");
   CHECK(error_path(R"({"tp": [1], "memory_reserve": 0.05})").empty());
+}
+
+TEST_CASE("simulate: a config that does not fit lists the three fastest changes that do") {
+  // GPT-3 1.3B cut to 8 layers (0.5e9 parameters: 18 bytes each / tp 2 = 4.2 GiB of weights,
+  // gradients and Adam states) with micro-batches of 8 sequences of 1024 tokens, on GPUs of
+  // 6 GiB: the activations do not fit beside them.
+  const std::string config =
+      R"({"model": {"preset": "gpt3-1.3b", "layers": 8}, "training": {"global_batch": 32, "seq_len": 1024},
+    "cluster": {"preset": "dgx-a100-80g", "gpu": {"memory_GiB": 6}},
+    "strategy": {"dp": 4, "tp": 2, "micro_batch": 8}})";
+  const auto r = nlohmann::json::parse(simulate_json(config, {}));
+  REQUIRE(r["summary"]["oom"] == true);
+  REQUIRE(r["fit_advice"].size() == 3);
+  double previous = 0;
+  for (const auto& advice : r["fit_advice"]) {
+    const std::string change = advice["change"];
+    CAPTURE(change);
+    // Each is what simulating that strategy gives, and it fits.
+    auto changed = nlohmann::json::parse(config);
+    changed["strategy"] = advice["strategy"];
+    SimulateOptions plain;
+    plain.fit_advice = false;
+    const auto s = nlohmann::json::parse(simulate_json(changed.dump(), plain));
+    CHECK(s["summary"]["oom"] == false);
+    CHECK(s["summary"]["iteration_time_s"] == advice["iteration_time_s"]);
+    CHECK(s["summary"]["peak_memory_GiB"] == advice["peak_memory_GiB"]);
+    const double time_s = advice["iteration_time_s"];
+    CHECK(time_s >= previous);  // fastest first
+    previous = time_s;
+  }
+  bool said = false;
+  for (const auto& w : r["warnings"]) said = said || w.get<std::string>().rfind("To fit: ", 0) == 0;
+  CHECK(said);
+  // A run that fits pays nothing and gets no advice.
+  const auto fits = nlohmann::json::parse(simulate_json(R"({"preset": "default"})", {}));
+  CHECK(fits["summary"]["oom"] == false);
+  CHECK_FALSE(fits.contains("fit_advice"));
 }

@@ -13,6 +13,9 @@ struct SimulateOptions {
   bool wall_time = false;     // include stats.wall_ms (off by default: results stay byte-identical)
   bool columns = false;       // simulate_output: the timeline as columns (not in the JSON)
   bool chrome_trace = false;  // simulate_output: the Chrome trace of the same run
+  // When the run does not fit: "fit_advice", the three fastest changes of one or two knobs
+  // that fit (a few bounded simulations; docs/search.md). Off: the result has no advice.
+  bool fit_advice = true;
 };
 
 // One simulation and everything made from it: the result JSON, the resolved config (as

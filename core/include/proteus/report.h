@@ -4,6 +4,7 @@
 #include "proteus/api.h"
 #include "proteus/config.h"
 #include "proteus/exec_graph.h"
+#include "proteus/search.h"
 #include "proteus/simulation.h"
 
 namespace proteus {
@@ -13,6 +14,8 @@ struct ReportInputs {
   const ExecGraph& graph;
   const Trace& trace;
   double wall_ms = 0;  // measured by the caller (not part of determinism checks' inputs)
+  // Out of memory only: the fastest changes that fit (fit_changes), reported as "fit_advice".
+  const std::vector<FitChange>* fit_advice = nullptr;
 };
 
 // The result object, serialized with 2-space indent. Deterministic for identical inputs,

@@ -65,6 +65,19 @@ struct SearchResult {
 // The space in its deterministic order (the index of a strategy is its position).
 std::vector<StrategySpec> enumerate_space(const Config& base);
 SearchResult run_search(const Config& base, const SearchOptions& options);
+// The same over an explicit list of strategies (indices are positions in it).
+SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>& strategies,
+                             const SearchOptions& options);
+
+// What to change when a config does not fit (simulate's "fit_advice"): the `count` fastest
+// strategies, among changes of one or two knobs that keep the GPU count, that fit in memory
+// (less search.memory_reserve), each with its simulated time and peak memory.
+struct FitChange {
+  std::string change;  // "recompute none -> full + zero 0 -> 1"
+  StrategySpec strategy;
+  double iteration_time_s = 0, peak_memory_GiB = 0, mfu = 0;
+};
+std::vector<FitChange> fit_changes(const Config& config, int count = 3, int threads = 1);
 
 // JSON text in and out (the CLI and the WebAssembly bindings).
 std::string search_json(const std::string& config_text, const SearchOptions& options);

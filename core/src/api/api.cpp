@@ -1,6 +1,7 @@
 // The core's JSON-in, JSON-out surface, shared by the CLI and the WebAssembly bindings.
 #include "proteus/api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -8,8 +9,10 @@
 #include "proteus/config.h"
 #include "proteus/presets.h"
 #include "proteus/report.h"
+#include "proteus/search.h"
 #include "proteus/simulation.h"
 #include "proteus/strategy_tree.h"
+#include "proteus/units.h"
 
 namespace proteus {
 
@@ -109,7 +112,16 @@ Simulated run_simulation(const std::string& config_text, bool memory_curve) {
 
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options) {
   const Simulated s = run_simulation(config_text, options.memory_curve);
-  return result_json({s.config, s.compiled.exec, s.trace, s.wall_ms}, options);
+  ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
+  // Only a run that does not fit pays for the advice (a handful of bounded simulations).
+  double peak_bytes = 0;
+  for (const RankTrace& r : s.trace.ranks) peak_bytes = std::max(peak_bytes, r.peak_memory_bytes);
+  std::vector<FitChange> advice;
+  if (options.fit_advice && peak_bytes > s.config.cluster.gpu.memory_GiB * kBytesPerGiB) {
+    advice = fit_changes(s.config, 3);
+    in.fit_advice = &advice;
+  }
+  return result_json(in, options);
 }
 
 std::string chrome_trace_json(const std::string& config_text) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../search/strategy_json.h"
 #include "proteus/report.h"
 #include "proteus/timeline_columns.h"
 #include "proteus/units.h"
@@ -270,6 +271,15 @@ std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, co
       s += " " + std::to_string(over) + " of the " + std::to_string(peaks.peak_bytes.size()) +
            " pipeline stages exceed it.";
     w.push_back(s);
+    w.push_back("The speed figures are those of a run that does not fit.");
+    if (in.fit_advice && in.fit_advice->empty())
+      w.push_back(
+          "No change of one or two knobs (recompute, ZeRO, sequence parallelism, micro-batch, "
+          "pipeline or tensor parallelism) makes it fit.");
+    if (in.fit_advice)
+      for (const FitChange& c : *in.fit_advice)
+        w.push_back("To fit: " + c.change + " (" + fixed(c.iteration_time_s, 3) + " s per iteration, " +
+                    fixed(c.peak_memory_GiB, 1) + " GiB).");
   } else if (capacity_bytes > 0 && peaks.worst_bytes > kMemoryWarnFraction * capacity_bytes) {
     w.push_back("Memory is tight: stage " + std::to_string(peaks.worst_stage) + " peaks at " +
                 fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB, " +
@@ -350,6 +360,16 @@ std::string result_json(const ReportInputs& in, const SimulateOptions& options) 
   out["devices"] = devices_json(in.graph, in.trace);
   out["breakdown"] = breakdown_json(in.graph, in.trace);
   out["warnings"] = warns;
+  if (in.fit_advice) {
+    ordered_json advice = ordered_json::array();
+    for (const FitChange& c : *in.fit_advice)
+      advice.push_back({{"change", c.change},
+                        {"strategy", strategy_json(c.strategy)},
+                        {"iteration_time_s", c.iteration_time_s},
+                        {"peak_memory_GiB", c.peak_memory_GiB},
+                        {"mfu", c.mfu}});
+    out["fit_advice"] = std::move(advice);
+  }
   ordered_json stats;
   stats["tasks"] = static_cast<int64_t>(in.graph.tasks.size());
   stats["events"] = in.trace.events;

@@ -24,6 +24,7 @@
 #include "proteus/compile.h"
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
+#include "proteus/schedule.h"
 #include "proteus/simulation.h"
 #include "proteus/strategy_tree.h"
 #include "proteus/units.h"
@@ -180,6 +181,38 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   return b;
 }
 
+// Net activation bytes a task allocates (its memory events of that category).
+double activation_change(const ExecGraph& g, int task) {
+  const int list = g.task_mem[static_cast<size_t>(task)];
+  if (list < 0) return 0;
+  double bytes = 0;
+  for (int e = g.mem_list_offsets[static_cast<size_t>(list)];
+       e < g.mem_list_offsets[static_cast<size_t>(list) + 1]; ++e)
+    if (g.mem_events[static_cast<size_t>(e)].category == MemCategory::Activations)
+      bytes += g.mem_events[static_cast<size_t>(e)].bytes;
+  return bytes;
+}
+
+// The most activation memory a stage holds at the start of a backward pass: every (micro-batch,
+// chunk) whose forward is done and whose backward has not started keeps its activations.
+double held_activation_bytes(const Config& c, int stage, const std::vector<double>& chunk_bytes) {
+  const StrategySpec& s = c.strategy;
+  const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 1;
+  if (static_cast<int>(chunk_bytes.size()) != v) return 0;
+  const int m = static_cast<int>(c.training.global_batch / (int64_t{s.dp} * s.micro_batch));
+  std::vector<int> held(static_cast<size_t>(v), 0);
+  double most = 0;
+  for (const Pass& pass : stage_schedule(s.schedule, s.pp, m, v, stage)) {
+    if (pass.kind == PassKind::F) ++held[static_cast<size_t>(pass.chunk)];
+    if (pass.kind != PassKind::B) continue;
+    double bytes = 0;
+    for (int k = 0; k < v; ++k) bytes += held[static_cast<size_t>(k)] * chunk_bytes[static_cast<size_t>(k)];
+    most = std::max(most, bytes);
+    --held[static_cast<size_t>(pass.chunk)];
+  }
+  return most;
+}
+
 std::string compiled_profile_key(const StrategySpec& s) {
   const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 0;
   return std::to_string(s.dp) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) + "," +
@@ -229,7 +262,7 @@ CompiledProfile compile_profile(const Config& candidate) {
     // The compute queue in program order. Micro-batch 0's first pass on a stage is the forward
     // of the stage's first chunk (the first run of its forward tasks), its last pass the
     // backward of that chunk (the last run of its other tasks): the head and tail terms.
-    bool in_first_forward = false, first_forward_done = false;
+    bool in_first_forward = false, first_forward_done = false, in_chunk_run = false;
     double backward_run_s = 0, backward_run_no_w_s = 0;
     for (int task : g.queues[r * kNumStreams + static_cast<size_t>(Stream::Compute)]) {
       const Task& t = g.tasks[static_cast<size_t>(task)];
@@ -242,6 +275,15 @@ CompiledProfile compile_profile(const Config& candidate) {
       }
       const bool mb0 = t.micro_batch == 0, forward = t.phase == Phase::Forward;
       const bool weight = t.phase == Phase::BackwardWeight;
+      // Micro-batch 0's forward passes come chunk by chunk: each run of its forward tasks is
+      // the next local chunk; what they keep is that chunk's activations.
+      if (mb0 && forward) {
+        if (!in_chunk_run) sp.chunk_activation_bytes.push_back(0);
+        in_chunk_run = true;
+        sp.chunk_activation_bytes.back() += activation_change(g, task);
+      } else {
+        in_chunk_run = false;
+      }
       if (in_first_forward && !(mb0 && forward)) {
         in_first_forward = false;
         first_forward_done = true;
@@ -286,8 +328,9 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     bytes[static_cast<int>(MemCategory::Weights)] /= zero >= 3 ? data_ranks : 1;
     bytes[static_cast<int>(MemCategory::Gradients)] /= zero >= 2 ? data_ranks : 1;
     bytes[static_cast<int>(MemCategory::OptimizerStates)] /= zero >= 1 ? data_ranks : 1;
-    b.memory_bytes =
-        std::max(b.memory_bytes, std::accumulate(bytes.begin(), bytes.end(), 0.0) + sp.activation_bytes);
+    const double activations =
+        std::max(sp.activation_bytes, held_activation_bytes(c, st, sp.chunk_activation_bytes));
+    b.memory_bytes = std::max(b.memory_bytes, std::accumulate(bytes.begin(), bytes.end(), 0.0) + activations);
     head[st] = sp.head_s;
     tail[st] = shape.tail_input_only ? sp.tail_no_w_s : sp.tail_s;
     total[st] = sp.per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);

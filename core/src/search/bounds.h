@@ -37,10 +37,12 @@ Bounds analytic_bounds(const ModelProfile& profile, const Config& candidate);
 // it only in ZeRO stage or (non-interleaved) schedule: per stage, the static memory at ZeRO 0,
 // the activations one micro-batch keeps, and cost-model seconds of compute per micro-batch
 // (with and without weight-gradient tasks), once per iteration, and of the first chunk's
-// forward (head) and backward (tail).
+// forward (head) and backward (tail). Memory: the static bytes plus the activations the
+// candidate's schedule holds at the start of a backward pass (stage_schedule's order).
 struct StageProfile {
   std::array<double, kNumMemCategories> static_bytes{};
   double activation_bytes = 0;
+  std::vector<double> chunk_activation_bytes;  // per local chunk, micro-batch 0
   double per_mb_s = 0, per_mb_no_w_s = 0, once_s = 0, head_s = 0, tail_s = 0, tail_no_w_s = 0;
 };
 struct CompiledProfile {

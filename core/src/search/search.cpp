@@ -1,12 +1,14 @@
 // The search driver (docs/search.md). Three passes over this shard's candidates:
 //  1. validate each (the config validator's message is the reason) and give it analytic
 //     bounds; a memory bound over the budget means it does not fit;
-//  2. sort the rest by their analytic time bound (index breaks ties);
-//  3. in waves of kWave, in that order: a candidate whose bound exceeds the K-th best
-//     simulated time (the threshold, fixed for the wave) cannot enter the top K and is
-//     pruned; otherwise a one-micro-batch compile gives tighter bounds, and only if those
-//     pass is it simulated. After each wave the threshold tightens; once the next bound in
-//     order exceeds it, every remaining candidate is pruned.
+//  2. queue the rest by their time bound (index breaks ties);
+//  3. best first, in waves of kWave taken from the queue: a candidate with only the analytic
+//     bound gets the compiled bounds of a one-micro-batch compile (memory over the budget:
+//     it does not fit) and goes back into the queue; one with compiled bounds is simulated.
+//     Once the smallest bound in the queue exceeds the K-th best simulated time, none of the
+//     rest can enter the top K: they are pruned. So only candidates whose compiled bound is
+//     below the final K-th best (and those of waves before the threshold settled) are
+//     simulated.
 // Waves have a fixed size and their results are merged in order, so the counts as well as
 // the ranking are the same for any number of threads.
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
 
 #include "bounds.h"
 #include "parallel_for.h"
@@ -36,10 +39,15 @@ constexpr size_t kClosestNoFit = 5;
 const char* const kOutcomeNames[] = {"fits",        "no_fit_simulated", "no_fit_bound",
                                      "pruned_time", "invalid",          "failed"};
 
+// A candidate waiting in the queue, keyed by its best time bound so far.
 struct Survivor {
+  double bound_s;
   int64_t index;
-  Bounds analytic;
+  bool compiled;  // bound_s includes the compiled bound
 };
+bool operator>(const Survivor& a, const Survivor& b) {
+  return a.bound_s != b.bound_s ? a.bound_s > b.bound_s : a.index > b.index;
+}
 
 Config candidate_config(const Config& base, const StrategySpec& s) {
   Config c = base;
@@ -81,29 +89,32 @@ class ProfileCache {
   std::map<std::string, std::shared_ptr<const CompiledProfile>> map_;
 };
 
-CandidateResult evaluate(const Config& c, const Survivor& sv, double threshold_s, double budget_bytes,
-                         const Topology& topology, ProfileCache& cache, bool* compiled) {
-  CandidateResult r;
-  *compiled = false;
+// One step for a candidate taken from the queue: without a compiled bound yet, compute it
+// (memory over the budget: does not fit); with one, simulate.
+struct Step {
+  CandidateResult result;
+  bool compiled = false;  // this step computed the compiled bound (result.time_bound_s)
+  bool done = false;      // result is final (else: back into the queue with its compiled bound)
+};
+
+Step step(const Config& c, const Survivor& sv, double budget_bytes, const Topology& topology,
+          ProfileCache& cache) {
+  Step out;
+  CandidateResult& r = out.result;
   r.index = sv.index;
   r.strategy = c.strategy;
-  r.time_bound_s = sv.analytic.time_s;
-  if (sv.analytic.time_s > threshold_s) {
-    r.outcome = Outcome::PrunedTime;
-    return r;
-  }
+  r.time_bound_s = sv.bound_s;
   try {
-    *compiled = true;
-    const Bounds b = bounds_from_profile(*cache.get(c), c);
-    r.time_bound_s = std::max(b.time_s, sv.analytic.time_s);
-    if (b.memory_bytes > budget_bytes) {
-      r.outcome = Outcome::NoFitBound;
-      r.peak_memory_GiB = b.memory_bytes / kBytesPerGiB;
-      return r;
-    }
-    if (r.time_bound_s > threshold_s) {
-      r.outcome = Outcome::PrunedTime;
-      return r;
+    if (!sv.compiled) {
+      out.compiled = true;
+      const Bounds b = bounds_from_profile(*cache.get(c), c);
+      r.time_bound_s = std::max(b.time_s, sv.bound_s);
+      if (b.memory_bytes > budget_bytes) {
+        r.outcome = Outcome::NoFitBound;
+        r.peak_memory_GiB = b.memory_bytes / kBytesPerGiB;
+        out.done = true;
+      }
+      return out;
     }
     simulate_into(c, topology, &r);
     r.outcome = r.peak_memory_GiB * kBytesPerGiB > budget_bytes ? Outcome::NoFitSimulated : Outcome::Fits;
@@ -112,7 +123,8 @@ CandidateResult evaluate(const Config& c, const Survivor& sv, double threshold_s
     r.path = e.path;
     r.reason = e.what();
   }
-  return r;
+  out.done = true;
+  return out;
 }
 
 bool faster(const CandidateResult& a, const CandidateResult& b) {
@@ -175,8 +187,18 @@ const char* to_string(Outcome o) { return kOutcomeNames[static_cast<int>(o)]; }
 std::vector<StrategySpec> enumerate_space(const Config& base) { return enumerate(base).strategies; }
 
 SearchResult run_search(const Config& base, const SearchOptions& options) {
-  check_options(options);
   const SpaceEnumeration space = enumerate(base);
+  SearchResult out = rank_strategies(base, space.strategies, options);
+  out.empty_reason = space.mesh_mismatch_example;
+  return out;
+}
+
+SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>& strategies,
+                             const SearchOptions& options) {
+  check_options(options);
+  struct {
+    const std::vector<StrategySpec>& strategies;
+  } space{strategies};
   const ModelProfile profile = profile_model(base);
   const Topology topology = build_topology(base.cluster);
   SearchResult out;
@@ -187,7 +209,6 @@ SearchResult run_search(const Config& base, const SearchOptions& options) {
   const double budget_bytes = base.cluster.gpu.memory_GiB * kBytesPerGiB * (1 - base.search.memory_reserve);
   out.budget_GiB = budget_bytes / kBytesPerGiB;
   out.counts.enumerated = static_cast<int64_t>(space.strategies.size());
-  out.empty_reason = space.mesh_mismatch_example;
 
   // 1. Validity and analytic bounds.
   std::map<std::string, ReasonCount> reasons;
@@ -216,42 +237,42 @@ SearchResult run_search(const Config& base, const SearchOptions& options) {
       record(&out, std::move(r));
       continue;
     }
-    survivors.push_back({i, b});
+    survivors.push_back({b.time_s, i, false});
   }
   for (auto& [path, rc] : reasons) out.invalid_reasons.push_back(rc);
 
-  // 2. Most promising first.
-  std::sort(survivors.begin(), survivors.end(), [](const Survivor& a, const Survivor& b) {
-    return a.analytic.time_s != b.analytic.time_s ? a.analytic.time_s < b.analytic.time_s : a.index < b.index;
-  });
-
-  // 3. Waves against the K-th best so far.
+  // 2-3. Best first: the queue's smallest bound is taken in waves (fixed for the wave: the
+  // threshold, the members); a candidate with only an analytic bound gets its compiled one
+  // and goes back, one with a compiled bound is simulated. Once the smallest bound exceeds
+  // the K-th best simulated time, nothing left can enter the top K.
+  std::priority_queue<Survivor, std::vector<Survivor>, std::greater<Survivor>> queue(std::greater<Survivor>(),
+                                                                                     std::move(survivors));
   const double inf = std::numeric_limits<double>::infinity();
   ProfileCache cache;
-  for (size_t pos = 0; pos < survivors.size();) {
+  while (!queue.empty()) {
     const double threshold =
         static_cast<int>(out.ranked.size()) < out.top ? inf : out.ranked.back().iteration_time_s;
-    if (survivors[pos].analytic.time_s > threshold) {
-      out.counts.pruned_time += static_cast<int64_t>(survivors.size() - pos);
-      break;
+    std::vector<Survivor> wave;
+    while (!queue.empty() && wave.size() < static_cast<size_t>(kWave) && queue.top().bound_s <= threshold) {
+      wave.push_back(queue.top());
+      queue.pop();
     }
-    const size_t n = std::min<size_t>(kWave, survivors.size() - pos);
-    std::vector<CandidateResult> wave(n);
-    std::vector<char> compiled(n, 0);
-    parallel_for(static_cast<int64_t>(n), options.threads, [&](int64_t k) {
+    if (wave.empty()) break;
+    std::vector<Step> steps(wave.size());
+    parallel_for(static_cast<int64_t>(wave.size()), options.threads, [&](int64_t k) {
       const size_t at = static_cast<size_t>(k);
-      const Survivor& sv = survivors[pos + at];
-      const Config c = candidate_config(base, space.strategies[static_cast<size_t>(sv.index)]);
-      bool was_compiled = false;
-      wave[at] = evaluate(c, sv, threshold, budget_bytes, topology, cache, &was_compiled);
-      compiled[at] = was_compiled;
+      const Config c = candidate_config(base, space.strategies[static_cast<size_t>(wave[at].index)]);
+      steps[at] = step(c, wave[at], budget_bytes, topology, cache);
     });
-    for (size_t k = 0; k < n; ++k) {
-      out.counts.bounded += compiled[k];
-      record(&out, std::move(wave[k]));
+    for (size_t k = 0; k < steps.size(); ++k) {
+      out.counts.bounded += steps[k].compiled;
+      if (steps[k].done)
+        record(&out, std::move(steps[k].result));
+      else
+        queue.push({steps[k].result.time_bound_s, wave[k].index, true});
     }
-    pos += n;
   }
+  out.counts.pruned_time += static_cast<int64_t>(queue.size());
   return out;
 }
 

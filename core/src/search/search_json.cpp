@@ -7,26 +7,13 @@
 
 #include "proteus/error.h"
 #include "proteus/search.h"
+#include "strategy_json.h"
 
 namespace proteus {
 
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-Json strategy_json(const StrategySpec& s) {
-  return Json{{"dp", s.dp},
-              {"tp", s.tp},
-              {"pp", s.pp},
-              {"cp", s.cp},
-              {"ep", s.ep},
-              {"micro_batch", s.micro_batch},
-              {"schedule", to_string(s.schedule)},
-              {"virtual_stages", s.virtual_stages},
-              {"sequence_parallel", s.sequence_parallel},
-              {"zero", s.zero},
-              {"recompute", to_string(s.recompute)}};
-}
 
 Json candidate_json(const CandidateResult& r) {
   Json j;

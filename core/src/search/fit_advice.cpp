@@ -1,0 +1,108 @@
+// What to change when a config does not fit: the strategies one or two knob changes away that
+// keep the GPU count, ranked by the search machinery (bounds, then simulation), fastest
+// first. Each change is one a practitioner makes to an out-of-memory run: recompute more,
+// shard optimizer states / gradients / weights (ZeRO), sequence parallelism, smaller
+// micro-batches, and moving data parallelism into pipeline or tensor parallelism.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "proteus/search.h"
+
+namespace proteus {
+
+namespace {
+
+struct Change {
+  std::string knob, text;
+  StrategySpec (*apply)(StrategySpec, int64_t);
+  int64_t value;
+};
+
+std::vector<Change> single_changes(const Config& c) {
+  const StrategySpec& s = c.strategy;
+  std::vector<Change> out;
+  for (Recompute r : kRecomputes)
+    if (r != s.recompute)
+      out.push_back({"recompute", std::string("recompute ") + to_string(s.recompute) + " -> " + to_string(r),
+                     [](StrategySpec x, int64_t v) {
+                       x.recompute = static_cast<Recompute>(v);
+                       return x;
+                     },
+                     static_cast<int64_t>(r)});
+  if (int64_t{s.dp} * s.cp > 1)
+    for (int z = s.zero + 1; z <= 3; ++z)
+      out.push_back({"zero", "zero " + std::to_string(s.zero) + " -> " + std::to_string(z),
+                     [](StrategySpec x, int64_t v) {
+                       x.zero = static_cast<int>(v);
+                       return x;
+                     },
+                     z});
+  if (s.tp > 1 && !s.sequence_parallel)
+    out.push_back({"sequence_parallel", "sequence parallelism on",
+                   [](StrategySpec x, int64_t) {
+                     x.sequence_parallel = true;
+                     return x;
+                   },
+                   1});
+  for (int64_t mb = s.micro_batch / 2; mb >= 1; mb /= 2)
+    if (s.micro_batch % mb == 0)
+      out.push_back({"micro_batch", "micro_batch " + std::to_string(s.micro_batch) + " -> " + std::to_string(mb),
+                     [](StrategySpec x, int64_t v) {
+                       x.micro_batch = v;
+                       return x;
+                     },
+                     mb});
+  // Data parallelism into the pipeline or into tensor parallelism (same GPUs).
+  for (int f = 2; f <= s.dp && f <= 8; f *= 2) {
+    if (s.dp % f != 0) continue;
+    out.push_back({"pp",
+                   "pp " + std::to_string(s.pp) + " -> " + std::to_string(s.pp * f) + ", dp " + std::to_string(s.dp) +
+                       " -> " + std::to_string(s.dp / f),
+                   [](StrategySpec x, int64_t v) {
+                     x.pp *= static_cast<int>(v);
+                     x.dp /= static_cast<int>(v);
+                     x.ep = std::min(x.ep, x.dp);
+                     return x;
+                   },
+                   f});
+    out.push_back({"tp",
+                   "tp " + std::to_string(s.tp) + " -> " + std::to_string(s.tp * f) + ", dp " + std::to_string(s.dp) +
+                       " -> " + std::to_string(s.dp / f),
+                   [](StrategySpec x, int64_t v) {
+                     x.tp *= static_cast<int>(v);
+                     x.dp /= static_cast<int>(v);
+                     x.ep = std::min(x.ep, x.dp);
+                     return x;
+                   },
+                   f});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FitChange> fit_changes(const Config& config, int count, int threads) {
+  const std::vector<Change> singles = single_changes(config);
+  std::vector<StrategySpec> strategies;
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < singles.size(); ++i) {
+    strategies.push_back(singles[i].apply(config.strategy, singles[i].value));
+    texts.push_back(singles[i].text);
+    for (size_t j = i + 1; j < singles.size(); ++j) {
+      if (singles[j].knob == singles[i].knob) continue;
+      strategies.push_back(singles[j].apply(singles[i].apply(config.strategy, singles[i].value), singles[j].value));
+      texts.push_back(singles[i].text + " + " + singles[j].text);
+    }
+  }
+  SearchOptions options;
+  options.top = count;
+  options.threads = threads;
+  const SearchResult r = rank_strategies(config, strategies, options);
+  std::vector<FitChange> out;
+  for (const CandidateResult& c : r.ranked)
+    out.push_back({texts[static_cast<size_t>(c.index)], c.strategy, c.iteration_time_s, c.peak_memory_GiB, c.mfu});
+  return out;
+}
+
+}  // namespace proteus

@@ -1,0 +1,23 @@
+// The searched knobs of a strategy as a JSON object that can be pasted into a config's
+// "strategy": the search's ranked rows and simulate's fit_advice both print it.
+#pragma once
+#include <nlohmann/json.hpp>
+#include "proteus/strategy_spec.h"
+
+namespace proteus {
+
+inline nlohmann::ordered_json strategy_json(const StrategySpec& s) {
+  return nlohmann::ordered_json{{"dp", s.dp},
+                                {"tp", s.tp},
+                                {"pp", s.pp},
+                                {"cp", s.cp},
+                                {"ep", s.ep},
+                                {"micro_batch", s.micro_batch},
+                                {"schedule", to_string(s.schedule)},
+                                {"virtual_stages", s.virtual_stages},
+                                {"sequence_parallel", s.sequence_parallel},
+                                {"zero", s.zero},
+                                {"recompute", to_string(s.recompute)}};
+}
+
+}  // namespace proteus
