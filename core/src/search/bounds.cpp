@@ -19,8 +19,11 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <map>
 #include <numeric>
 
+#include "proteus/collective_flows.h"
 #include "proteus/compile.h"
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
@@ -213,6 +216,51 @@ double held_activation_bytes(const Config& c, int stage, const std::vector<doubl
   return most;
 }
 
+// The shortest a collective can take: its latency plus, on the link its flows load most,
+// their bytes at the link's full capacity (other traffic and NCCL beside compute only slow
+// it down).
+double collective_min_s(const Topology& topology, const Collective& col) {
+  if (col.kind == CollectiveKind::SendRecv || col.group.size() < 2) return 0;
+  const CollectivePlan plan = plan_collective(topology, col.kind, col.group, col.bytes);
+  std::map<int, double> load;
+  for (const FlowSpec& f : plan.flows)
+    for (int link : f.links) load[link] += f.bytes;
+  double most = 0;
+  for (const auto& [link, bytes] : load) {
+    const double capacity = topology.links[static_cast<size_t>(link)].capacity_Bps;
+    if (capacity > 0) most = std::max(most, bytes / capacity);
+  }
+  return plan.latency_s + most;
+}
+
+// Time the compute stream must stay idle before task `t`: the longest chain of collectives
+// (up to two) that starts after the previous compute task `prev` ends and that `t` waits for
+// (a tensor-parallel all-reduce between two layers' GEMMs, a ZeRO-3 gather issued after the
+// previous op). Each collective takes at least collective_min_s.
+double forced_gap_s(const ExecGraph& g, int prev, int t, const std::function<double(int)>& min_s) {
+  if (prev < 0) return 0;
+  auto deps = [&g](int task) {
+    return std::make_pair(g.deps.begin() + g.dep_offsets[static_cast<size_t>(task)],
+                          g.deps.begin() + g.dep_offsets[static_cast<size_t>(task) + 1]);
+  };
+  auto depends_on = [&](int task, int on) {
+    const auto [b, e] = deps(task);
+    return std::find(b, e, on) != e;
+  };
+  double gap = 0;
+  const auto [b, e] = deps(t);
+  for (auto it = b; it != e; ++it) {
+    const int c = *it;
+    if (g.tasks[static_cast<size_t>(c)].kind != TaskKind::Collective) continue;
+    if (depends_on(c, prev)) gap = std::max(gap, min_s(c));
+    const auto [cb, ce] = deps(c);
+    for (auto jt = cb; jt != ce; ++jt)
+      if (g.tasks[static_cast<size_t>(*jt)].kind == TaskKind::Collective && depends_on(*jt, prev))
+        gap = std::max(gap, min_s(c) + min_s(*jt));
+  }
+  return gap;
+}
+
 std::string compiled_profile_key(const StrategySpec& s) {
   const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 0;
   return std::to_string(s.dp) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) + "," +
@@ -221,7 +269,7 @@ std::string compiled_profile_key(const StrategySpec& s) {
          std::to_string(static_cast<int>(s.recompute));
 }
 
-CompiledProfile compile_profile(const Config& candidate) {
+CompiledProfile compile_profile(const Config& candidate, const Topology& topology) {
   Config c = candidate;
   StrategySpec& s = c.strategy;
   // ZeRO changes only the static memory and the optimizer step, which bounds_from_profile
@@ -252,6 +300,14 @@ CompiledProfile compile_profile(const Config& candidate) {
     p.stages[st].activation_bytes = compiled.stats.activation_bytes_per_microbatch_per_stage[st];
   }
   std::vector<double> work_time(g.works.size(), -1);
+  std::map<int, double> collective_s;  // by Collective index
+  const std::function<double(int)> min_s = [&](int task) {
+    const int c = g.tasks[static_cast<size_t>(task)].collective;
+    auto it = collective_s.find(c);
+    if (it == collective_s.end())
+      it = collective_s.emplace(c, collective_min_s(topology, g.collectives[static_cast<size_t>(c)])).first;
+    return it->second;
+  };
   std::vector<int> stage_rank(static_cast<size_t>(pp), -1);  // one rank per stage (symmetry off: many)
   for (size_t r = 0; r < g.ranks.size(); ++r)
     if (stage_rank[g.ranks[r].stage] < 0) stage_rank[g.ranks[r].stage] = static_cast<int>(r);
@@ -264,11 +320,15 @@ CompiledProfile compile_profile(const Config& candidate) {
     // backward of that chunk (the last run of its other tasks): the head and tail terms.
     bool in_first_forward = false, first_forward_done = false, in_chunk_run = false;
     double backward_run_s = 0, backward_run_no_w_s = 0;
+    int prev = -1;
     for (int task : g.queues[r * kNumStreams + static_cast<size_t>(Stream::Compute)]) {
       const Task& t = g.tasks[static_cast<size_t>(task)];
       if (t.kind != TaskKind::Compute) continue;
-      double& w = work_time[static_cast<size_t>(t.work)];
-      if (w < 0) w = cost.compute_time_s(g.work_of(t));
+      double& time_s = work_time[static_cast<size_t>(t.work)];
+      if (time_s < 0) time_s = cost.compute_time_s(g.work_of(t));
+      // The task's time plus the idle time its collectives force on the stream before it.
+      const double w = time_s + forced_gap_s(g, prev, task, min_s);
+      prev = task;
       if (t.micro_batch < 0) {
         sp.once_s += w;
         continue;
@@ -341,7 +401,7 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
 }
 
 Bounds compiled_bounds(const Config& candidate) {
-  return bounds_from_profile(compile_profile(candidate), candidate);
+  return bounds_from_profile(compile_profile(candidate, build_topology(candidate.cluster)), candidate);
 }
 
 }  // namespace proteus::search_detail

@@ -9,6 +9,7 @@
 #include <vector>
 #include "proteus/config.h"
 #include "proteus/exec_graph.h"
+#include "proteus/topology.h"
 
 namespace proteus::search_detail {
 
@@ -36,7 +37,8 @@ Bounds analytic_bounds(const ModelProfile& profile, const Config& candidate);
 // What a one-micro-batch compile of a candidate tells about every candidate that differs from
 // it only in ZeRO stage or (non-interleaved) schedule: per stage, the static memory at ZeRO 0,
 // the activations one micro-batch keeps, and cost-model seconds of compute per micro-batch
-// (with and without weight-gradient tasks), once per iteration, and of the first chunk's
+// (with and without weight-gradient tasks; each task with the idle time its collectives
+// force before it, at their shortest), once per iteration, and of the first chunk's
 // forward (head) and backward (tail). Memory: the static bytes plus the activations the
 // candidate's schedule holds at the start of a backward pass (stage_schedule's order).
 struct StageProfile {
@@ -49,7 +51,7 @@ struct CompiledProfile {
   std::vector<StageProfile> stages;
 };
 std::string compiled_profile_key(const StrategySpec& s);  // candidates that share a profile
-CompiledProfile compile_profile(const Config& candidate);
+CompiledProfile compile_profile(const Config& candidate, const Topology& topology);
 Bounds bounds_from_profile(const CompiledProfile& profile, const Config& candidate);
 Bounds compiled_bounds(const Config& candidate);  // both of the above
 

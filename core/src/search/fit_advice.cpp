@@ -47,7 +47,8 @@ std::vector<Change> single_changes(const Config& c) {
                    1});
   for (int64_t mb = s.micro_batch / 2; mb >= 1; mb /= 2)
     if (s.micro_batch % mb == 0)
-      out.push_back({"micro_batch", "micro_batch " + std::to_string(s.micro_batch) + " -> " + std::to_string(mb),
+      out.push_back({"micro_batch",
+                     "micro_batch " + std::to_string(s.micro_batch) + " -> " + std::to_string(mb),
                      [](StrategySpec x, int64_t v) {
                        x.micro_batch = v;
                        return x;
@@ -57,8 +58,8 @@ std::vector<Change> single_changes(const Config& c) {
   for (int f = 2; f <= s.dp && f <= 8; f *= 2) {
     if (s.dp % f != 0) continue;
     out.push_back({"pp",
-                   "pp " + std::to_string(s.pp) + " -> " + std::to_string(s.pp * f) + ", dp " + std::to_string(s.dp) +
-                       " -> " + std::to_string(s.dp / f),
+                   "pp " + std::to_string(s.pp) + " -> " + std::to_string(s.pp * f) + ", dp " +
+                       std::to_string(s.dp) + " -> " + std::to_string(s.dp / f),
                    [](StrategySpec x, int64_t v) {
                      x.pp *= static_cast<int>(v);
                      x.dp /= static_cast<int>(v);
@@ -67,8 +68,8 @@ std::vector<Change> single_changes(const Config& c) {
                    },
                    f});
     out.push_back({"tp",
-                   "tp " + std::to_string(s.tp) + " -> " + std::to_string(s.tp * f) + ", dp " + std::to_string(s.dp) +
-                       " -> " + std::to_string(s.dp / f),
+                   "tp " + std::to_string(s.tp) + " -> " + std::to_string(s.tp * f) + ", dp " +
+                       std::to_string(s.dp) + " -> " + std::to_string(s.dp / f),
                    [](StrategySpec x, int64_t v) {
                      x.tp *= static_cast<int>(v);
                      x.dp /= static_cast<int>(v);
@@ -91,7 +92,8 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads)
     texts.push_back(singles[i].text);
     for (size_t j = i + 1; j < singles.size(); ++j) {
       if (singles[j].knob == singles[i].knob) continue;
-      strategies.push_back(singles[j].apply(singles[i].apply(config.strategy, singles[i].value), singles[j].value));
+      strategies.push_back(
+          singles[j].apply(singles[i].apply(config.strategy, singles[i].value), singles[j].value));
       texts.push_back(singles[i].text + " + " + singles[j].text);
     }
   }
@@ -101,7 +103,8 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads)
   const SearchResult r = rank_strategies(config, strategies, options);
   std::vector<FitChange> out;
   for (const CandidateResult& c : r.ranked)
-    out.push_back({texts[static_cast<size_t>(c.index)], c.strategy, c.iteration_time_s, c.peak_memory_GiB, c.mfu});
+    out.push_back(
+        {texts[static_cast<size_t>(c.index)], c.strategy, c.iteration_time_s, c.peak_memory_GiB, c.mfu});
   return out;
 }
 

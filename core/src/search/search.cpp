@@ -72,6 +72,7 @@ void simulate_into(const Config& c, const Topology& topology, CandidateResult* r
 // function of its key, so whichever thread computes it first stores the same value).
 class ProfileCache {
  public:
+  explicit ProfileCache(const Topology& topology) : topology_(topology) {}
   std::shared_ptr<const CompiledProfile> get(const Config& c) {
     const std::string key = compiled_profile_key(c.strategy);
     {
@@ -79,12 +80,13 @@ class ProfileCache {
       auto it = map_.find(key);
       if (it != map_.end()) return it->second;
     }
-    auto profile = std::make_shared<const CompiledProfile>(compile_profile(c));
+    auto profile = std::make_shared<const CompiledProfile>(compile_profile(c, topology_));
     std::lock_guard<std::mutex> lock(mutex_);
     return map_.emplace(key, profile).first->second;
   }
 
  private:
+  const Topology& topology_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const CompiledProfile>> map_;
 };
@@ -248,7 +250,7 @@ SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>
   std::priority_queue<Survivor, std::vector<Survivor>, std::greater<Survivor>> queue(std::greater<Survivor>(),
                                                                                      std::move(survivors));
   const double inf = std::numeric_limits<double>::infinity();
-  ProfileCache cache;
+  ProfileCache cache(topology);
   while (!queue.empty()) {
     const double threshold =
         static_cast<int>(out.ranked.size()) < out.top ? inf : out.ranked.back().iteration_time_s;
