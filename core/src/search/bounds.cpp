@@ -14,7 +14,7 @@
 // only after micro-batch 0's forward has passed stages 0..s-1 (the "head"), and its last
 // backward (B: input gradient, for zb-h1) must still pass stages s-1..0 (the "tail"), which
 // is the pipeline bubble. Communication only adds. Analytic: per-sample FLOPs at the GPU's
-// best efficiency; compiled: each task's cost-model time.
+// best rate (best_compute_rate); compiled: each task's cost-model time.
 #include "bounds.h"
 
 #include <algorithm>
@@ -92,9 +92,16 @@ double pipeline_time(const PipelineShape& shape, int pp, const std::vector<doubl
 
 }  // namespace
 
-double best_compute_efficiency(const GpuSpec& gpu) {
+double best_compute_rate(const GpuSpec& gpu, Precision precision) {
   if (!gpu.measured_us.empty()) return 0;
-  return std::max(gpu.gemm_max_efficiency, gpu.attention_efficiency);
+  const double peak = gpu.peak_TFLOPS(precision);
+  double tflops = peak * std::max(gpu.gemm_max_efficiency, gpu.attention_efficiency);
+  // A measured GEMM table interpolates log throughput between its points: never above the
+  // fastest of them (sizes past the grid take the edge's value).
+  const auto table = gpu.gemm_table.TFLOPS.find(precision);
+  if (table != gpu.gemm_table.TFLOPS.end())
+    for (double t : table->second) tflops = std::max(tflops, t);
+  return tflops * kFlopsPerTFLOP;
 }
 
 ModelProfile profile_model(const Config& base) {
@@ -138,8 +145,7 @@ ModelProfile profile_model(const Config& base) {
 Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   const StrategySpec& s = c.strategy;
   Bounds b;
-  const double eff = best_compute_efficiency(c.cluster.gpu);
-  const double rate = c.cluster.gpu.peak_TFLOPS(c.training.precision) * kFlopsPerTFLOP * eff;
+  const double rate = best_compute_rate(c.cluster.gpu, c.training.precision);
   const double gbs = static_cast<double>(c.training.global_batch);
   const double gpus = c.cluster.gpus();
   if (prof.units == 0) {

@@ -29,9 +29,10 @@ struct Bounds {
   double time_s = 0;        // iteration time
 };
 
-// The highest fraction of peak any compute-bound kernel reaches in the cost model: compute
-// time is never below FLOPs / (peak * this). With measured tables nothing bounds it: 0.
-double best_compute_efficiency(const GpuSpec& gpu);
+// The fastest FLOP/s any compute-bound kernel reaches in the cost model (peak times the best
+// efficiency, or the fastest point of a measured GEMM table): compute time is never below
+// FLOPs / this. With measured op times (measured_us) nothing bounds it: 0 (no time bound).
+double best_compute_rate(const GpuSpec& gpu, Precision precision);
 
 Bounds analytic_bounds(const ModelProfile& profile, const Config& candidate);
 // What a one-micro-batch compile of a candidate tells about every candidate that differs from
