@@ -22,8 +22,9 @@ enum class GradSync { AtBoundary, PerMicroBatch };
 enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
+// (Explicit, an order given in the config, is not a generator: the search does not try it.)
 inline constexpr Schedule kSchedules[] = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
-                                          Schedule::ZbH1};
+                                          Schedule::ZbH1,  Schedule::ZbH2,     Schedule::ZbV};
 inline constexpr Recompute kRecomputes[] = {Recompute::None, Recompute::Selective, Recompute::Full};
 
 // A per-module setting. path matches module paths ("layers.3.mlp", "classifier",

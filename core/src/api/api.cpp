@@ -108,19 +108,22 @@ Simulated run_simulation(const std::string& config_text, bool memory_curve) {
   return s;
 }
 
+// Only a run that does not fit pays for the advice (a handful of bounded simulations).
+std::vector<FitChange> fit_advice_of(const Simulated& s, const SimulateOptions& options, bool* computed) {
+  double peak_bytes = 0;
+  for (const RankTrace& r : s.trace.ranks) peak_bytes = std::max(peak_bytes, r.peak_memory_bytes);
+  *computed = options.fit_advice && peak_bytes > s.config.cluster.gpu.memory_GiB * kBytesPerGiB;
+  return *computed ? fit_changes(s.config, 3) : std::vector<FitChange>{};
+}
+
 }  // namespace
 
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options) {
   const Simulated s = run_simulation(config_text, options.memory_curve);
   ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
-  // Only a run that does not fit pays for the advice (a handful of bounded simulations).
-  double peak_bytes = 0;
-  for (const RankTrace& r : s.trace.ranks) peak_bytes = std::max(peak_bytes, r.peak_memory_bytes);
-  std::vector<FitChange> advice;
-  if (options.fit_advice && peak_bytes > s.config.cluster.gpu.memory_GiB * kBytesPerGiB) {
-    advice = fit_changes(s.config, 3);
-    in.fit_advice = &advice;
-  }
+  bool computed = false;
+  const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);
+  if (computed) in.fit_advice = &advice;
   return result_json(in, options);
 }
 
@@ -131,7 +134,10 @@ std::string chrome_trace_json(const std::string& config_text) {
 
 SimulationOutput simulate_output(const std::string& config_text, const SimulateOptions& options) {
   const Simulated s = run_simulation(config_text, options.memory_curve);
-  const ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
+  ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
+  bool computed = false;
+  const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);
+  if (computed) in.fit_advice = &advice;
   SimulationOutput out;
   out.result = result_json(in, options);
   out.resolved = config_to_json(s.config);

@@ -90,6 +90,13 @@ double pipeline_time(const PipelineShape& shape, int pp, const std::vector<doubl
   return best;
 }
 
+// Schedules that place chunk c on stage c % pp (Megatron's placement); others (the V of
+// zb-v) place them differently, and their per-stage terms fall back to the stages' average.
+bool megatron_placement(Schedule s) {
+  return s == Schedule::GPipe || s == Schedule::OneFOneB || s == Schedule::Interleaved1F1B ||
+         s == Schedule::ZbH1 || s == Schedule::ZbH2;
+}
+
 }  // namespace
 
 double best_compute_rate(const GpuSpec& gpu, Precision precision) {
@@ -186,6 +193,10 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
   const double data_ranks = double(s.dp) * s.cp;
   double params = *std::max_element(stage_params.begin(), stage_params.end());
+  if (!megatron_placement(s.schedule)) {  // chunks placed otherwise: the average stage
+    params = std::accumulate(stage_params.begin(), stage_params.end(), 0.0) / pp;
+    b.time_s = std::accumulate(total.begin(), total.end(), 0.0) / pp;
+  }
   b.memory_bytes = params / (double(s.tp) * s.ep) * bytes_per_param(c, data_ranks);
   return b;
 }
@@ -268,7 +279,9 @@ double forced_gap_s(const ExecGraph& g, int prev, int t, const std::function<dou
 }
 
 std::string compiled_profile_key(const StrategySpec& s) {
-  const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 0;
+  const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages
+                : megatron_placement(s.schedule)        ? 0
+                                                        : -1 - static_cast<int>(s.schedule);
   return std::to_string(s.dp) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) + "," +
          std::to_string(s.cp) + "," + std::to_string(s.ep) + "," + std::to_string(v) + "," +
          std::to_string(s.micro_batch) + "," + std::to_string(s.sequence_parallel) + "," +
@@ -281,7 +294,8 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
   // ZeRO changes only the static memory and the optimizer step, which bounds_from_profile
   // divides by the data-parallel ranks; every schedule but interleaved runs the same tasks.
   s.zero = 0;
-  if (s.schedule != Schedule::Interleaved1F1B) s.schedule = Schedule::OneFOneB;
+  if (s.schedule != Schedule::Interleaved1F1B && megatron_placement(s.schedule))
+    s.schedule = Schedule::OneFOneB;
   const int64_t micro_batches = c.training.global_batch / (int64_t{s.dp} * s.micro_batch);
   // One micro-batch, or the fewest the schedule accepts (interleaved: a multiple of pp).
   int64_t reduced = micro_batches;
@@ -394,8 +408,12 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     bytes[static_cast<int>(MemCategory::Weights)] /= zero >= 3 ? data_ranks : 1;
     bytes[static_cast<int>(MemCategory::Gradients)] /= zero >= 2 ? data_ranks : 1;
     bytes[static_cast<int>(MemCategory::OptimizerStates)] /= zero >= 1 ? data_ranks : 1;
+    // Chunks placed otherwise (zb-v) release activations in an order this bound does not
+    // model: their static memory only.
     const double activations =
-        std::max(sp.activation_bytes, held_activation_bytes(c, st, sp.chunk_activation_bytes));
+        megatron_placement(s.schedule)
+            ? std::max(sp.activation_bytes, held_activation_bytes(c, st, sp.chunk_activation_bytes))
+            : 0;
     b.memory_bytes = std::max(b.memory_bytes, std::accumulate(bytes.begin(), bytes.end(), 0.0) + activations);
     head[st] = sp.head_s;
     tail[st] = shape.tail_input_only ? sp.tail_no_w_s : sp.tail_s;
