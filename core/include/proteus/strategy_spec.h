@@ -55,6 +55,7 @@ struct StrategySpec {
   double grad_bucket_MB = 25;
   Framework framework = Framework::Megatron;
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
+  bool grad_sync_given = false;               // the config set grad_sync (else default_grad_sync)
   CpCommType cp_comm_type = CpCommType::P2p;
   bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
   std::vector<OverrideSpec> overrides;
@@ -68,6 +69,13 @@ int chunks_per_stage(const StrategySpec& s);
 const char* to_string(Recompute);
 const char* to_string(Framework);
 const char* to_string(GradSync);
+// docs/frameworks.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;
+// DeepSpeed ZeRO-2/3 and FSDP reduce-scatter every micro-batch, except FSDP under a pipeline
+// (torch.distributed.pipelining disables gradient sync until the last micro-batch).
+GradSync default_grad_sync(const StrategySpec& strategy);
+// After changing zero, framework or pp (the search does): grad_sync follows them again unless
+// the config set it.
+void refresh_grad_sync(StrategySpec* strategy);
 const char* to_string(CpCommType);
 
 }  // namespace proteus

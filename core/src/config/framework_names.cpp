@@ -1,5 +1,6 @@
 // Names, as they appear in config JSON, of the enums that select framework semantics
-// (docs/frameworks.md): framework, grad_sync, cp_comm_type, fp8_recipe.
+// (docs/frameworks.md): framework, grad_sync, cp_comm_type, fp8_recipe; and the framework's default
+// gradient synchronisation, which the reader and the search both apply.
 #include "proteus/strategy_spec.h"
 #include "proteus/training_spec.h"
 
@@ -51,6 +52,16 @@ const char* to_string(Fp8Recipe recipe) {
       return "mxfp8";
   }
   return "?";
+}
+
+GradSync default_grad_sync(const StrategySpec& strategy) {
+  const bool sharded_grads =
+      strategy.zero >= 2 && !(strategy.framework == Framework::Fsdp && strategy.pp > 1);
+  return sharded_grads ? GradSync::PerMicroBatch : GradSync::AtBoundary;
+}
+
+void refresh_grad_sync(StrategySpec* strategy) {
+  if (!strategy->grad_sync_given) strategy->grad_sync = default_grad_sync(*strategy);
 }
 
 }  // namespace proteus

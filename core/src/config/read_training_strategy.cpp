@@ -195,14 +195,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.grad_bucket_MB = in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);
   strategy.framework = in.enumeration("framework", Framework::Megatron,
                                       {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp});
-  // docs/frameworks.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;
-  // DeepSpeed ZeRO-2/3 and FSDP reduce-scatter every micro-batch, except FSDP under a pipeline
-  // (torch.distributed.pipelining disables gradient sync until the last micro-batch).
-  const bool sharded_grads =
-      strategy.zero >= 2 && !(strategy.framework == Framework::Fsdp && strategy.pp > 1);
-  strategy.grad_sync =
-      in.enumeration("grad_sync", sharded_grads ? GradSync::PerMicroBatch : GradSync::AtBoundary,
-                     {GradSync::AtBoundary, GradSync::PerMicroBatch});
+  strategy.grad_sync_given = in.has("grad_sync");
+  strategy.grad_sync = in.enumeration("grad_sync", default_grad_sync(strategy),
+                                      {GradSync::AtBoundary, GradSync::PerMicroBatch});
   strategy.cp_comm_type =
       in.enumeration("cp_comm_type", CpCommType::P2p,
                      {CpCommType::P2p, CpCommType::AllGather, CpCommType::A2a, CpCommType::A2aP2p});

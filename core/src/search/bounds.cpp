@@ -53,8 +53,12 @@ PipelineShape pipeline_shape(Schedule s) {
       return {true, true, false};
     case Schedule::ZbH1:
       return {true, true, true};
+    case Schedule::ZbH2:      // warm-up forwards fill the head; no head/tail term is proven for
+    case Schedule::ZbV:       // these (or for a given order): the plain compute bound, still a
+    case Schedule::Explicit:  // lower bound
+      return {};
   }
-  return {};  // a schedule not listed here gets the plain compute bound
+  return {};
 }
 
 double bytes_per_param(const Config& c, double data_ranks) {

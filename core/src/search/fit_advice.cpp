@@ -97,6 +97,7 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads)
       texts.push_back(singles[i].text + " + " + singles[j].text);
     }
   }
+  for (StrategySpec& s : strategies) refresh_grad_sync(&s);  // zero/pp changed: default again
   SearchOptions options;
   options.top = count;
   options.threads = threads;

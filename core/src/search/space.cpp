@@ -183,6 +183,7 @@ void expand(const Problem& p, size_t k, StrategySpec& s, SpaceEnumeration* out) 
   const auto& table = knobs();
   if (k == table.size()) {
     out->strategies.push_back(s);
+    refresh_grad_sync(&out->strategies.back());  // zero/pp changed: the framework's default again
     return;
   }
   const Values values = values_of(table[k], p, s);
