@@ -60,12 +60,22 @@ struct StrategySpec {
   bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
   std::vector<OverrideSpec> overrides;
   std::vector<int> stage_layers;  // optional explicit layers per (virtual) stage
+  // Megatron-Core's uneven pipelines (transformer_block.py, get_num_layers_to_build):
+  // --decoder-first/last-pipeline-num-layers (0: not set; else >= 1, split over the stage's
+  // chunks), and --account-for-embedding/loss-in-pipeline-split (the embedding and the loss
+  // each take one layer's slot in the first / last chunk).
+  int first_stage_layers = 0, last_stage_layers = 0;
+  bool embedding_as_layer = false, loss_as_layer = false;
 };
 
 const char* to_string(Schedule);
 // Model chunks each pipeline stage runs: virtual_stages (interleaved), 2 (zb-v), or for an
 // explicit schedule one more than the highest chunk its passes name ("F3.1": chunk 1).
 int chunks_per_stage(const StrategySpec& s);
+// Chunks placed in a V (zb-v, an explicit schedule with "placement": "v") rather than round robin.
+bool v_placement(const StrategySpec& s);
+// Any of Megatron-Core's uneven-pipeline options is set (megatron_stage_layers applies).
+bool uneven_pipeline(const StrategySpec& s);
 const char* to_string(Recompute);
 const char* to_string(Framework);
 const char* to_string(GradSync);

@@ -72,6 +72,10 @@ std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph);
 // Layers per chunk: as even as possible, the first and last chunks lighter when it does not
 // divide (Llama 3 405B: 126 layers on 16 stages = 7, 8 x 14, 7).
 std::vector<int> split_layers(int layers, int chunks);
+// Layers per chunk (pipeline order) as Megatron-Core's uneven-pipeline options give them
+// (first/last_stage_layers, account_for_embedding/loss_in_pipeline_split; pipeline_split.cpp);
+// throws invalid_config naming the option where Megatron-Core's divisibility checks fail.
+std::vector<int> megatron_stage_layers(const StrategySpec& s, int layers);
 
 // The stage of each model chunk: Megatron's round robin (chunk c on stage c % stages), or a V
 // (chunk c on stage c going down, then 2 * stages - 1 - c coming back: ZB-V, DualPipeV).

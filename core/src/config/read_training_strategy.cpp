@@ -169,7 +169,11 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "framework",
                    "grad_sync",
                    "cp_comm_type",
-                   "tp_comm_overlap"});
+                   "tp_comm_overlap",
+                   "first_stage_layers",
+                   "last_stage_layers",
+                   "account_for_embedding_in_pipeline_split",
+                   "account_for_loss_in_pipeline_split"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -209,6 +213,11 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
       strategy.overrides.push_back(read_override(overrides[i], index_path(in.path_of("overrides"), i)));
     }
   }
+  // Megatron-Core refuses counts below 1 (TransformerConfig); absent is 0.
+  strategy.first_stage_layers = static_cast<int>(in.integer("first_stage_layers", 0, 1, L::kMaxLayers));
+  strategy.last_stage_layers = static_cast<int>(in.integer("last_stage_layers", 0, 1, L::kMaxLayers));
+  strategy.embedding_as_layer = in.boolean("account_for_embedding_in_pipeline_split", false);
+  strategy.loss_as_layer = in.boolean("account_for_loss_in_pipeline_split", false);
   if (in.has("stage_layers")) {
     std::vector<int64_t> layers = as_integer_array(in.at("stage_layers"), in.path_of("stage_layers"),
                                                    static_cast<size_t>(L::kMaxLayers), 1, L::kMaxLayers);

@@ -30,4 +30,12 @@ int chunks_per_stage(const StrategySpec& s) {
   }
 }
 
+bool v_placement(const StrategySpec& s) {
+  return s.schedule == Schedule::ZbV || (s.schedule == Schedule::Explicit && s.schedule_v_placement);
+}
+
+bool uneven_pipeline(const StrategySpec& s) {
+  return s.first_stage_layers > 0 || s.last_stage_layers > 0 || s.embedding_as_layer || s.loss_as_layer;
+}
+
 }  // namespace proteus

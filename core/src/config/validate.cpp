@@ -5,6 +5,7 @@
 #include <string>
 #include "json_reader.h"
 #include "limits.h"
+#include "proteus/strategy_tree.h"
 
 namespace proteus::config_detail {
 
@@ -110,6 +111,17 @@ void check_pipeline(const Config& c) {
                                                         " but the model has " + to_string(units) + " " +
                                                         unit_name(c.model));
     }
+  }
+  if (uneven_pipeline(s)) {
+    if (units == 0) {
+      throw invalid_config(s.first_stage_layers > 0  ? "strategy.first_stage_layers"
+                           : s.last_stage_layers > 0 ? "strategy.last_stage_layers"
+                           : s.embedding_as_layer    ? "strategy.account_for_embedding_in_pipeline_split"
+                                                     : "strategy.account_for_loss_in_pipeline_split",
+                           std::string("applies to transformer and graph models, not a ") +
+                               to_string(c.model.kind) + " model");
+    }
+    megatron_stage_layers(s, static_cast<int>(units));  // throws naming the option
   }
   for (size_t i = 0; i < s.overrides.size(); ++i) {
     const auto& stage = s.overrides[i].stage;

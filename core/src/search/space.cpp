@@ -207,6 +207,14 @@ SpaceEnumeration enumerate(const Config& base) {
     throw invalid_config(
         "strategy.stage_layers",
         "the search splits layers evenly over each candidate's pipeline; remove stage_layers");
+  if (uneven_pipeline(base.strategy))
+    throw invalid_config(base.strategy.first_stage_layers > 0  ? "strategy.first_stage_layers"
+                         : base.strategy.last_stage_layers > 0 ? "strategy.last_stage_layers"
+                         : base.strategy.embedding_as_layer
+                             ? "strategy.account_for_embedding_in_pipeline_split"
+                             : "strategy.account_for_loss_in_pipeline_split",
+                         "the search splits layers evenly over each candidate's pipeline; remove the "
+                         "uneven-pipeline options");
   for (size_t i = 0; i < base.strategy.overrides.size(); ++i)
     if (base.strategy.overrides[i].stage)
       throw invalid_config("strategy.overrides[" + std::to_string(i) + "].stage",

@@ -8,36 +8,6 @@
 
 namespace proteus {
 
-std::vector<int> split_layers(int layers, int chunks) {
-  std::vector<int> out(static_cast<size_t>(chunks), 0);
-  if (chunks <= 0) return out;
-  const int base = (layers + chunks - 1) / chunks;
-  int deficit = base * chunks - layers;
-  std::fill(out.begin(), out.end(), base);
-  // Take the missing layers from the ends inwards: first, last, second, second-to-last, ...
-  for (int i = 0; deficit > 0 && i < chunks; ++i) {
-    const int idx = (i % 2 == 0) ? i / 2 : chunks - 1 - i / 2;
-    if (out[idx] > 0) {
-      --out[idx];
-      --deficit;
-    }
-  }
-  // Tiny models with more chunks than layers per chunk can still leave a deficit: spread it.
-  for (int idx = 0; deficit > 0 && idx < chunks; ++idx)
-    while (deficit > 0 && out[idx] > 0) {
-      --out[idx];
-      --deficit;
-    }
-  return out;
-}
-
-std::vector<int> chunk_placement(int stages, int chunks_per_stage, bool v_shape) {
-  std::vector<int> out(static_cast<size_t>(stages * chunks_per_stage));
-  for (int c = 0; c < stages * chunks_per_stage; ++c)
-    out[static_cast<size_t>(c)] = v_shape ? (c < stages ? c : 2 * stages - 1 - c) : c % stages;
-  return out;
-}
-
 std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelConfig& cfg,
                                                    const Mesh& mesh) {
   std::array<int, kNumMeshAxes> out{-1, -1, -1, -1, -1};
@@ -181,9 +151,7 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   tree.schedule = s.schedule;
   tree.stages = s.pp;
   tree.virtual_stages = chunks_per_stage(s);
-  tree.chunk_stage = chunk_placement(
-      s.pp, tree.virtual_stages,
-      s.schedule == Schedule::ZbV || (s.schedule == Schedule::Explicit && s.schedule_v_placement));
+  tree.chunk_stage = chunk_placement(s.pp, tree.virtual_stages, v_placement(s));
   tree.micro_batch = s.micro_batch;
   tree.micro_batches =
       static_cast<int>(config.training.global_batch / (static_cast<int64_t>(s.dp) * s.micro_batch));
@@ -191,6 +159,8 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   const int chunks = tree.chunks();
   if (!s.stage_layers.empty())
     tree.chunk_layers = s.stage_layers;
+  else if (uneven_pipeline(s))
+    tree.chunk_layers = megatron_stage_layers(s, std::max(graph.num_layers, 0));
   else
     tree.chunk_layers = split_layers(std::max(graph.num_layers, 0), chunks);
 
