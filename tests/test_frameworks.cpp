@@ -69,10 +69,10 @@ TEST_CASE("frameworks: combinations no framework runs are errors naming the fiel
   CHECK(error_path(config_with({{"framework", "jax"}})) == "strategy.framework");
   CHECK(error_path(config_with({{"grad_sync", "sometimes"}})) == "strategy.grad_sync");
   CHECK(error_path(config_with({{"cp_comm_type", "ring"}})) == "strategy.cp_comm_type");
-  // TE's userbuffer overlap is not simulated yet; hierarchical a2a+p2p neither: refused.
+  // TE's userbuffers overlap the sequence-parallel collectives: sequence parallelism required
+  // (tests/test_tp_overlap.cpp); hierarchical a2a+p2p is not simulated: refused.
   CHECK(error_path(config_with({{"tp_comm_overlap", true}})) == "strategy.tp_comm_overlap");
-  CHECK(error_path(config_with({{"tp_comm_overlap", true}, {"sequence_parallel", true}})) ==
-        "strategy.tp_comm_overlap");
+  CHECK(error_path(config_with({{"tp_comm_overlap", true}, {"sequence_parallel", true}})) == "(parsed)");
   CHECK(error_path(config_with({{"cp", 2}, {"dp", 2}, {"cp_comm_type", "a2a+p2p"}})) ==
         "strategy.cp_comm_type");
   // Ulysses (a2a) scatters heads over tp x cp: Llama 3 8B has 8 KV heads, tp 4 x cp 4 = 16.

@@ -41,6 +41,10 @@ struct ComputeWork {
   // Under FP8 training, a GEMM Transformer Engine does not run in FP8 (Megatron's output
   // layer, the MoE router): timed at the bf16 peak.
   bool high_precision = false;
+  // SMs a concurrent communication kernel holds while this GEMM runs (Transformer Engine's
+  // userbuffers with set_sm_margin: the GEMM is launched on sm_count - sm_reserved SMs,
+  // docs/frameworks.md "Tensor-parallel communication overlap"). 0: the whole GPU.
+  int sm_reserved = 0;
 };
 
 // A memory change applied when a task starts (at_end = false) or ends (at_end = true).
@@ -74,6 +78,10 @@ struct Collective {
   // Collectives with the same signature (>= 0) have equal kind, axes, bytes and group, so the
   // executor plans them once without comparing groups; -1: not interned (compared by value).
   int signature = -1;
+  // A userbuffers collective of tp_comm_overlap: copy-engine transfers or kernels on SMs the
+  // overlapped GEMM already leaves them (ComputeWork::sm_reserved), so it does not slow
+  // compute by gpu.compute_slowdown_with_comm as an NCCL collective does.
+  bool sm_free = false;
 };
 
 struct SimRank {

@@ -1,4 +1,5 @@
 #include "emitter.h"
+#include <cstring>
 
 #include "pass_keys.h"
 #include "proteus/error.h"
@@ -125,8 +126,13 @@ int Emitter::collective(CollectiveKind kind, AxisMask axes, double bytes, Stream
   int cid;
   if (!known || exec_.collectives[*known].group != group) {
     cid = static_cast<int>(exec_.collectives.size());
-    exec_.collectives.push_back(
-        {kind, bytes, axes, group, {}, explicit_group.empty() ? signature(kind, axes, bytes) : -1});
+    exec_.collectives.push_back({kind,
+                                 bytes,
+                                 axes,
+                                 group,
+                                 {},
+                                 explicit_group.empty() ? signature(kind, axes, bytes) : -1,
+                                 std::strcmp(purpose, kUserbuffersPurpose) == 0});
     if (shared) instance_.set(key, cid);
   } else {
     cid = *known;

@@ -29,6 +29,10 @@ class EmitObserver {
                        int chunk) = 0;
 };
 
+// Purpose of the collectives Transformer Engine's userbuffers run inside a GEMM
+// (strategy.tp_comm_overlap): they get Collective::sm_free.
+inline constexpr const char* kUserbuffersPurpose = "tp_overlap";
+
 class Emitter {
  public:
   Emitter(const StrategyTree& tree, bool symmetric, ExecGraph* exec, CompileStats* stats);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "proteus/error.h"
+#include "userbuffers.h"
 
 namespace proteus {
 
@@ -132,6 +133,21 @@ void apply_fp8_recipe(const PlanContext& ctx, const Op& op, OpPlan* p, std::vect
   for (WeightPlan& w : p->weights) w.fp8_copy = true;
 }
 
+// tp_comm_overlap, TE's bulk overlaps (userbuffers.h): a linear in a transformer layer (TE's
+// linears; not Megatron's output layer) whose input is kept as the
+// sequence-parallel shard gathers it again during its data-gradient GEMM, and one whose input
+// gradient is partial over tp reduce-scatters it during its weight-gradient GEMM; the
+// communication kernels hold kUserbuffersCommSms SMs of those GEMMs.
+void apply_bulk_overlap(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p) {
+  const bool te_linear = op.kind == OpKind::Matmul && !p->weights.empty() && g.modules[op.module].layer >= 0;
+  if (!te_linear || mesh.size[kAxisTp] <= 1) return;
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    if (p->input_saved[k].placement[kAxisTp] != p->input_required[k].placement[kAxisTp])
+      p->bwd_input.sm_reserved = kUserbuffersCommSms;
+    if (p->input_grad[k].placement[kAxisTp] == kPartial) p->bwd_weight.sm_reserved = kUserbuffersCommSms;
+  }
+}
+
 }  // namespace
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
@@ -205,6 +221,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
     if (ctx.training.precision == Precision::Fp8) apply_fp8_recipe(ctx, op, &p, &fp8_cast);
+    if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
 
     // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
     if (op.saves_inputs) {

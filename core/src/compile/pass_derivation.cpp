@@ -4,6 +4,7 @@
 
 #include "iteration_tail.h"
 #include "proteus/error.h"
+#include "userbuffers.h"
 
 namespace proteus {
 namespace {
@@ -27,6 +28,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       stats_(*stats),
       work_ids_(3 * in.graph.ops.size(), -1),
       ring_work_ids_(2 * in.graph.ops.size(), -1),
+      ub_work_ids_(3 * in.graph.ops.size(), -1),
       kept_gather_(in.graph.ops.size()) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
@@ -136,42 +138,65 @@ int PassDeriver::ring_block_work(int op, int which) {
   return id;
 }
 
-// Context parallelism, cp_comm_type p2p (TE AttnFuncWithCPAndKVP2P): cp attention blocks; before
-// block i the K/V block of the rank i steps back arrives over the ring, sent while block i-1
-// computes (each step forwards what the previous one received). The backward passes K/V and
-// the partial dK/dV: twice the bytes per step. A ring step moves the local K/V shard B per
-// rank: an all-gather over cp whose size S has (cp-1)/cp * S = B.
-int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
-                            const std::vector<MemEvent>& mem) {
+// A ring around `axis` of n ranks: n blocks of work; before block i the shard of the rank i steps
+// back arrives, sent while block i-1 computes (each step forwards what the previous received).
+// A step moves `shard_bytes` per rank: an all-gather over the axis whose size S has
+// (n-1)/n * S = shard_bytes. Returns the last block; *last_step is the last transfer.
+int PassDeriver::ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
+                              const std::vector<MemEvent>& mem, const Ring& ring, int* last_step) {
+  const int n = mesh_.size[ring.axis];
   const int label = index_.labels[op];
+  const std::vector<MemEvent> none;
+  int last = emit_.compute(emit_.compute_task(label, phase, mb, ring.block_work), deps, n == 1 ? mem : none);
+  int step = -1;
+  for (int i = 1; i < n; ++i) {
+    step = emit_.collective(CollectiveKind::AllGather, axis_bit(ring.axis), ring.shard_bytes * n / (n - 1),
+                            Stream::TpComm, phase, mb, label, step < 0 ? deps : std::vector<int>{step},
+                            ring.purpose);
+    last =
+        emit_.compute(emit_.compute_task(label, phase, mb, ring.block_work), {step}, i + 1 == n ? mem : none);
+  }
+  if (last_step) *last_step = step;
+  return last;
+}
+
+// Context parallelism, cp_comm_type p2p (TE AttnFuncWithCPAndKVP2P): cp attention blocks around
+// the cp ring (ring_compute), each step the local K/V shard B; the backward passes K/V and the
+// partial dK/dV: twice the bytes per step. Under tp_comm_overlap a GEMM fed by a tensor-parallel
+// all-gather (`tp_ring`: the shard each rank holds) runs as TE's ring exchange: tp chunks, one
+// shard arriving over the tp ring before each (copy engine, no SM margin).
+int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
+                            const std::vector<MemEvent>& mem, double tp_ring_shard_bytes, int* last_step) {
+  if (tp_ring_shard_bytes > 0)
+    return ring_compute(op, mb, phase, deps, mem,
+                        {kAxisTp, tp_ring_shard_bytes, ub_chunk_work(op, which, 0), kUserbuffersPurpose},
+                        last_step);
   if (!is_ring_attention(op))
-    return emit_.compute(emit_.compute_task(label, phase, mb, work_id(op, which)), deps, mem);
-  const int cp = mesh_.size[kAxisCp];
+    return emit_.compute(emit_.compute_task(index_.labels[op], phase, mb, work_id(op, which)), deps, mem);
   const Op& o = g_.ops[op];
   const int seq_kv = o.find_dim("seq_kv");
   double kv_bytes = 0;
   for (size_t k = 0; k < o.inputs.size(); ++k)
     if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
       kv_bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
-  const double step_bytes = (which == 0 ? 1 : 2) * kv_bytes * cp / (cp - 1);
-  const int block = ring_block_work(op, which);
-  const std::vector<MemEvent> none;
-  int last = emit_.compute(emit_.compute_task(label, phase, mb, block), deps, cp == 1 ? mem : none);
-  int step = -1;
-  for (int i = 1; i < cp; ++i) {
-    step = emit_.collective(CollectiveKind::AllGather, axis_bit(kAxisCp), step_bytes, Stream::TpComm, phase,
-                            mb, label, step < 0 ? deps : std::vector<int>{step}, "activation");
-    last = emit_.compute(emit_.compute_task(label, phase, mb, block), {step}, i + 1 == cp ? mem : none);
-  }
-  return last;
+  return ring_compute(op, mb, phase, deps, mem,
+                      {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes, ring_block_work(op, which), "activation"},
+                      nullptr);
 }
 
 void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
   std::vector<int> deps;
-  for (size_t k = 0; k < o.inputs.size(); ++k)
+  double ring_shard_bytes = 0;
+  size_t ring_input = 0;
+  for (size_t k = 0; k < o.inputs.size(); ++k) {
+    if (ring_shard_bytes == 0 && (ring_shard_bytes = ring_exchange_input(op, mb, ns, k, &deps)) > 0) {
+      ring_input = k;
+      continue;
+    }
     add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
+  }
   if (ns == kFwd && tail_.param_gather_ready(op) >= 0) deps.push_back(tail_.param_gather_ready(op));
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
@@ -182,7 +207,16 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.recompute_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
-  const int id = compute_op(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, 0, deps, mem);
+  const Phase phase = ns == kFwd ? Phase::Forward : Phase::Recompute;
+  Layout scattered;
+  const double rs_bytes = ring_shard_bytes > 0 ? 0 : pipelined_rs_target(op, &scattered);
+  int gathered = -1, reduced = -1;
+  const int id = rs_bytes > 0 ? pipelined_reduce_scatter(op, mb, phase, deps, mem, rs_bytes, &reduced)
+                              : compute_op(op, mb, phase, 0, deps, mem, ring_shard_bytes, &gathered);
+  if (gathered >= 0)  // the other GEMMs reading the input use the gathered copy
+    state_.set_provider(provider_key(mb, ns, o.inputs[ring_input].tensor, p.input_required[ring_input]),
+                        gathered);
+  if (reduced >= 0) state_.set_provider(provider_key(mb, ns, o.output.tensor, scattered), reduced);
   if (p.has_weights()) note_weight_compute(id);
   state_.last_compute = id;
   if (ns == kFwd && emit_.is_stats_rank() && mb == 0)
@@ -211,20 +245,30 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
 }
 
 // Gradient of op's output in the layout its backward needs: contributions of all consumers,
-// summed locally per layout, each redistributed.
-void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps) {
+// summed locally per layout, each redistributed. Under tp_comm_overlap, an all-gather over tp
+// feeding op's data-gradient GEMM is left to that GEMM's ring exchange (proj_dgrad / fc2_dgrad):
+// *ring_shard_bytes gets the shard per rank; a reduce-scatter over tp of a userbuffers GEMM's
+// input gradient is TE's bulk overlap with its weight-gradient GEMM (qkv_wgrad / fc1_wgrad).
+void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, double* ring_shard_bytes) {
   const Op& o = g_.ops[op];
   const int out = o.output.tensor;
   if (out < 0) return;
   const Layout& want = plans_[op].output_grad_required;
-  std::vector<std::pair<Layout, std::vector<int>>> groups;
-  auto add = [&](const Layout& l, int task) {
-    for (auto& gr : groups)
-      if (gr.first == l) {
-        gr.second.push_back(task);
+  struct Group {
+    Layout layout;
+    std::vector<int> tasks;
+    bool userbuffers = false;  // made by a GEMM under tp_comm_overlap
+  };
+  std::vector<Group> groups;
+  auto add = [&](const Layout& l, int task, int from_op) {
+    const bool ub = from_op >= 0 && uses_userbuffers(from_op);
+    for (Group& gr : groups)
+      if (gr.layout == l) {
+        gr.tasks.push_back(task);
+        gr.userbuffers = gr.userbuffers || ub;
         return;
       }
-    groups.push_back({l, {task}});
+    groups.push_back({l, {task}, ub});
   };
   std::vector<int> remote_chunks;
   for (const auto& [c_op, k] : index_.consumers[out]) {
@@ -232,21 +276,30 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps) {
     if (emit_.chunk_is_local(c)) {
       const int* grad = state_.grad_provider(mb, grad_key(mb, out, c_op));
       if (!grad) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
-      add(plans_[c_op].input_grad[k], *grad);
+      add(plans_[c_op].input_grad[k], *grad, c_op);
     } else if (std::find(remote_chunks.begin(), remote_chunks.end(), c) == remote_chunks.end()) {
       remote_chunks.push_back(c);
-      add(plans_[c_op].input_grad[k], emit_.pending_ref(send_key(emit_.gpu(), out, mb, true)));
+      add(plans_[c_op].input_grad[k], emit_.pending_ref(send_key(emit_.gpu(), out, mb, true)), -1);
     }
   }
-  for (auto& [layout, tasks] : groups) {
-    if (layout == want) {
+  for (const Group& gr : groups) {
+    const std::vector<int>& tasks = gr.tasks;
+    if (gr.layout == want) {
+      deps->insert(deps->end(), tasks.begin(), tasks.end());
+      continue;
+    }
+    const auto steps = redistribute(gr.layout, want, g_.tensors[out].bytes(), mesh_);
+    if (ring_shard_bytes && *ring_shard_bytes == 0 && uses_userbuffers(op) &&
+        is_single(steps, CollectiveKind::AllGather, axis_bit(kAxisTp))) {
+      *ring_shard_bytes = tensor_bytes_per_rank(g_.tensors[out], gr.layout, mesh_);
       deps->insert(deps->end(), tasks.begin(), tasks.end());
       continue;
     }
     std::vector<int> d = tasks;
-    for (const CollectiveStep& step : redistribute(layout, want, g_.tensors[out].bytes(), mesh_))
-      d = {emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb,
-                            index_.labels[op], d, "activation")};
+    for (const CollectiveStep& step : steps)
+      d = {emit_.collective(
+          step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb, index_.labels[op], d,
+          gr.userbuffers && step.axes == axis_bit(kAxisTp) ? kUserbuffersPurpose : "activation")};
     deps->insert(deps->end(), d.begin(), d.end());
   }
 }
@@ -262,7 +315,8 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
     forward_op(op, mb, kRecompute);
 
   std::vector<int> grad_deps;
-  output_grad_deps(op, mb, &grad_deps);
+  double ring_shard_bytes = 0;
+  output_grad_deps(op, mb, &grad_deps, &ring_shard_bytes);
   std::vector<int> deps = grad_deps;
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
@@ -279,7 +333,9 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
-  const int b = compute_op(op, mb, Phase::BackwardInput, 1, deps, mem);
+  int gathered = -1;
+  const int b = compute_op(op, mb, Phase::BackwardInput, 1, deps, mem, ring_shard_bytes, &gathered);
+  if (gathered >= 0) grad_deps.push_back(gathered);  // the weight gradient reads the gathered gradient
   state_.last_compute = b;
   if (p.has_weights()) note_weight_compute(b);
   for (size_t k = 0; k < o.inputs.size(); ++k)
@@ -340,8 +396,9 @@ void PassDeriver::regather_inputs(int op, int mb, Phase phase, std::vector<int>*
       std::vector<int> d;
       for (const CollectiveStep& step :
            redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
-        d = {emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, index_.labels[op],
-                              d, "activation")};
+        d = {emit_.collective(
+            step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, index_.labels[op], d,
+            uses_userbuffers(op) && step.axes == axis_bit(kAxisTp) ? kUserbuffersPurpose : "activation")};
       gathered = d.empty() ? -1 : d.front();
       state_.set_regathered(key, gathered);
     }

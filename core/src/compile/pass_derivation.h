@@ -16,6 +16,11 @@ namespace proteus {
 
 class IterationTail;
 
+// The redistribution is exactly one collective of `kind` over `axes`.
+inline bool is_single(const std::vector<CollectiveStep>& steps, CollectiveKind kind, AxisMask axes) {
+  return steps.size() == 1 && steps[0].kind == kind && steps[0].axes == axes;
+}
+
 class PassDeriver {
  public:
   PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter* emitter, PassState* state,
@@ -40,13 +45,30 @@ class PassDeriver {
   void note_weight_compute(int task);
   // The op's compute task (which: 0 forward, 1 input gradient); an attention core under the
   // context-parallel ring as cp blocks with the K/V passes between them. Returns the last task.
+  // Under tp_comm_overlap, tp_ring_shard_bytes > 0 makes it TE's ring exchange (*last_step: the
+  // last transfer, after which the gathered input is whole).
   int compute_op(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
-                 const std::vector<MemEvent>& mem);
+                 const std::vector<MemEvent>& mem, double tp_ring_shard_bytes = 0, int* last_step = nullptr);
+  struct Ring {
+    MeshAxis axis;
+    double shard_bytes;  // per rank and step
+    int block_work;
+    const char* purpose;
+  };
+  int ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
+                   const std::vector<MemEvent>& mem, const Ring& ring, int* last_step);
   bool is_ring_attention(int op) const;
   int ring_block_work(int op, int which);
+  // Transformer Engine userbuffers (strategy.tp_comm_overlap, userbuffers.h).
+  bool uses_userbuffers(int op) const;
+  int ub_chunk_work(int op, int which, int kind);
+  double ring_exchange_input(int op, int mb, Namespace ns, size_t k, std::vector<int>* deps);
+  double pipelined_rs_target(int op, Layout* want) const;
+  int pipelined_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
+                               const std::vector<MemEvent>& mem, double rs_bytes, int* last_rs);
   int work_id(int op, int which);
   void forward_op(int op, int mb, Namespace ns);
-  void output_grad_deps(int op, int mb, std::vector<int>* deps);
+  void output_grad_deps(int op, int mb, std::vector<int>* deps, double* ring_shard_bytes = nullptr);
   void backward_op(int op, int mb, bool split_w);
   void end_backward_pass(int mb);
   void regather_inputs(int op, int mb, Phase phase, std::vector<int>* deps);
@@ -63,6 +85,7 @@ class PassDeriver {
   CompileStats& stats_;
   std::vector<int> work_ids_;       // by 3 * op + (0 forward, 1 input gradient, 2 weight gradient)
   std::vector<int> ring_work_ids_;  // by 2 * op + which: one cp ring block's work
+  std::vector<int> ub_work_ids_;    // by 3 * op + which + kind: a userbuffers split GEMM's chunk
   std::vector<MemEvent> pending_weight_alloc_;
   std::vector<GradSend> pending_grad_sends_;
   // ZeRO-3 under full recompute: per op the recompute's gather its backward reuses (task,

@@ -46,11 +46,15 @@ void check_zero(const Config& c) {
 
 void check_overlaps(const Config& c) {
   const StrategySpec& s = c.strategy;
-  // Not simulated yet (docs/frameworks.md, "Status"): refused rather than silently ignored.
-  if (s.tp_comm_overlap) {
+  // Megatron-Core refuses --tp-comm-overlap without tensor and sequence parallelism
+  // (Megatron-Bridge CommOverlapConfig: "tensor_model_parallel_size < 2" / "not sequence_parallel"
+  // turn it off): the userbuffers overlap the sequence-parallel all-gathers and reduce-scatters.
+  if (s.tp_comm_overlap && (s.tp < 2 || !s.sequence_parallel)) {
     throw invalid_config("strategy.tp_comm_overlap",
-                         "Transformer Engine's TP communication/GEMM overlap is not simulated yet; "
-                         "set it false");
+                         "Transformer Engine's TP communication overlap needs tp > 1 and sequence_parallel "
+                         "(it overlaps the sequence-parallel all-gathers and reduce-scatters); tp=" +
+                             to_string(s.tp) +
+                             ", sequence_parallel=" + (s.sequence_parallel ? "true" : "false"));
   }
   if (s.cp_comm_type == CpCommType::A2aP2p) {
     throw invalid_config("strategy.cp_comm_type",

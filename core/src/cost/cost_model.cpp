@@ -31,8 +31,10 @@
 // A GEMM shape that the GPU's measured throughput table covers (gpu.gemm_table, gemm_table.h)
 // takes the table's TFLOP/s instead of peak * efficiency, still bounded by memory traffic.
 // A measured table entry for op_signature(work, precision) replaces all of this (launches
-// included: a measured time is the op's whole time). The table is CostModel::measured_us, then
-// the GPU's own (cluster.gpu.measured_us).
+// included: a measured time is the op's whole time).
+// A GEMM beside a userbuffers kernel (work.sm_reserved SMs taken) computes at
+// (sm_count - sm_reserved) / sm_count of its throughput (a measured time is stretched alike). The table is
+// CostModel::measured_us, then the GPU's own (cluster.gpu.measured_us).
 #include "proteus/cost_model.h"
 #include <algorithm>
 #include <cmath>
@@ -64,6 +66,15 @@ double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t 
   const double kd = static_cast<double>(k), mn = static_cast<double>(std::min(m, n));
   const double ceiling = gpu.gemm_ceiling(precision) * kd / (kd + half) * mn / (mn + half);
   return quantization * ceiling;
+}
+
+// Share of the GPU's math throughput a GEMM gets when a communication kernel holds
+// work.sm_reserved SMs beside it (TE userbuffers launch the GEMM with an SM margin): the GEMM's
+// throughput scales with the SMs it runs on.
+double sm_share(const GpuSpec& gpu, const ComputeWork& work) {
+  if (work.sm_reserved <= 0 || gpu.sm_count <= 1) return 1.0;
+  const int free_sms = std::max(1, gpu.sm_count - work.sm_reserved);
+  return static_cast<double>(free_sms) / static_cast<double>(gpu.sm_count);
 }
 
 bool is_memory_bound(OpKind kind) {
@@ -107,7 +118,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     const std::string signature = op_signature(work, op_precision);
     for (const auto* table : {&measured_us, &gpu.measured_us}) {
       const auto it = table->find(signature);
-      if (it != table->end()) return it->second * kSecondsPerUs;
+      if (it != table->end()) return it->second * kSecondsPerUs / sm_share(gpu, work);
     }
   }
   const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;
@@ -124,7 +135,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, op_precision, work.gemm_m, work.gemm_n,
                                                    work.gemm_k, work.gemm_batch);
     if (measured_TFLOPS)
-      return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP), memory_s) + launch_s;
+      return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP * sm_share(gpu, work)), memory_s) +
+             launch_s;
   }
   const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
   double efficiency = gpu.gemm_ceiling(op_precision);
@@ -138,7 +150,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
                                             std::string(to_string(work.op_kind)) + " in " +
                                             to_string(op_precision));
-  const double flops_s = work.flops / (peak_flops * efficiency);
+  const double flops_s = work.flops / (peak_flops * efficiency * sm_share(gpu, work));
   return std::max(flops_s, memory_s) + launch_s;
 }
 

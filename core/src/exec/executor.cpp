@@ -7,7 +7,8 @@
 //   is at the head of its own queue with its dependencies done (NCCL's in-order streams).
 //   All member tasks of a collective start and end together.
 // - Compute tasks last cost.compute_time_s(work) (once per ExecGraph::works entry), slowed by
-//   gpu.compute_slowdown_with_comm while a collective runs on the same rank. Progress is kept
+//   gpu.compute_slowdown_with_comm while a collective runs on the same rank (not one marked
+//   Collective::sm_free: TE userbuffers, whose SM cost is in the GEMM's sm_reserved). Progress is kept
 //   as the remaining fraction of the work, so a slowdown that starts or ends midway moves the
 //   end time by exactly the slowed part.
 // - A collective becomes flows (executor_plans.h: plan_collective plus symmetry weights) that
@@ -91,6 +92,7 @@ struct RankState {
   double compute_factor = 1;
   double compute_last_s = 0;
   int collectives_running = 0;
+  int sm_collectives_running = 0;  // of them, those that slow compute (not Collective::sm_free)
   std::array<int, kNumStreams> running{{-1, -1, -1, -1, -1}};
   // Interval accounting for exposed communication (state as of acc_last_s).
   bool acc_compute = false, acc_comm = false;
@@ -373,7 +375,7 @@ class Executor {
     rs.acc_comm = communicating;
     rs.acc_last_s = now_s_;
     if (computing) {
-      const double want = communicating ? compute_slowdown_ : 1.0;
+      const double want = rs.sm_collectives_running > 0 ? compute_slowdown_ : 1.0;
       if (want != rs.compute_factor) {
         advance_compute(rs);
         rs.compute_factor = want;
@@ -441,7 +443,7 @@ class Executor {
       rs.compute_duration_s = duration_s(t);
       rs.compute_frac_left = 1.0;
       rs.compute_last_s = now_s_;
-      rs.compute_factor = rs.collectives_running > 0 ? compute_slowdown_ : 1.0;
+      rs.compute_factor = rs.sm_collectives_running > 0 ? compute_slowdown_ : 1.0;
       schedule_compute_end(rs);
     } else {
       // A compute-kind task on a communication stream (host-side work): not subject to
@@ -467,7 +469,9 @@ class Executor {
     for (const int* m = members_begin(c); m != members_end(c); ++m) {
       const int t = *m;
       begin_task(t);
-      ++ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].collectives_running;
+      RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
+      ++rs.collectives_running;
+      if (!g_.collectives[static_cast<size_t>(c)].sm_free) ++rs.sm_collectives_running;
     }
     CollectiveState& cs = coll_[static_cast<size_t>(c)];
     cs.factor = collective_factor(c);
@@ -540,7 +544,9 @@ class Executor {
   void end_collective(int c) {
     for (const int* m = members_begin(c); m != members_end(c); ++m) {
       const int t = *m;
-      --ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())].collectives_running;
+      RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
+      --rs.collectives_running;
+      if (!g_.collectives[static_cast<size_t>(c)].sm_free) --rs.sm_collectives_running;
       end_task(t);
     }
   }

@@ -1,0 +1,105 @@
+// The parts of a pass that Transformer Engine's userbuffers change (strategy.tp_comm_overlap;
+// docs/frameworks.md "Tensor-parallel communication overlap"; userbuffers.h for TE's defaults):
+// which GEMMs use them, their split work, the pipelined GEMM + reduce-scatter, and which
+// all-gathers and reduce-scatters run inside a GEMM. The ring exchange itself is the ring of
+// pass_derivation.cpp (ring_compute), shared with context parallelism.
+#include <algorithm>
+#include <cstdint>
+
+#include "pass_derivation.h"
+#include "userbuffers.h"
+
+namespace proteus {
+namespace {
+
+// One of `parts` chunks of a GEMM split along its rows (tokens), as TE's split GEMMs are.
+ComputeWork gemm_chunk(ComputeWork w, int parts, int sm_reserved) {
+  w.flops /= parts;
+  w.bytes /= parts;
+  w.side_bytes /= parts;
+  w.gemm_m = std::max<int64_t>(1, (w.gemm_m + parts - 1) / parts);
+  w.sm_reserved = std::max(w.sm_reserved, sm_reserved);
+  return w;
+}
+
+}  // namespace
+
+// tp_comm_overlap applies to this op: a GEMM with weights inside a transformer layer (TE's
+// linears; Megatron's output layer is its own ColumnParallelLinear, without userbuffers) whose
+// module asks for them, under tensor parallelism (validation requires sequence parallelism).
+bool PassDeriver::uses_userbuffers(int op) const {
+  const Op& o = g_.ops[op];
+  return mesh_.size[kAxisTp] > 1 && o.kind == OpKind::Matmul && plans_[op].has_weights() &&
+         g_.modules[o.module].layer >= 0 && tree_.nodes[o.module].config.tp_comm_overlap;
+}
+
+// A chunk of op's work (which: 0 forward, 1 input gradient) for a TE split GEMM: `kind` 0 one of
+// tp ring-exchange chunks, 2 one of the pipelined reduce-scatter's chunks (with its SM margin).
+int PassDeriver::ub_chunk_work(int op, int which, int kind) {
+  int& id = ub_work_ids_[static_cast<size_t>(3 * op + which + kind)];
+  if (id < 0) {
+    const OpPlan& p = plans_[op];
+    const ComputeWork& w = which == 0 ? p.fwd : p.bwd_input;
+    id = emit_.exec().add_work(kind == 0 ? gemm_chunk(w, mesh_.size[kAxisTp], 0)
+                                         : gemm_chunk(w, kUserbuffersPipelineSplits, kUserbuffersCommSms));
+  }
+  return id;
+}
+
+// TE's pipelined GEMM + reduce-scatter (userbuffers "pipeline", proj_fprop / fc2_fprop): the
+// GEMM in kUserbuffersPipelineSplits chunks of rows on the SMs the reduce-scatter kernel leaves
+// it; each chunk's reduce-scatter (S / splits) runs beside the next chunk. Returns the last
+// chunk; *last_rs is the last reduce-scatter, after which the output is in its scattered layout.
+int PassDeriver::pipelined_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
+                                          const std::vector<MemEvent>& mem, double rs_bytes, int* last_rs) {
+  const int n = kUserbuffersPipelineSplits;
+  const int label = index_.labels[op];
+  const int work = ub_chunk_work(op, 0, 2);
+  const std::vector<MemEvent> none;
+  const std::vector<int> after;  // the compute stream runs chunks in order
+  int last = -1;
+  for (int i = 0; i < n; ++i) {
+    last = emit_.compute(emit_.compute_task(label, phase, mb, work), i == 0 ? deps : after, i + 1 == n ? mem : none);
+    *last_rs = emit_.collective(CollectiveKind::ReduceScatter, axis_bit(kAxisTp), rs_bytes / n, Stream::TpComm,
+                                phase, mb, label, {last}, kUserbuffersPurpose);
+  }
+  return last;
+}
+
+// tp_comm_overlap: input k of op, if its all-gather over tp runs inside op's GEMM (TE ring
+// exchange, qkv_fprop / fc1_fprop). Returns the shard bytes per rank (0: not so) and adds the
+// task that made the shard to deps.
+double PassDeriver::ring_exchange_input(int op, int mb, Namespace ns, size_t k, std::vector<int>* deps) {
+  if (!uses_userbuffers(op)) return 0;
+  const int t = g_.ops[op].inputs[k].tensor;
+  const int prod = g_.tensors[t].producer;
+  const Layout& want = plans_[op].input_required[k];
+  if (prod < 0 || state_.provider(mb, provider_key(mb, ns, t, want)) ||
+      (ns == kRecompute && state_.provider(mb, provider_key(mb, kFwd, t, want))))
+    return 0;  // gathered already (by another GEMM reading it)
+  const Layout& src = plans_[prod].output;
+  if (!is_single(redistribute(src, want, g_.tensors[t].bytes(), mesh_), CollectiveKind::AllGather,
+                 axis_bit(kAxisTp)))
+    return 0;
+  const int made = tensor_in_layout(mb, ns, t, src);
+  if (made != INT32_MIN) deps->push_back(made);  // INT32_MIN: a model input, nothing to wait for
+  return tensor_bytes_per_rank(g_.tensors[t], src, mesh_);
+}
+
+// tp_comm_overlap: the layout op's output is reduce-scattered to over tp for a consumer (TE's
+// pipelined proj_fprop / fc2_fprop), and the reduce-scatter's size S; S = 0 when none.
+double PassDeriver::pipelined_rs_target(int op, Layout* want) const {
+  const int out = g_.ops[op].output.tensor;
+  if (!uses_userbuffers(op) || out < 0) return 0;
+  for (const auto& [c_op, k] : index_.consumers[out]) {
+    const Layout& l = plans_[c_op].input_required[k];
+    const auto steps = redistribute(plans_[op].output, l, g_.tensors[out].bytes(), mesh_);
+    if (is_single(steps, CollectiveKind::ReduceScatter, axis_bit(kAxisTp))) {
+      *want = l;
+      return steps[0].bytes;
+    }
+  }
+  return 0;
+}
+
+}  // namespace proteus

@@ -1,0 +1,20 @@
+// Transformer Engine's tensor-parallel communication/GEMM overlap ("userbuffers", Megatron-Core
+// --tp-comm-overlap; docs/frameworks.md "Tensor-parallel communication overlap"). The defaults
+// are TE's `initialize_ub` (transformer_engine/pytorch/module/base.py, get_default_config):
+//   ring_exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad: the all-gather feeding a GEMM):
+//     num_splits = tp, num_sm = 1, set_sm_margin = False, use_ce = True (copy engine);
+//   pipeline (proj_fprop, fc2_fprop: the reduce-scatter of a GEMM's output):
+//     num_splits = 4, num_sm = 16, cga_size = 2, set_sm_margin = True;
+//   bulk (qkv/fc1 _dgrad: all-gather of the saved input during the data-gradient GEMM;
+//     qkv/fc1 _wgrad: reduce-scatter of the input gradient during the weight-gradient GEMM):
+//     num_sm = 16, set_sm_margin = True.
+#pragma once
+
+namespace proteus {
+
+// SMs a pipeline or bulk userbuffers kernel holds; the GEMM beside it runs on the others.
+constexpr int kUserbuffersCommSms = 16;
+// Chunks of a pipelined GEMM + reduce-scatter.
+constexpr int kUserbuffersPipelineSplits = 4;
+
+}  // namespace proteus

@@ -1,0 +1,212 @@
+// strategy.tp_comm_overlap: Transformer Engine's userbuffers as Megatron-Core enables them with
+// --tp-comm-overlap (docs/frameworks.md, "Tensor-parallel communication overlap";
+// core/src/compile/userbuffers.h for TE's defaults).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+#include "compile_fixtures.h"
+#include "proteus/api.h"
+#include "proteus/compile.h"
+#include "proteus/config.h"
+#include "proteus/cost_model.h"
+#include "proteus/error.h"
+#include "proteus/simulation.h"
+#include "proteus/topology.h"
+
+using nlohmann::json;
+using namespace proteus;
+
+namespace {
+
+// GPT-style, 2 layers, hidden 512, ffn 2048, 8 heads, seq 256, micro-batch 1, one micro-batch;
+// dp 4 x tp 2 with sequence parallelism on one DGX A100 node.
+std::string small(bool overlap) {
+  return test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 4,
+                           std::string(R"({"dp":4,"tp":2,"sequence_parallel":true,"tp_comm_overlap":)") +
+                               (overlap ? "true" : "false") + "}");
+}
+
+// Rank 0's tasks of one op and phase, in program order.
+std::vector<int> tasks_of(const ExecGraph& g, const char* label, Phase phase) {
+  std::vector<int> out;
+  for (size_t i = 0; i < g.tasks.size(); ++i) {
+    const Task& t = g.tasks[i];
+    if (t.rank == 0 && t.phase == phase && g.labels[static_cast<size_t>(t.label)] == label)
+      out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+bool depends_on(const ExecGraph& g, int task, int dep) {
+  for (int i = g.dep_offsets[static_cast<size_t>(task)]; i < g.dep_offsets[static_cast<size_t>(task) + 1]; ++i)
+    if (g.deps[static_cast<size_t>(i)] == dep) return true;
+  return false;
+}
+
+const Collective& coll(const ExecGraph& g, int task) {
+  return g.collectives[static_cast<size_t>(g.tasks[static_cast<size_t>(task)].collective)];
+}
+
+double tp_bytes(const CompiledModel& c, const char* kind) {
+  double b = 0;
+  for (const CollectiveStat& s : c.stats.collectives)
+    if (s.kind == kind && s.axes == "tp") b += s.bytes_per_rank;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("tp_comm_overlap: needs tensor and sequence parallelism, else an error naming it") {
+  auto path = [](const std::string& strategy) {
+    try {
+      parse_config(test::config_json(test::gpt_model(2, 512, 8, 256, 8000),
+                                     R"({"preset":"dgx-a100-80g","nodes":1})", 8, strategy));
+    } catch (const Error& e) {
+      return e.path;
+    }
+    return std::string("(parsed)");
+  };
+  CHECK(path(R"({"dp":4,"tp":2,"tp_comm_overlap":true})") == "strategy.tp_comm_overlap");
+  CHECK(path(R"({"dp":8,"sequence_parallel":true,"tp_comm_overlap":true})") == "strategy.tp_comm_overlap");
+  CHECK(path(R"({"dp":4,"tp":2,"sequence_parallel":true,"tp_comm_overlap":true})") == "(parsed)");
+}
+
+TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEMM that reads them") {
+  const CompiledModel ub = test::compile_text(small(true));
+  const ExecGraph& g = ub.exec;
+  // fc1 reads the layer norm's output, sequence-sharded over tp = 2: each rank holds
+  // B = 256/2 tokens x 512 x 2 bytes = 131072 bytes. TE's ring exchange (num_splits = tp):
+  //   compute: |fc1 on the local half of the tokens|fc1 on the half from the neighbour|
+  //   tp_comm: |send/recv B (copy engine)         |
+  // so the forward of fc1 is chunk, step, chunk; the step waits for the shard only, the second
+  // chunk waits for the step.
+  const std::vector<int> fc1 = tasks_of(g, "layers.0.mlp.fc1", Phase::Forward);
+  REQUIRE(fc1.size() == 3);
+  CHECK(g.tasks[static_cast<size_t>(fc1[0])].kind == TaskKind::Compute);
+  CHECK(g.tasks[static_cast<size_t>(fc1[1])].kind == TaskKind::Collective);
+  CHECK(g.tasks[static_cast<size_t>(fc1[2])].kind == TaskKind::Compute);
+  const Collective& step = coll(g, fc1[1]);
+  CHECK(step.kind == CollectiveKind::AllGather);
+  CHECK(step.axes == axis_bit(kAxisTp));
+  CHECK(step.bytes / 2 == doctest::Approx(131072));  // an all-gather of S moves (tp-1)/tp S = B
+  CHECK(step.sm_free);                                // copy engine: does not slow the GEMM
+  CHECK_FALSE(depends_on(g, fc1[1], fc1[0]));
+  CHECK(depends_on(g, fc1[2], fc1[1]));
+  // Each chunk is half the GEMM: 256/2 token rows, 2 x 128 x 512 x 1024 FLOP (fc1 out 2048/tp)
+  // plus the bias, 128 x 1024.
+  const ComputeWork& chunk = g.works[static_cast<size_t>(g.tasks[static_cast<size_t>(fc1[0])].work)];
+  CHECK(chunk.gemm_m == 128);
+  CHECK(chunk.flops == doctest::Approx(2.0 * 128 * 512 * 1024 + 128 * 1024));
+  CHECK(chunk.sm_reserved == 0);  // ring_exchange: set_sm_margin = False
+
+  // fc2's output is partial over tp and reduce-scattered to the sequence shard: TE's pipelined
+  // GEMM + reduce-scatter, 4 chunks, each reduce-scattering S/4 = (256 x 512 x 2) / 4 = 65536
+  // bytes beside the next chunk; the GEMM runs on the SMs the 16-SM kernel leaves.
+  const std::vector<int> fc2 = tasks_of(g, "layers.0.mlp.fc2", Phase::Forward);
+  REQUIRE(fc2.size() == 8);
+  for (int i = 0; i < 4; ++i) {
+    const Task& c = g.tasks[static_cast<size_t>(fc2[2 * i])];
+    REQUIRE(c.kind == TaskKind::Compute);
+    CHECK(g.works[static_cast<size_t>(c.work)].sm_reserved == 16);
+    const Collective& rs = coll(g, fc2[2 * i + 1]);
+    CHECK(rs.kind == CollectiveKind::ReduceScatter);
+    CHECK(rs.bytes == doctest::Approx(65536));
+    CHECK(rs.sm_free);
+    CHECK(depends_on(g, fc2[2 * i + 1], fc2[2 * i]));
+  }
+
+  // Backward: fc2's data gradient reads the output gradient gathered over tp: the same ring
+  // (proj_dgrad / fc2_dgrad), one step of B = 131072 bytes.
+  const std::vector<int> fc2_back = tasks_of(g, "layers.0.mlp.fc2", Phase::BackwardInput);
+  REQUIRE(fc2_back.size() == 3);
+  CHECK(coll(g, fc2_back[1]).bytes / 2 == doctest::Approx(131072));
+  // Bulk overlaps: fc1's data-gradient GEMM runs beside the all-gather of its saved input
+  // (issued for the weight gradient that reads it, waiting for nothing), its weight-gradient
+  // GEMM beside the reduce-scatter of its input gradient; both GEMMs lose 16 SMs.
+  const std::vector<int> fc1_dgrad = tasks_of(g, "layers.0.mlp.fc1", Phase::BackwardInput);
+  const std::vector<int> fc1_wgrad = tasks_of(g, "layers.0.mlp.fc1", Phase::BackwardWeight);
+  REQUIRE(fc1_dgrad.size() == 1);
+  CHECK(g.works[static_cast<size_t>(g.tasks[static_cast<size_t>(fc1_dgrad[0])].work)].sm_reserved == 16);
+  REQUIRE(fc1_wgrad.size() == 2);
+  CHECK(coll(g, fc1_wgrad[0]).kind == CollectiveKind::AllGather);
+  CHECK(coll(g, fc1_wgrad[0]).sm_free);
+  CHECK(coll(g, fc1_wgrad[0]).bytes / 2 == doctest::Approx(131072));
+  CHECK(g.works[static_cast<size_t>(g.tasks[static_cast<size_t>(fc1_wgrad[1])].work)].sm_reserved == 16);
+  // Per layer and micro-batch, userbuffers collectives over tp (1 micro-batch, 2 layers):
+  //   all-gathers: one ring step each for the qkv and fc1 forward and the proj and fc2 data
+  //   gradients, and the bulk re-gathers of the qkv and fc1 inputs = 6;
+  //   reduce-scatters: 4 chunks each for proj and fc2 forward, bulk for the qkv and fc1 input
+  //   gradients = 10.
+  int ub_gathers = 0, ub_scatters = 0;
+  for (const CollectiveStat& s : ub.stats.collectives) {
+    if (s.purpose != "tp_overlap") continue;
+    if (s.kind == "all_gather") ub_gathers += static_cast<int>(s.count);
+    if (s.kind == "reduce_scatter") ub_scatters += static_cast<int>(s.count);
+  }
+  CHECK(ub_gathers == 2 * 6);
+  CHECK(ub_scatters == 2 * 10);
+
+  // The overlap splits the traffic, it does not change it: the same tp bytes either way.
+  const CompiledModel plain = test::compile_text(small(false));
+  CHECK(tp_bytes(ub, "all_gather") == doctest::Approx(tp_bytes(plain, "all_gather")));
+  CHECK(tp_bytes(ub, "reduce_scatter") == doctest::Approx(tp_bytes(plain, "reduce_scatter")));
+}
+
+TEST_CASE("tp_comm_overlap: the ring step runs beside the first chunk, the second chunk after both") {
+  // The ring's timing on the small case: the step starts with chunk 0 (both wait only for the
+  // layer norm's output) and chunk 1 starts when both have ended, so fc1's forward takes
+  // chunk + max(chunk, step) instead of all-gather + GEMM.
+  const Config config = parse_config(small(true));
+  const CompiledModel ub = compile(config);
+  const Trace tr = execute(ub.exec, cost_model_of(config), build_topology(config.cluster),
+                           exec_options_of(config, false));
+  const std::vector<int> fc1 = tasks_of(ub.exec, "layers.0.mlp.fc1", Phase::Forward);
+  REQUIRE(fc1.size() == 3);
+  auto start = [&](int t) { return tr.task_start_s[static_cast<size_t>(t)]; };
+  auto end = [&](int t) { return tr.task_end_s[static_cast<size_t>(t)]; };
+  CHECK(start(fc1[1]) == doctest::Approx(start(fc1[0])));
+  CHECK(start(fc1[2]) == doctest::Approx(std::max(end(fc1[0]), end(fc1[1]))));
+  // The copy-engine step does not slow the chunk beside it (dgx-a100 compute_slowdown_with_comm
+  // 1.1 applies to NCCL collectives only): both chunks take the same time.
+  CHECK(end(fc1[2]) - start(fc1[2]) == doctest::Approx(end(fc1[0]) - start(fc1[0])));
+}
+
+TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs it leaves") {
+  // H100: 132 SMs; TE's pipeline/bulk kernels hold num_sm = 16, so the GEMM gets 116 of them and
+  // 116/132 of the throughput: 1e12 FLOP at 989.4 TFLOPS x 0.8 = 1263.4 us becomes
+  // 1263.4 x 132/116 = 1437.7 us.
+  CostModel m;
+  m.gpu.sm_count = 132;
+  m.gpu.hbm_GBps = 3350;
+  m.gpu.peak_bf16_TFLOPS = 989.4;
+  m.gpu.gemm_max_efficiency = 0.8;
+  m.gpu.kernel_launch_us = 0;
+  m.precision = Precision::Bf16;
+  ComputeWork gemm;
+  gemm.op_kind = OpKind::Matmul;
+  gemm.flops = 1e12;
+  ComputeWork beside = gemm;
+  beside.sm_reserved = 16;
+  CHECK(m.compute_time_s(gemm) == doctest::Approx(1e12 / (989.4e12 * 0.8)).epsilon(1e-12));
+  CHECK(m.compute_time_s(beside) == doctest::Approx(1e12 / (989.4e12 * 0.8) * 132 / 116).epsilon(1e-12));
+}
+
+TEST_CASE("tp_comm_overlap: hides most of the exposed tensor-parallel communication of the default scenario") {
+  // Llama 3 8B, tp 4 x pp 2 x dp 4 on 4 DGX H100, sequence parallel: without the overlap every
+  // sequence-parallel all-gather and reduce-scatter in the forward and every output-gradient
+  // gather in the backward waits on the compute stream; with it only the last reduce-scatter
+  // chunk and a ring step longer than a chunk are exposed, while the pipelined and bulk GEMMs
+  // lose 16/132 of their SMs. The iteration is faster and its exposed communication smaller.
+  auto run = [](bool overlap) {
+    json c = json::parse(R"({"model": "llama3-8b", "cluster": {"preset": "dgx-h100", "nodes": 4},
+      "training": {"global_batch": 32, "seq_len": 8192}, "strategy": {"dp": 4, "tp": 4, "pp": 2,
+      "sequence_parallel": true, "zero": 1, "recompute": "selective"}})");
+    c["strategy"]["tp_comm_overlap"] = overlap;
+    return json::parse(simulate_json(c.dump(), SimulateOptions{}))["summary"];
+  };
+  const json plain = run(false), ub = run(true);
+  CHECK(ub["iteration_time_s"].get<double>() < plain["iteration_time_s"].get<double>());
+  CHECK(ub["exposed_comm_fraction"].get<double>() < 0.6 * plain["exposed_comm_fraction"].get<double>());
+}
