@@ -40,7 +40,8 @@ std::vector<int> tasks_of(const ExecGraph& g, const char* label, Phase phase) {
 }
 
 bool depends_on(const ExecGraph& g, int task, int dep) {
-  for (int i = g.dep_offsets[static_cast<size_t>(task)]; i < g.dep_offsets[static_cast<size_t>(task) + 1]; ++i)
+  for (int i = g.dep_offsets[static_cast<size_t>(task)]; i < g.dep_offsets[static_cast<size_t>(task) + 1];
+       ++i)
     if (g.deps[static_cast<size_t>(i)] == dep) return true;
   return false;
 }
@@ -91,7 +92,7 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
   CHECK(step.kind == CollectiveKind::AllGather);
   CHECK(step.axes == axis_bit(kAxisTp));
   CHECK(step.bytes / 2 == doctest::Approx(131072));  // an all-gather of S moves (tp-1)/tp S = B
-  CHECK(step.sm_free);                                // copy engine: does not slow the GEMM
+  CHECK(step.sm_free);                               // copy engine: does not slow the GEMM
   CHECK_FALSE(depends_on(g, fc1[1], fc1[0]));
   CHECK(depends_on(g, fc1[2], fc1[1]));
   // Each chunk is half the GEMM: 256/2 token rows, 2 x 128 x 512 x 1024 FLOP (fc1 out 2048/tp)
@@ -160,8 +161,8 @@ TEST_CASE("tp_comm_overlap: the ring step runs beside the first chunk, the secon
   // chunk + max(chunk, step) instead of all-gather + GEMM.
   const Config config = parse_config(small(true));
   const CompiledModel ub = compile(config);
-  const Trace tr = execute(ub.exec, cost_model_of(config), build_topology(config.cluster),
-                           exec_options_of(config, false));
+  const Trace tr =
+      execute(ub.exec, cost_model_of(config), build_topology(config.cluster), exec_options_of(config, false));
   const std::vector<int> fc1 = tasks_of(ub.exec, "layers.0.mlp.fc1", Phase::Forward);
   REQUIRE(fc1.size() == 3);
   auto start = [&](int t) { return tr.task_start_s[static_cast<size_t>(t)]; };
@@ -193,7 +194,8 @@ TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs i
   CHECK(m.compute_time_s(beside) == doctest::Approx(1e12 / (989.4e12 * 0.8) * 132 / 116).epsilon(1e-12));
 }
 
-TEST_CASE("tp_comm_overlap: hides most of the exposed tensor-parallel communication of the default scenario") {
+TEST_CASE(
+    "tp_comm_overlap: hides most of the exposed tensor-parallel communication of the default scenario") {
   // Llama 3 8B, tp 4 x pp 2 x dp 4 on 4 DGX H100, sequence parallel: without the overlap every
   // sequence-parallel all-gather and reduce-scatter in the forward and every output-gradient
   // gather in the backward waits on the compute stream; with it only the last reduce-scatter

@@ -59,9 +59,10 @@ int PassDeriver::pipelined_reduce_scatter(int op, int mb, Phase phase, const std
   const std::vector<int> after;  // the compute stream runs chunks in order
   int last = -1;
   for (int i = 0; i < n; ++i) {
-    last = emit_.compute(emit_.compute_task(label, phase, mb, work), i == 0 ? deps : after, i + 1 == n ? mem : none);
-    *last_rs = emit_.collective(CollectiveKind::ReduceScatter, axis_bit(kAxisTp), rs_bytes / n, Stream::TpComm,
-                                phase, mb, label, {last}, kUserbuffersPurpose);
+    last = emit_.compute(emit_.compute_task(label, phase, mb, work), i == 0 ? deps : after,
+                         i + 1 == n ? mem : none);
+    *last_rs = emit_.collective(CollectiveKind::ReduceScatter, axis_bit(kAxisTp), rs_bytes / n,
+                                Stream::TpComm, phase, mb, label, {last}, kUserbuffersPurpose);
   }
   return last;
 }
