@@ -4,8 +4,9 @@ import { AdvancedView } from './advanced';
 import { CompareView } from './compare';
 import { fittingDp, getPath, presetOf, setPath, strategyLabel, type Config } from './config_model';
 import { Controls } from './controls';
-import { $, download, h, setChildren } from './dom';
-import { CallError, compileModule, Engine } from './engine';
+import { $, download, h, nextFrame, nextTask, setChildren } from './dom';
+import type { Boot } from './boot';
+import { CallError, Engine } from './engine';
 import { formatDuration, formatInt } from './format';
 import type { PresetList } from './protocol';
 import type { ErrorInfo, SimResult } from './result';
@@ -34,7 +35,7 @@ export class App {
   private auxEngine: Engine | null = null; // trees, traces, scenario texts
   private checkEngine: Engine | null = null; // validation (cancelled when a newer config arrives)
   private sweepEngine: Engine | null = null;
-  private module!: WebAssembly.Module;
+  private module!: Promise<WebAssembly.Module>; // compiled once, shared by every worker
   private loaderUrl = '';
   private presets!: PresetList;
   private controls!: Controls;
@@ -62,6 +63,7 @@ export class App {
   private debounce = 0;
   private running = false;
   private simStart = 0;
+  private readonly scenarioTexts = new Map<string, Promise<string>>();
   private get aux(): Engine {
     return (this.auxEngine ??= new Engine(this.module, this.loaderUrl));
   }
@@ -84,16 +86,18 @@ export class App {
   /** Milliseconds since navigation at which each startup step finished (for tests). */
   readonly timing: Record<string, number> = {};
 
-  async start(): Promise<void> {
-    const base = document.baseURI;
-    this.loaderUrl = new URL('wasm/proteus.js', base).href;
+  /** Starts the page on what main.ts booted (the module compiling, the worker starting). */
+  async start(boot: Boot): Promise<void> {
+    this.loaderUrl = boot.loaderUrl;
+    this.module = boot.module;
+    // One worker first: the others start after the first result, so that they do not
+    // compete with it for the CPU.
+    this.sim = boot.sim;
+    this.prefetchScenario(location.hash); // queued behind the preset list
     try {
-      this.module = await compileModule(new URL('wasm/proteus.wasm', base).href);
+      await this.module;
       this.timing.compiled = performance.now();
-      // One worker first: the others start after the first result, so that they do not
-      // compete with it for the CPU.
-      this.sim = new Engine(this.module, this.loaderUrl);
-      this.presets = await this.sim.call({ op: 'presets' });
+      this.presets = await boot.presets;
       this.timing.presets = performance.now();
     } catch (e) {
       this.fatal(`The simulator could not be loaded: ${e instanceof Error ? e.message : String(e)}`);
@@ -240,7 +244,7 @@ export class App {
     const s = lesson.steps[step];
     try {
       const engine = this.current || this.running ? this.aux : this.sim;
-      let config: Config = JSON.parse(await engine.call({ op: 'preset', kind: 'scenario', name: s.scenario }));
+      let config: Config = JSON.parse(await this.scenarioText(s.scenario, engine));
       for (const [path, value] of Object.entries(s.set)) config = this.applyChange(config, path, value, false);
       this.scenarioName = s.scenario;
       if (s.tab) this.selectTab(s.tab);
@@ -306,11 +310,32 @@ export class App {
     }
   }
 
+  /** A scenario preset's text (built into the module, so asked for once and kept). */
+  private scenarioText(name: string, engine: Engine): Promise<string> {
+    let text = this.scenarioTexts.get(name);
+    if (!text) {
+      text = engine.call({ op: 'preset', kind: 'scenario', name });
+      this.scenarioTexts.set(name, text);
+      text.catch(() => this.scenarioTexts.delete(name)); // asked again next time
+    }
+    return text;
+  }
+
+  /** Asks for the scenario a link opens with (none when it holds a config) during start-up. */
+  private prefetchScenario(hash: string): void {
+    const decoded = decodeFragment(hash);
+    if (decoded && decoded.ok) return;
+    const state = decodeState(hash);
+    const lesson = state.lesson ? findLesson(state.lesson) : undefined;
+    const name = lesson ? lesson.steps[Math.min(state.step ?? 0, lesson.steps.length - 1)].scenario : DEFAULT_SCENARIO;
+    this.scenarioText(name, this.sim).catch(() => {}); // a failure is reported when it is used
+  }
+
   private async loadScenario(name: string): Promise<void> {
     try {
       // Before the first result the simulation worker is idle and already loaded.
       const engine = this.current || this.running ? this.aux : this.sim;
-      const text = await engine.call({ op: 'preset', kind: 'scenario', name });
+      const text = await this.scenarioText(name, engine);
       this.scenarioName = name;
       this.setConfig(JSON.parse(text), { modified: false });
     } catch (e) {
@@ -363,6 +388,12 @@ export class App {
     this.config = config;
     this.lastChanged = null;
     this.modified = how.modified;
+    clearTimeout(this.debounce);
+    const auto = ($('#autorun') as HTMLInputElement).checked;
+    // The page's first config simulates at once: the worker runs while the page fills its
+    // controls below. Later changes wait a little, so that typing runs once.
+    const first = this.current === null && !this.running;
+    if (first && auto) this.simulate();
     this.writeHash();
     const scen = $('#scenario') as HTMLSelectElement;
     scen.value = this.presets.scenarios.some((s) => s.name === this.scenarioName) ? this.scenarioName : '';
@@ -370,8 +401,7 @@ export class App {
     this.controls.update(config, this.resolved);
     this.advanced.setConfig(config, true);
     this.markStale(true);
-    clearTimeout(this.debounce);
-    const first = this.current === null;
+    if (first && auto) return;
     this.debounce = window.setTimeout(() => {
       // One simulation per change: it validates the config and resolves it too, so a
       // separate check runs only when nothing simulates.
@@ -472,23 +502,30 @@ export class App {
     }, 250);
     this.sim
       .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true })
-      .then(({ text, resolved, result, ms: workerMs }) => {
+      .then(async ({ text, resolved, result, ms: workerMs }) => {
         clearInterval(ticker);
         if (seq !== this.simSeq) return;
-        if (this.timing.firstResult === undefined) {
-          this.timing.firstSummary = performance.now();
-          this.timing.firstSimulate = workerMs.simulate;
-          this.timing.firstParse = workerMs.parse;
-          this.timing.firstStart = this.simStart;
-        }
+        this.timing.firstReply ??= performance.now();
         this.lastSimulateMs = workerMs.simulate;
         this.resolved = resolved;
         this.controls.showError(null);
         this.controls.update(this.config, this.resolved);
         const ms = performance.now() - this.simStart;
         this.current = { config, text, result, ms };
+        // The numbers first, painted before the timeline (the slower part) is built.
+        this.showNumbers(config, result);
+        await nextFrame();
+        if (this.timing.firstResult === undefined) {
+          this.timing.firstSummary = performance.now();
+          this.timing.firstSimulate = workerMs.simulate;
+          this.timing.firstParse = workerMs.parse;
+          this.timing.firstStart = this.simStart;
+        }
+        await nextTask(); // after that frame's paint
+        if (this.current?.result !== result) return; // a newer result is shown already
         this.render();
         this.timing.firstResult ??= performance.now();
+        if (seq !== this.simSeq) return; // a newer run is going: it owns the status
         this.running = false;
         this.setRunning(false);
         const st = result.stats;
@@ -542,10 +579,10 @@ export class App {
     document.body.classList.add('has-numbers');
   }
 
+  /** The timeline, compare and downloads of the current result (its numbers already shown). */
   private render(): void {
     const c = this.current!;
     const r = c.result;
-    this.showNumbers(c.config, r);
     this.timeline.show(r);
     this.compare.setCurrent(this.runLabel(c.config), c.config, r);
     document.body.classList.add('has-result');

@@ -47,3 +47,22 @@ export function download(name: string, text: string | string[], type = 'applicat
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+/**
+ * Resolves at the start of the next animation frame (whose paint then shows what was changed
+ * before), or after 100 ms where frames do not run (a hidden tab).
+ */
+export function nextFrame(): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 100);
+    requestAnimationFrame(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** Resolves in a new task (after the browser has rendered what is pending). */
+export function nextTask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}

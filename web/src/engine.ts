@@ -1,7 +1,7 @@
 // The page's handle on a simulation worker: promise-based calls, and cancel() that
 // terminates the worker (a simulation cannot be interrupted from inside) and starts a
 // fresh one from the already-compiled module.
-import type { Answers, CallMessage, Op, WorkerReply } from './protocol';
+import type { Answers, CallMessage, InitMessage, LoadMessage, Op, WorkerReply } from './protocol';
 import type { ErrorInfo } from './result';
 
 export class CallError extends Error {
@@ -23,8 +23,12 @@ export class Engine {
   /** Calls made, by op (tests count simulations per change with it). */
   readonly calls: Record<string, number> = {};
 
+  /**
+   * `module` may still be compiling: the worker starts at once and imports the loader
+   * meanwhile, so that worker start-up and compilation overlap (first result sooner).
+   */
   constructor(
-    private readonly module: WebAssembly.Module,
+    private readonly module: Promise<WebAssembly.Module>,
     private readonly loaderUrl: string,
   ) {
     this.start();
@@ -34,7 +38,9 @@ export class Engine {
     const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
     this.worker = worker;
     let started = false;
+    let failStart: (e: CallError) => void = () => {};
     this.ready = new Promise<string>((resolve, reject) => {
+      failStart = reject;
       worker.onmessage = (ev: MessageEvent<WorkerReply>) => {
         const m = ev.data;
         if (m.type === 'ready') {
@@ -42,7 +48,9 @@ export class Engine {
           started = true;
           resolve(m.version);
         } else if (m.type === 'fatal') {
-          reject(new CallError({ code: 'internal', path: '', message: m.message }));
+          const err = new CallError({ code: 'internal', path: '', message: m.message });
+          reject(err);
+          this.failAll(err);
         } else if (m.type === 'reply') {
           const p = this.pending.get(m.id);
           if (!p) return;
@@ -63,7 +71,18 @@ export class Engine {
       };
     });
     this.ready.catch(() => {});
-    worker.postMessage({ type: 'init', loaderUrl: this.loaderUrl, module: this.module });
+    worker.postMessage({ type: 'load', loaderUrl: this.loaderUrl } satisfies LoadMessage);
+    this.module.then(
+      (module) => {
+        if (this.worker === worker) worker.postMessage({ type: 'init', module } satisfies InitMessage);
+      },
+      (e: unknown) => {
+        worker.terminate();
+        const err = new CallError({ code: 'internal', path: '', message: `the simulator could not be compiled: ${String(e)}` });
+        failStart(err);
+        this.failAll(err);
+      },
+    );
   }
 
   whenReady(): Promise<string> {
@@ -75,9 +94,10 @@ export class Engine {
     return this.pending.size > 0;
   }
 
-  async call<K extends Op['op']>(op: Extract<Op, { op: K }>): Promise<Answers[K]> {
+  call<K extends Op['op']>(op: Extract<Op, { op: K }>): Promise<Answers[K]> {
     this.calls[op.op] = (this.calls[op.op] ?? 0) + 1;
-    await this.ready;
+    // Posted at once, even before the worker is ready: it queues calls until its module is
+    // instantiated, so the first answers come without a round trip after start-up.
     const id = this.nextId++;
     return new Promise<Answers[K]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });

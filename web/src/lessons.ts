@@ -26,9 +26,12 @@ export interface Lesson {
   steps: LessonStep[];
 }
 
-// Figures quoted in "notice" texts are what the simulator gives for these configs (checked by
-// tests/browser/lessons.test.ts against the cards), rounded.
+// Figures quoted in "notice" texts are what the simulator gives for these configs, rounded;
+// tests/node/lessons.test.ts simulates every step and checks each quoted figure.
 const PIPE = { 'strategy.pp': 4, 'strategy.dp': 2, 'strategy.tp': 4, 'training.global_batch': 16 };
+// No pipeline: Megatron-Core shards gradients and weights (ZeRO 2/3) only without one
+// (docs/frameworks.md); the default scenario's 32 GPUs as TP 4 × DP 8.
+const ZERO = { 'strategy.pp': 1, 'strategy.dp': 8, 'strategy.tp': 4 };
 
 export const LESSONS: Lesson[] = [
   {
@@ -40,7 +43,7 @@ export const LESSONS: Lesson[] = [
       { title: '1F1B: the same bubble, less memory', scenario: 'default', set: { ...PIPE, 'strategy.schedule': '1f1b', 'strategy.virtual_stages': 1 }, text: 'One forward, one backward: each stage starts backward passes as soon as it can.', notice: 'The iteration time and the bubble do not change, but peak memory per GPU halves: a stage holds at most p micro-batches of activations instead of all m.', highlight: '[data-card="peak_memory_GiB"]', tab: 'timeline' },
       { title: 'More micro-batches shrink the bubble', scenario: 'default', set: { ...PIPE, 'training.global_batch': 64, 'strategy.schedule': '1f1b', 'strategy.virtual_stages': 1 }, text: 'A 4× larger global batch gives 32 micro-batches per pipeline.', notice: 'The idle share in "Where the iteration goes" falls from about 32% to about 17%: the fill and drain cost the same, but the steady part is 4× longer.', highlight: '#split', tab: 'timeline' },
       { title: 'Interleaving: virtual stages', scenario: 'default', set: { ...PIPE, 'strategy.schedule': 'interleaved-1f1b', 'strategy.virtual_stages': 2 }, text: 'Back to 8 micro-batches, now with two model chunks per GPU (interleaved 1F1B).', notice: 'The bubble drops from about 32% to about 23% of the iteration (it shrinks by the number of virtual stages), for twice the pipeline messages: look at the PP lane arrows.', highlight: '#split', tab: 'timeline' },
-      { title: 'Zero bubble: weight gradients fill the gaps', scenario: 'default', set: { ...PIPE, 'strategy.schedule': 'zb-h1', 'strategy.virtual_stages': 1 }, text: 'ZB-H1 splits the backward pass into B (input gradients) and W (weight gradients) and moves W into the bubble.', notice: 'W spans (light green) sit where 1F1B left the GPU idle; the bubble shrinks a little at the same memory as 1F1B. (Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024.)', highlight: '#tab-timeline', tab: 'timeline' },
+      { title: 'Zero bubble: weight gradients fill the gaps', scenario: 'default', set: { ...PIPE, 'strategy.schedule': 'zb-h1', 'strategy.virtual_stages': 1 }, text: 'ZB-H1 splits the backward pass into B (input gradients) and W (weight gradients) and moves W into the bubble.', notice: 'W spans (light green) sit where 1F1B left the GPU idle: the bubble falls from about 32% to about 24%. Peak memory rises a little (about 18 GiB against 15): the inputs a W needs are kept until it runs. (Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024.)', highlight: '#tab-timeline', tab: 'timeline' },
     ],
   },
   {
@@ -48,10 +51,10 @@ export const LESSONS: Lesson[] = [
     title: 'ZeRO and memory',
     ref: { title: 'Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models (SC20)', url: 'https://arxiv.org/abs/1910.02054' },
     steps: [
-      { title: 'Stage 0: every replica holds everything', scenario: 'default', set: { 'strategy.zero': 0 }, text: 'Four data-parallel replicas, each with the full weights, gradients and Adam states of its TP×PP shard.', notice: 'In "Memory per GPU", optimizer states (brown) are the largest part: Adam keeps two moments and an fp32 master copy — 12 bytes per parameter.', highlight: '#memory' },
-      { title: 'Stage 1: shard the optimizer states', scenario: 'default', set: { 'strategy.zero': 1 }, text: 'The distributed optimizer: each data-parallel GPU keeps a quarter of the optimizer states.', notice: 'Peak memory falls by about a third, and the iteration time does not change: the traffic is the same reduce-scatter + all-gather that replaces the all-reduce.', highlight: '#memory' },
-      { title: 'Stage 2: shard the gradients too', scenario: 'default', set: { 'strategy.zero': 2 }, text: 'Gradients are reduce-scattered as they are produced; each GPU keeps only its shard.', notice: 'The gradients bar shrinks; time is still unchanged.', highlight: '#memory' },
-      { title: 'Stage 3: shard the weights', scenario: 'default', set: { 'strategy.zero': 3 }, text: 'Weights are gathered before each layer runs, in the forward and again in the backward pass.', notice: 'Memory is lowest, but the iteration is about 15% slower: the DP lane of the timeline fills with all-gathers and exposed communication rises.', highlight: '#split', tab: 'timeline' },
+      { title: 'Stage 0: every replica holds everything', scenario: 'default', set: { ...ZERO, 'strategy.zero': 0 }, text: 'Eight data-parallel replicas (TP 4, no pipeline), each with the full weights, gradients and Adam states of its TP shard.', notice: 'In "Memory per GPU", optimizer states (brown) are the largest part: Adam keeps two moments and an fp32 master copy — 12 bytes per parameter. Peak: about 43 GiB.', highlight: '#memory' },
+      { title: 'Stage 1: shard the optimizer states', scenario: 'default', set: { ...ZERO, 'strategy.zero': 1 }, text: 'The distributed optimizer: each data-parallel GPU keeps an eighth of the optimizer states.', notice: 'Peak memory almost halves (about 23 GiB), and the iteration time does not change: the traffic is the same reduce-scatter + all-gather that replaces the all-reduce.', highlight: '#memory' },
+      { title: 'Stage 2: shard the gradients too', scenario: 'default', set: { ...ZERO, 'strategy.zero': 2 }, text: 'Gradients are reduce-scattered after every micro-batch\'s backward pass; each GPU keeps only its shard.', notice: 'The gradients bar shrinks (peak about 17 GiB); the iteration is only about 4% slower: one reduce-scatter per micro-batch instead of one per iteration.', highlight: '#memory' },
+      { title: 'Stage 3: shard the weights', scenario: 'default', set: { ...ZERO, 'strategy.zero': 3 }, text: 'Weights are gathered before each layer runs, in the forward and again in the backward pass.', notice: 'Memory is lowest (about 13 GiB), but the iteration is about 15% slower than stage 1: the DP lane of the timeline fills with all-gathers and exposed communication rises from about 14% to about 22%.', highlight: '#split', tab: 'timeline' },
     ],
   },
   {
@@ -61,7 +64,7 @@ export const LESSONS: Lesson[] = [
     steps: [
       { title: 'TP 4 inside a node', scenario: 'default', set: { model: 'llama2-7b', 'training.seq_len': 4096, 'strategy.tp': 4, 'strategy.dp': 4, 'strategy.pp': 2 }, text: 'Llama 2 7B, each layer split over 4 GPUs of one node (NVSwitch).', notice: 'Click an all-reduce or all-gather on a TP lane: "link: inside one node", and its achieved bandwidth is hundreds of GB/s.', highlight: '#tab-timeline', tab: 'timeline' },
       { title: 'TP 8: the whole node', scenario: 'default', set: { model: 'llama2-7b', 'training.seq_len': 4096, 'strategy.tp': 8, 'strategy.dp': 2, 'strategy.pp': 2 }, text: 'Twice the tensor parallelism: smaller matrices per GPU, twice as many GPUs in every collective.', notice: 'Memory per GPU drops, but exposed communication rises to about a third of the iteration: the GEMMs got smaller, the collectives did not.', highlight: '#split', tab: 'timeline' },
-      { title: 'TP 16: across two nodes', scenario: 'default', set: { model: 'llama2-7b', 'training.seq_len': 4096, 'strategy.tp': 16, 'strategy.dp': 1, 'strategy.pp': 2 }, text: 'Now every layer\'s collectives cross the network between nodes.', notice: 'The iteration is 2.5× slower and exposed communication is about 60%: click a TP collective — "link: network between 2 nodes" and a far lower achieved bandwidth.', highlight: '#split', tab: 'timeline' },
+      { title: 'TP 16: across two nodes', scenario: 'default', set: { model: 'llama2-7b', 'training.seq_len': 4096, 'strategy.tp': 16, 'strategy.dp': 1, 'strategy.pp': 2 }, text: 'Now every layer\'s collectives cross the network between nodes.', notice: 'The iteration is about 2.5× slower and exposed communication is about two thirds of it: click a TP collective — "link: network between 2 nodes" and a far lower achieved bandwidth.', highlight: '#split', tab: 'timeline' },
     ],
   },
   {
@@ -71,7 +74,7 @@ export const LESSONS: Lesson[] = [
     steps: [
       { title: '8 × 400 Gb/s per node', scenario: 'default', set: {}, text: 'The default cluster: every GPU has its own 50 GB/s InfiniBand NIC.', notice: 'Data-parallel gradient traffic (DP lane) mostly hides behind the backward pass; exposed communication is about 13%.', highlight: '#split', tab: 'timeline' },
       { title: 'A quarter of the bandwidth', scenario: 'default', set: { 'cluster.inter_node.nic_GBps': 12.5 }, text: 'Each NIC at 100 Gb/s — as if other jobs took most of the network.', notice: 'The DP all-reduces get 4× longer on the timeline; the iteration slows only a little while overlap still hides them.', highlight: '#tab-timeline', tab: 'timeline' },
-      { title: 'A slow network', scenario: 'default', set: { 'cluster.inter_node.nic_GBps': 3 }, text: '25 Gb/s per NIC, an Ethernet-class network.', notice: 'Now communication no longer fits behind compute: exposed communication passes 30% and a warning appears.', highlight: '#warnings' },
+      { title: 'A slow network', scenario: 'default', set: { 'cluster.inter_node.nic_GBps': 3 }, text: '25 Gb/s per NIC, an Ethernet-class network.', notice: 'Now communication no longer fits behind compute: exposed communication more than doubles, to about 29%, and the iteration is about 20% slower.', highlight: '#split' },
       { title: 'One NIC per node', scenario: 'default', set: { 'cluster.inter_node.nics_per_node': 1 }, text: 'Full-speed NICs, but eight GPUs share one.', notice: 'Sharing a NIC costs like a slower NIC: compare the exposed communication with the previous steps (pin them to see the runs side by side).', highlight: '#split' },
     ],
   },
@@ -102,7 +105,7 @@ export const LESSONS: Lesson[] = [
     steps: [
       { title: 'Every GPU holds every expert', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 1 }, text: 'Mixtral 8×7B with expert parallelism 1: each data-parallel GPU keeps all 8 experts of every layer.', notice: 'Out of memory: about 180 GiB per GPU, most of it expert weights and their optimizer states.', highlight: '[data-card="peak_memory_GiB"]' },
       { title: 'Expert parallelism 8', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 8 }, text: 'Each of 8 GPUs keeps one expert per layer; tokens travel to their expert and back.', notice: 'Memory fits (about 69 GiB). Search the timeline for "dispatch": the all-to-all spans (pink) that send tokens to their experts and bring them back, in every MoE layer.', highlight: '#tab-timeline', tab: 'timeline' },
-      { title: 'All-to-all over a slow network', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 8, 'cluster.inter_node.nic_GBps': 12.5 }, text: 'The same, with a quarter of the network bandwidth.', notice: 'The all-to-alls cross nodes and sit on the critical path: exposed communication jumps to about 40% and MFU drops from 52% to 38%.', highlight: '#split', tab: 'timeline' },
+      { title: 'All-to-all over a slow network', scenario: 'mixtral-8x7b-ep', set: { 'strategy.ep': 8, 'cluster.inter_node.nic_GBps': 12.5 }, text: 'The same, with a quarter of the network bandwidth.', notice: 'The all-to-alls cross nodes and sit on the critical path: exposed communication jumps to about 39% and MFU drops from about 54% to about 39%.', highlight: '#split', tab: 'timeline' },
     ],
   },
 ];

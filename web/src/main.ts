@@ -1,5 +1,8 @@
 import './style.css';
-import { App } from './app';
+import { boot } from './boot';
+
+// The simulator first (compiling, its worker starting), then the page's code, in parallel.
+const booted = boot(document.baseURI);
 
 // Dark or light: the visitor's last choice, else the system's (no inline script: CSP).
 try {
@@ -12,7 +15,8 @@ try {
 // Phones: the header collapses to one row once the page scrolls.
 window.addEventListener('scroll', () => document.body.classList.toggle('scrolled', window.scrollY > 40), { passive: true });
 
+const { App } = await import('./app');
 const app = new App();
-void app.start();
 // For tests and the curious: the page's state, read-only by convention.
-(window as unknown as { proteus: App }).proteus = app;
+(window as unknown as { proteus: typeof app }).proteus = app;
+void app.start(booted);

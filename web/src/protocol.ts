@@ -1,10 +1,16 @@
 // Messages between the page and the simulation worker.
 import type { ColumnsFromModule, ErrorInfo, SimAnswer } from './result';
 
-export interface InitMessage {
-  type: 'init';
+/** Sent first, at once: the worker imports the loader while the page compiles the module. */
+export interface LoadMessage {
+  type: 'load';
   /** URL of the Emscripten ES module loader (wasm/proteus.js). */
   loaderUrl: string;
+}
+
+/** Sent once compiled: the worker instantiates the module with the loader. */
+export interface InitMessage {
+  type: 'init';
   /** The compiled module (compiled once by the page, shared by every worker). */
   module: WebAssembly.Module;
 }

@@ -1,10 +1,13 @@
 // The simulation worker: owns one instance of the WebAssembly module and answers calls.
 // The page terminates and recreates it to cancel a running simulation.
 import { errorOf, parseResult, transferables, type SimAnswer } from './result';
-import type { CallMessage, InitMessage, ProteusModule, WorkerReply } from './protocol';
+import type { CallMessage, InitMessage, LoadMessage, ProteusModule, WorkerReply } from './protocol';
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
 let mod: ProteusModule | null = null;
+let loader: Promise<any> | null = null;
+/** Calls that arrived before the module was instantiated; answered, in order, once it is. */
+let waiting: CallMessage[] | null = [];
 
 function post(m: WorkerReply, transfer: Transferable[] = []): void {
   ctx.postMessage(m, transfer);
@@ -24,8 +27,9 @@ function isErrorText(text: string): any | null {
 
 async function init(m: InitMessage): Promise<void> {
   try {
-    const loader = await import(/* @vite-ignore */ m.loaderUrl);
-    mod = (await loader.default({
+    if (!loader) throw new Error('the loader URL did not arrive before the module');
+    const { default: createProteus } = await loader;
+    mod = (await createProteus({
       instantiateWasm(imports: WebAssembly.Imports, done: (i: WebAssembly.Instance, m: WebAssembly.Module) => void) {
         WebAssembly.instantiate(m.module, imports).then((inst) => done(inst, m.module));
         return {};
@@ -34,7 +38,11 @@ async function init(m: InitMessage): Promise<void> {
       printErr: () => {},
     })) as ProteusModule;
     post({ type: 'ready', version: mod.version() });
+    const queued = waiting ?? [];
+    waiting = null;
+    for (const c of queued) call(c);
   } catch (e) {
+    waiting = null; // the page fails every pending call on 'fatal'
     post({ type: 'fatal', message: `The simulator could not start: ${String(e)}` });
   }
 }
@@ -97,8 +105,14 @@ function call(m: CallMessage): void {
   }
 }
 
-ctx.onmessage = (ev: MessageEvent<InitMessage | CallMessage>) => {
+ctx.onmessage = (ev: MessageEvent<LoadMessage | InitMessage | CallMessage>) => {
   const m = ev.data;
-  if (m.type === 'init') void init(m);
-  else if (m.type === 'call') call(m);
+  if (m.type === 'load') {
+    loader = import(/* @vite-ignore */ m.loaderUrl);
+    loader.catch(() => {}); // reported by init()
+  } else if (m.type === 'init') void init(m);
+  else if (m.type === 'call') {
+    if (waiting) waiting.push(m);
+    else call(m);
+  }
 };

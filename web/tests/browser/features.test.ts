@@ -60,7 +60,10 @@ describe('teaching and analysis features', () => {
   it('shows cards and timeline from one simulation, and simulates once per change', async () => {
     await waitForResult(page);
     const t = await page.evaluate(() => (window as any).proteus.timing);
-    console.log(`first cards ${Math.round(t.firstSummary)} ms, full timeline ${Math.round(t.firstResult)} ms after navigation (wasm simulate ${Math.round(t.firstSimulate)} ms)`);
+    const ms = (x: number) => Math.round(x);
+    console.log(
+      `first cards ${ms(t.firstSummary)} ms, full timeline ${ms(t.firstResult)} ms after navigation (module compiled at ${ms(t.compiled)}, presets at ${ms(t.presets)}, simulation posted at ${ms(t.firstStart)}, wasm simulate ${ms(t.firstSimulate)} ms, answer at ${ms(t.firstReply)})`,
+    );
     expect(await page.evaluate(() => (window as any).proteus.simulationCount())).toBe(1);
     await page.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
     await shot(page, 'f01-default');
@@ -180,14 +183,20 @@ describe('teaching and analysis features', () => {
       await page.selectOption('#lesson', lesson.id);
       for (let step = 0; step < lesson.steps.length; ++step) {
         if (step > 0) await page.click('#lesson-next');
+        // The step's own run has finished (the result shown is of the config the step set),
+        // or it failed: an invalid step ends the wait at once and fails below.
         await page.waitForFunction(
           ([id, n]) => {
             const p = document.getElementById('lesson-panel');
-            return p?.dataset.lesson === id && p.dataset.step === String(n) && document.body.classList.contains('has-result') && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok' && /lesson=/.test(location.hash);
+            const app = (window as any).proteus;
+            const status = document.getElementById('status')?.dataset.kind;
+            if (p?.dataset.lesson === id && p.dataset.step === String(n) && status === 'error') return true;
+            return p?.dataset.lesson === id && p.dataset.step === String(n) && app.current?.config === app.config && document.body.classList.contains('has-result') && !document.body.classList.contains('running') && status === 'ok' && /lesson=/.test(location.hash);
           },
           [lesson.id, step] as const,
           { timeout: 120_000 },
         );
+        expect(await page.$eval('#status', (e) => `${(e as HTMLElement).dataset.kind}: ${e.textContent}`), `${lesson.id} step ${step + 1}`).toMatch(/^ok: /);
         // the knobs the step sets are in the config that ran
         const st = lesson.steps[step];
         for (const [path, v] of Object.entries(st.set)) expect(await page.evaluate((p) => p.split('.').reduce((o: any, k) => o?.[k], (window as any).proteus.config), path), `${lesson.id} ${step} ${path}`).toEqual(v);

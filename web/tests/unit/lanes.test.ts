@@ -4,7 +4,7 @@ import { fittingDp, getPath, setPath, strategyLabel } from '../../src/config_mod
 import { controlForPath } from '../../src/controls';
 import { spansFromObjects } from '../../src/result';
 import { parseValues } from '../../src/sweep';
-import { buildLanes, firstVisible, spanAt } from '../../src/timeline/lanes';
+import { buildLanes, firstVisible, laneOrder, spanAt } from '../../src/timeline/lanes';
 
 const objects = [
   { rank: 1, stream: 'compute', name: 'b', kind: 'forward', mb: 0, start_s: 0.0, end_s: 1.0 },
@@ -34,6 +34,28 @@ describe('columnar spans and lanes', () => {
     ]);
     expect(Array.from(idx.order.slice(0, 3)).map((i) => objects[i].name)).toEqual(['f0', 'f1', 'opt']);
     expect(idx.maxEnd).toBe(3.5);
+  });
+
+  it('orders spans by rank, stream order, start and index, as one comparison sort would', () => {
+    // The specification of the order, written as the plain comparison sort it replaces, on
+    // spans in random order with ties in start time, unlisted streams and ranks 0..39.
+    let seed = 12345;
+    const rnd = (m: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % m);
+    const streamNames = ['pp_comm', 'compute', 'other', 'tp_comm', 'dp_comm', 'extra'];
+    const many = Array.from({ length: 5000 }, (_, i) => {
+      const start = rnd(50) / 10; // many equal starts: the index breaks the tie
+      return { rank: rnd(40), stream: streamNames[rnd(streamNames.length)], name: `s${i}`, kind: 'forward', mb: 0, start_s: start, end_s: start + 0.05 };
+    });
+    const sp = spansFromObjects(many);
+    const order = ['compute', 'tp_comm', 'dp_comm', 'pp_comm'];
+    const streamRank = sp.streams.map((s, i) => (order.indexOf(s) >= 0 ? order.indexOf(s) : order.length + i));
+    const want = Array.from({ length: sp.n }, (_, i) => i).sort(
+      (a, b) => sp.rank[a] - sp.rank[b] || streamRank[sp.stream[a]] - streamRank[sp.stream[b]] || sp.start[a] - sp.start[b] || a - b,
+    );
+    expect(Array.from(laneOrder(sp, order))).toEqual(want);
+    // and spans already in order (the core's usual output) stay so
+    const sorted = spansFromObjects(want.map((i) => many[i]));
+    expect(Array.from(laneOrder(sorted, order))).toEqual(want.map((_, k) => k));
   });
 
   it('finds the first visible span and the span under a time', () => {
