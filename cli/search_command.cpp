@@ -103,7 +103,8 @@ void print_table(const Json& r, std::ostream& out) {
   out << "candidates: " << n["enumerated"] << " enumerated, " << n["invalid"] << " invalid, "
       << n["no_fit_bound"] << " do not fit (memory bound), " << n["pruned_time"] << " pruned (time bound), "
       << n["simulated"] << " simulated (" << n["no_fit_simulated"] << " of them do not fit), " << n["failed"]
-      << " failed; " << n["compiled_bounds"] << " given compiled bounds\n";
+      << " failed; " << n["layer_bounds"] << " given layer bounds, " << n["compiled_bounds"]
+      << " compiled bounds\n";
   out << "memory budget: " << fixed(r["memory_budget_GiB"].get<double>(), 1) << " GiB per GPU\n";
   for (const Json& i : r["invalid"])
     out << "invalid: " << i["count"] << " x " << i["path"].get<std::string>() << ": "

@@ -79,7 +79,7 @@ TEST_CASE("search: the top K equal those of simulating every candidate (brute fo
   CHECK(r.counts.enumerated == static_cast<int64_t>(space.size()));
 }
 
-TEST_CASE("search: analytic and compiled bounds never exceed the simulated time and memory") {
+TEST_CASE("search: analytic, layer and compiled bounds never exceed the simulated time and memory") {
   // Random candidates of a dense GPT on 16 GPUs (two nodes) and of a small mixture of experts:
   // every pipeline schedule, interleaving, ZeRO stage, recompute mode, sequence and context
   // parallelism the space holds.
@@ -92,7 +92,7 @@ TEST_CASE("search: analytic and compiled bounds never exceed the simulated time 
           "cluster": {"preset": "dgx-h100", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 1024},
           "search": {"micro_batch": [1, 2]}})"};
   test::Lcg rng{20261201};
-  int checked = 0;
+  int checked = 0, layer_checked = 0;
   for (const char* text : configs) {
     const Config base = parse_config_sections(text);
     const search_detail::ModelProfile profile = search_detail::profile_model(base);
@@ -106,6 +106,11 @@ TEST_CASE("search: analytic and compiled bounds never exceed the simulated time 
       const Simulated s = simulate(c);
       const search_detail::Bounds a = search_detail::analytic_bounds(profile, c);
       const search_detail::Bounds k = search_detail::compiled_bounds(c);
+      Config plain = c;  // the layer tier: the 1F1B compile of the same mesh, taken apart by layer
+      plain.strategy.schedule = Schedule::OneFOneB;
+      plain.strategy.virtual_stages = 1;
+      const search_detail::Bounds l = search_detail::layer_bounds(
+          search_detail::compile_profile(plain, build_topology(plain.cluster)).layers, profile, c);
 
       CAPTURE(c.strategy.dp);
       CAPTURE(c.strategy.tp);
@@ -124,9 +129,14 @@ TEST_CASE("search: analytic and compiled bounds never exceed the simulated time 
       CHECK(a.memory_bytes <= s.peak_bytes);
       CHECK(k.time_s <= s.time_s);
       CHECK(k.memory_bytes <= s.peak_bytes);
+      CHECK(l.time_s <= s.time_s);
+      CHECK(l.memory_bytes <= s.peak_bytes);
+      layer_checked += l.time_s > 0;
     }
   }
   CHECK(checked == 80);
+  MESSAGE("layer bounds checked on ", layer_checked, " candidates");
+  CHECK(layer_checked >= 20);  // the layer tier applies to every generated schedule with pp >= 2
 }
 
 TEST_CASE("search: the same result for any number of threads") {

@@ -47,7 +47,8 @@ struct ReasonCount {
 
 struct SearchCounts {
   int64_t enumerated = 0, invalid = 0, no_fit_bound = 0, pruned_time = 0, no_fit_simulated = 0, simulated = 0,
-          failed = 0, bounded = 0;  // bounded: candidates given a compiled (tight) bound
+          failed = 0, bounded = 0,  // bounded: candidates given a compiled (tight) bound
+      layer_bounded = 0;            // interleaved candidates given layer bounds (a 1F1B compile's)
 };
 
 struct SearchResult {

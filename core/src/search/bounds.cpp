@@ -35,15 +35,8 @@
 namespace proteus::search_detail {
 
 namespace {
-
 bool compute_bound(OpKind k) { return k == OpKind::Matmul || k == OpKind::Attention || k == OpKind::Conv2d; }
-
-// How a schedule's passes run across stages, for the head and tail terms.
-struct PipelineShape {
-  bool head = false;             // stage s waits for micro-batch 0's forward on stages 0..s-1
-  bool tail = false;             // the last backward of stage s passes stages s-1..0 after it
-  bool tail_input_only = false;  // the tail is the input-gradient pass (W passes split off)
-};
+}  // namespace
 
 PipelineShape pipeline_shape(Schedule s) {
   switch (s) {
@@ -70,12 +63,25 @@ double bytes_per_param(const Config& c, double data_ranks) {
          opt / (zero >= 1 ? data_ranks : 1);
 }
 
+namespace {
 // Stage of each chunk and layers of each chunk, as the strategy tree splits them.
 std::vector<int> stage_units(int units, int pp, int v, std::vector<int>* chunk_units) {
   *chunk_units = split_layers(units, pp * v);
   std::vector<int> first(static_cast<size_t>(pp * v) + 1, 0);
   for (int c = 0; c < pp * v; ++c) first[c + 1] = first[c] + (*chunk_units)[c];
   return first;  // chunk c holds units [first[c], first[c+1])
+}
+}  // namespace
+
+std::vector<double> stage_params(const ModelProfile& prof, const std::vector<int>& chunk_stage, int pp) {
+  std::vector<int> chunk_units;
+  const int chunks = static_cast<int>(chunk_stage.size());
+  const std::vector<int> first = stage_units(prof.units, chunks, 1, &chunk_units);
+  std::vector<double> params(static_cast<size_t>(pp), 0);
+  for (int ch = 0; ch < chunks; ++ch)
+    for (int u = first[ch]; u < first[ch + 1]; ++u)
+      params[static_cast<size_t>(chunk_stage[static_cast<size_t>(ch)])] += prof.params[u];
+  return params;
 }
 
 // max over stages of head + work (+ tail), given per-chunk per-micro-batch times and the
@@ -94,14 +100,10 @@ double pipeline_time(const PipelineShape& shape, int pp, const std::vector<doubl
   return best;
 }
 
-// Schedules that place chunk c on stage c % pp (Megatron's placement); others (the V of
-// zb-v) place them differently, and their per-stage terms fall back to the stages' average.
 bool megatron_placement(Schedule s) {
   return s == Schedule::GPipe || s == Schedule::OneFOneB || s == Schedule::Interleaved1F1B ||
          s == Schedule::ZbH1 || s == Schedule::ZbH2;
 }
-
-}  // namespace
 
 double best_compute_rate(const GpuSpec& gpu, Precision precision) {
   if (!gpu.measured_us.empty()) return 0;
@@ -169,13 +171,13 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   const double per_replica_gpus = double(s.tp) * s.cp;  // GPUs sharing one sample's work in a stage
   const double micro_batches = gbs / (double(s.dp) * s.micro_batch);
   const double mb = static_cast<double>(s.micro_batch);
-  std::vector<double> stage_params(pp, 0), head(pp, 0), tail(pp, 0), total(pp, 0), before_tail(pp, 0);
+  std::vector<double> params_per_stage(pp, 0), head(pp, 0), tail(pp, 0), total(pp, 0), before_tail(pp, 0);
   const PipelineShape shape = pipeline_shape(s.schedule);
   for (int ch = 0; ch < pp * v; ++ch) {
     const int st = ch % pp;
     double f = 0, bi = 0, bw = 0, r = 0;
     for (int u = first[ch]; u < first[ch + 1]; ++u) {
-      stage_params[st] += prof.params[u];
+      params_per_stage[st] += prof.params[u];
       f += prof.fwd_flops[u];
       bi += prof.bwd_input_flops[u];
       bw += prof.bwd_weight_flops[u];
@@ -196,9 +198,9 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   }
   b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
   const double data_ranks = double(s.dp) * s.cp;
-  double params = *std::max_element(stage_params.begin(), stage_params.end());
+  double params = *std::max_element(params_per_stage.begin(), params_per_stage.end());
   if (!megatron_placement(s.schedule)) {  // chunks placed otherwise: the average stage
-    params = std::accumulate(stage_params.begin(), stage_params.end(), 0.0) / pp;
+    params = std::accumulate(params_per_stage.begin(), params_per_stage.end(), 0.0) / pp;
     b.time_s = std::accumulate(total.begin(), total.end(), 0.0) / pp;
   }
   b.memory_bytes = params / (double(s.tp) * s.ep) * bytes_per_param(c, data_ranks);
@@ -218,21 +220,39 @@ double activation_change(const ExecGraph& g, int task) {
 }
 
 // The most activation memory a stage holds at the start of a backward pass: every (micro-batch,
-// chunk) whose forward is done and whose backward has not started keeps its activations.
-double held_activation_bytes(const Config& c, int stage, const std::vector<double>& chunk_bytes) {
+// chunk) whose forward is done and whose backward has not started keeps what its forward kept;
+// under a schedule with W passes of their own, one whose B is done and whose W is not keeps at
+// least what its W will free.
+std::vector<std::vector<Pass>> stage_orders(const Config& c) {
   const StrategySpec& s = c.strategy;
-  const int v = s.schedule == Schedule::Interleaved1F1B ? s.virtual_stages : 1;
-  if (static_cast<int>(chunk_bytes.size()) != v) return 0;
   const int m = static_cast<int>(c.training.global_batch / (int64_t{s.dp} * s.micro_batch));
-  std::vector<int> held(static_cast<size_t>(v), 0);
+  return make_schedule(s.schedule, s.pp, m,
+                       chunk_placement(s.pp, chunks_per_stage(s), s.schedule == Schedule::ZbV))
+      .order;
+}
+
+double held_activation_bytes(const Config& c, const std::vector<Pass>& passes,
+                             const std::vector<double>& chunk_bytes,
+                             const std::vector<double>& chunk_w_bytes) {
+  const int v = chunks_per_stage(c.strategy);
+  if (static_cast<int>(chunk_bytes.size()) != v) return 0;
+  // Without W passes of its own the B pass frees everything (no B-to-W interval).
+  const bool w_held =
+      static_cast<int>(chunk_w_bytes.size()) == v &&
+      std::any_of(passes.begin(), passes.end(), [](const Pass& p) { return p.kind == PassKind::W; });
+  std::vector<int> forward_done(static_cast<size_t>(v), 0), backward_done(static_cast<size_t>(v), 0);
   double most = 0;
-  for (const Pass& pass : stage_schedule(s.schedule, s.pp, m, v, stage)) {
-    if (pass.kind == PassKind::F) ++held[static_cast<size_t>(pass.chunk)];
+  for (const Pass& pass : passes) {
+    const size_t k = static_cast<size_t>(pass.chunk);
+    if (pass.kind == PassKind::F) ++forward_done[k];
+    if (pass.kind == PassKind::W) --backward_done[k];
     if (pass.kind != PassKind::B) continue;
     double bytes = 0;
-    for (int k = 0; k < v; ++k) bytes += held[static_cast<size_t>(k)] * chunk_bytes[static_cast<size_t>(k)];
+    for (size_t j = 0; j < static_cast<size_t>(v); ++j)
+      bytes += forward_done[j] * chunk_bytes[j] + (w_held ? backward_done[j] * chunk_w_bytes[j] : 0);
     most = std::max(most, bytes);
-    --held[static_cast<size_t>(pass.chunk)];
+    --forward_done[k];
+    ++backward_done[k];
   }
   return most;
 }
@@ -335,6 +355,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
   std::vector<int> stage_rank(static_cast<size_t>(pp), -1);  // one rank per stage (symmetry off: many)
   for (size_t r = 0; r < g.ranks.size(); ++r)
     if (stage_rank[g.ranks[r].stage] < 0) stage_rank[g.ranks[r].stage] = static_cast<int>(r);
+  LayerProfileBuilder layers(g, compiled.graph, pp);
   for (size_t r = 0; r < g.ranks.size(); ++r) {
     const int st = g.ranks[r].stage;
     if (stage_rank[static_cast<size_t>(st)] != static_cast<int>(r)) continue;
@@ -351,7 +372,9 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
       double& time_s = work_time[static_cast<size_t>(t.work)];
       if (time_s < 0) time_s = cost.compute_time_s(g.work_of(t));
       // The task's time plus the idle time its collectives force on the stream before it.
-      const double w = time_s + forced_gap_s(g, prev, task, min_s);
+      const double gap_s = forced_gap_s(g, prev, task, min_s);
+      const double w = time_s + gap_s;
+      layers.add(st, task, prev, time_s, gap_s, activation_change(g, task));
       prev = task;
       if (t.micro_batch < 0) {
         sp.once_s += w;
@@ -395,6 +418,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
       sp.tail_no_w_s = backward_run_no_w_s;
     }
   }
+  p.layers = layers.take();
   return p;
 }
 
@@ -406,6 +430,8 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
   const PipelineShape shape = pipeline_shape(s.schedule);
   Bounds b;
   std::vector<double> head(pp), tail(pp), total(pp), before_tail(pp);
+  const std::vector<std::vector<Pass>> orders =
+      megatron_placement(s.schedule) ? stage_orders(c) : std::vector<std::vector<Pass>>();
   for (int st = 0; st < pp; ++st) {
     const StageProfile& sp = p.stages[static_cast<size_t>(st)];
     std::array<double, kNumMemCategories> bytes = sp.static_bytes;
@@ -416,7 +442,8 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     // model: their static memory only.
     const double activations =
         megatron_placement(s.schedule)
-            ? std::max(sp.activation_bytes, held_activation_bytes(c, st, sp.chunk_activation_bytes))
+            ? std::max(sp.activation_bytes,
+                       held_activation_bytes(c, orders[static_cast<size_t>(st)], sp.chunk_activation_bytes))
             : 0;
     b.memory_bytes = std::max(b.memory_bytes, std::accumulate(bytes.begin(), bytes.end(), 0.0) + activations);
     head[st] = sp.head_s;

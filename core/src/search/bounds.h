@@ -7,8 +7,10 @@
 #include <array>
 #include <string>
 #include <vector>
+#include "layer_bounds.h"
 #include "proteus/config.h"
 #include "proteus/exec_graph.h"
+#include "proteus/schedule.h"
 #include "proteus/topology.h"
 
 namespace proteus::search_detail {
@@ -35,6 +37,35 @@ struct Bounds {
 double best_compute_rate(const GpuSpec& gpu, Precision precision);
 
 Bounds analytic_bounds(const ModelProfile& profile, const Config& candidate);
+
+// Pieces the bound tiers share (bounds.cpp, layer_bounds.cpp).
+// How a schedule's passes run across stages, for the head and tail terms.
+struct PipelineShape {
+  bool head = false;             // stage s waits for micro-batch 0's forward on stages 0..s-1
+  bool tail = false;             // the last backward of stage s passes stages s-1..0 after it
+  bool tail_input_only = false;  // the tail is the input-gradient pass (W passes split off)
+};
+PipelineShape pipeline_shape(Schedule s);
+// max over stages of head + work (+ tail), given per-chunk per-micro-batch times of the first
+// pp chunks and the per-stage totals.
+double pipeline_time(const PipelineShape& shape, int pp, const std::vector<double>& head_fwd,
+                     const std::vector<double>& tail_bwd, const std::vector<double>& stage_total,
+                     const std::vector<double>& stage_before_tail);
+// Schedules that place chunk c on stage c % pp (Megatron's placement); others (the V of
+// zb-v) place them differently, and their per-stage terms fall back to the stages' average.
+bool megatron_placement(Schedule s);
+// Static bytes per parameter under the candidate's precision, optimizer and ZeRO stage.
+double bytes_per_param(const Config& c, double data_ranks);
+// Parameters of the layers on each of pp stages, chunk c on stage chunk_stage[c].
+std::vector<double> stage_params(const ModelProfile& profile, const std::vector<int>& chunk_stage, int pp);
+// Each stage's order of passes under the candidate's (generated) schedule.
+std::vector<std::vector<Pass>> stage_orders(const Config& c);
+// The most activation memory a stage holds at the start of a backward pass, given its order of
+// passes and what each of its local chunks keeps per micro-batch after its forward and
+// (chunk_w_bytes, when given and the order has W passes) between its B and W passes.
+double held_activation_bytes(const Config& c, const std::vector<Pass>& passes,
+                             const std::vector<double>& chunk_bytes,
+                             const std::vector<double>& chunk_w_bytes = {});
 // What a one-micro-batch compile of a candidate tells about every candidate that differs from
 // it only in ZeRO stage or (non-interleaved) schedule: per stage, the static memory at ZeRO 0,
 // the activations one micro-batch keeps, and cost-model seconds of compute per micro-batch
@@ -50,6 +81,7 @@ struct StageProfile {
 };
 struct CompiledProfile {
   std::vector<StageProfile> stages;
+  LayerProfile layers;  // the same tasks by layer (layer_bounds.h)
 };
 std::string compiled_profile_key(const StrategySpec& s);  // candidates that share a profile
 CompiledProfile compile_profile(const Config& candidate, const Topology& topology);

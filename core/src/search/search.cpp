@@ -5,6 +5,9 @@
 //  3. best first, in waves of kWave taken from the queue: a candidate with only the analytic
 //     bound gets the compiled bounds of a one-micro-batch compile (memory over the budget:
 //     it does not fit) and goes back into the queue; one with compiled bounds is simulated.
+//     Before that, a candidate gets the layer bounds of its mesh's 1F1B compile (layer_bounds.h:
+//     one compile for every schedule, virtual-stage count and ZeRO stage) and goes back; only if
+//     it is taken again does its own compile run (interleaved and zb-v: a compile of their own).
 //     Once the smallest bound in the queue exceeds the K-th best simulated time, none of the
 //     rest can enter the top K: they are pruned. So only candidates whose compiled bound is
 //     below the final K-th best (and those of waves before the threshold settled) are
@@ -39,11 +42,15 @@ constexpr size_t kClosestNoFit = 5;
 const char* const kOutcomeNames[] = {"fits",        "no_fit_simulated", "no_fit_bound",
                                      "pruned_time", "invalid",          "failed"};
 
+// How far a candidate's bound has been tightened: analytic, layer bounds (its mesh's 1F1B
+// compile), its own compiled bound.
+enum Tier : int { kAnalytic = 0, kLayer = 1, kCompiled = 2 };
+
 // A candidate waiting in the queue, keyed by its best time bound so far.
 struct Survivor {
   double bound_s;
   int64_t index;
-  bool compiled;  // bound_s includes the compiled bound
+  int tier;  // bound_s includes the bounds of this tier
 };
 bool operator>(const Survivor& a, const Survivor& b) {
   return a.bound_s != b.bound_s ? a.bound_s > b.bound_s : a.index > b.index;
@@ -95,20 +102,51 @@ class ProfileCache {
 // (memory over the budget: does not fit); with one, simulate.
 struct Step {
   CandidateResult result;
-  bool compiled = false;  // this step computed the compiled bound (result.time_bound_s)
-  bool done = false;      // result is final (else: back into the queue with its compiled bound)
+  int tier = kAnalytic;  // the tier this step computed (result.time_bound_s)
+  bool done = false;     // result is final (else: back into the queue with its new bound)
 };
 
+// The 1F1B config whose compile gives a candidate its layer bounds.
+Config layer_profile_config(const Config& c) {
+  Config plain = c;
+  plain.strategy.schedule = Schedule::OneFOneB;
+  plain.strategy.virtual_stages = 1;
+  return plain;
+}
+
+// The layer tier, where it applies: a generated schedule whose mesh's 1F1B compile succeeds
+// (a failure just skips the tier: the candidate's own compile decides).
+bool layer_tier(const Config& c, const ModelProfile& model, ProfileCache& cache, Bounds* b) {
+  if (c.strategy.schedule == Schedule::Explicit) return false;
+  try {
+    *b = layer_bounds(cache.get(layer_profile_config(c))->layers, model, c);
+  } catch (const Error&) {
+    return false;
+  }
+  return b->time_s > 0;
+}
+
 Step step(const Config& c, const Survivor& sv, double budget_bytes, const Topology& topology,
-          ProfileCache& cache) {
+          const ModelProfile& model, ProfileCache& cache) {
   Step out;
   CandidateResult& r = out.result;
   r.index = sv.index;
   r.strategy = c.strategy;
   r.time_bound_s = sv.bound_s;
   try {
-    if (!sv.compiled) {
-      out.compiled = true;
+    Bounds lb;
+    if (sv.tier == kAnalytic && layer_tier(c, model, cache, &lb)) {
+      out.tier = kLayer;
+      r.time_bound_s = std::max(lb.time_s, sv.bound_s);
+      if (lb.memory_bytes > budget_bytes) {
+        r.outcome = Outcome::NoFitBound;
+        r.peak_memory_GiB = lb.memory_bytes / kBytesPerGiB;
+        out.done = true;
+      }
+      return out;
+    }
+    if (sv.tier != kCompiled) {
+      out.tier = kCompiled;
       const Bounds b = bounds_from_profile(*cache.get(c), c);
       r.time_bound_s = std::max(b.time_s, sv.bound_s);
       if (b.memory_bytes > budget_bytes) {
@@ -239,7 +277,7 @@ SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>
       record(&out, std::move(r));
       continue;
     }
-    survivors.push_back({b.time_s, i, false});
+    survivors.push_back({b.time_s, i, kAnalytic});
   }
   for (auto& [path, rc] : reasons) out.invalid_reasons.push_back(rc);
 
@@ -264,14 +302,15 @@ SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>
     parallel_for(static_cast<int64_t>(wave.size()), options.threads, [&](int64_t k) {
       const size_t at = static_cast<size_t>(k);
       const Config c = candidate_config(base, space.strategies[static_cast<size_t>(wave[at].index)]);
-      steps[at] = step(c, wave[at], budget_bytes, topology, cache);
+      steps[at] = step(c, wave[at], budget_bytes, topology, profile, cache);
     });
     for (size_t k = 0; k < steps.size(); ++k) {
-      out.counts.bounded += steps[k].compiled;
+      out.counts.bounded += steps[k].tier == kCompiled;
+      out.counts.layer_bounded += steps[k].tier == kLayer;
       if (steps[k].done)
         record(&out, std::move(steps[k].result));
       else
-        queue.push({steps[k].result.time_bound_s, wave[k].index, true});
+        queue.push({steps[k].result.time_bound_s, wave[k].index, steps[k].tier});
     }
   }
   out.counts.pruned_time += static_cast<int64_t>(queue.size());

@@ -98,6 +98,7 @@ Json result_json(const SearchResult& s, const Config& base) {
                  {"invalid", n.invalid},
                  {"no_fit_bound", n.no_fit_bound},
                  {"pruned_time", n.pruned_time},
+                 {"layer_bounds", n.layer_bounded},
                  {"compiled_bounds", n.bounded},
                  {"simulated", n.simulated},
                  {"no_fit_simulated", n.no_fit_simulated},
