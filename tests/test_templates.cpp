@@ -133,6 +133,9 @@ TEST_CASE("templates: every rank simulated, overlap switched off, uneven stages"
   CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"zb-h2","zero":1})")) > 0);
   CHECK(check_same_graph(
             preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"zb-v","recompute":"selective"})")) > 0);
+  // DualPipeV: F&B groups re-ordered on every queue after their passes are emitted, alike
+  // whether the passes came from templates or op by op.
+  CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"dualpipe-v"})")) > 0);
 }
 
 TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel, Llama)") {

@@ -13,9 +13,11 @@
 //   zb-v              the same authors' V schedule: two chunks per stage in a V (stage s
 //                     runs chunks s and 2p-1-s), 1F1B's activation memory, no bubble when
 //                     T_F = T_B = T_W.
-//   dualpipe-v        DeepSeek-V3's DualPipe folded onto a V (one copy of the parameters):
-//                     the forward of one micro-batch and the backward of another are issued
-//                     back to back so that each one's communication hides behind the other.
+//   dualpipe-v        DualPipeV (deepseek-ai/DualPipe dualpipev.py): DeepSeek-V3's DualPipe
+//                     cut in half onto a V (stage s runs chunks s and 2p-1-s, one copy of
+//                     the parameters); in its steady state the forward of one micro-batch
+//                     and the whole backward of another run as one overlapped F&B group, so
+//                     that each one's communication hides behind the other's compute.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -33,6 +35,11 @@ struct Pass {
   PassKind kind;
   int micro_batch;
   int chunk;  // this stage's model chunk, 0..chunks_per_stage-1 (in pipeline order)
+  // Runs overlapped with the pass before it on the stage (DualPipe's F&B: a forward, then the
+  // backward and weight gradient of another micro-batch, as one group). The group starts
+  // once every member's inputs have arrived (dualpipe.py waits for both receives before the
+  // pair); the compiler interleaves the members' tasks at communication points (overlap_groups.h).
+  bool with_previous = false;
 };
 
 struct PipelineSchedule {
@@ -67,7 +74,8 @@ std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, i
 // "F0", "B3", "W2", "F0.1" (micro-batch 0, chunk 1); false when `text` is none of those.
 bool parse_pass(const std::string& text, Pass* out);
 std::string to_string(const Pass& pass);
-std::string to_string(const std::vector<Pass>& passes);  // "F0 F1 B0 ..."
+// "F0 F1 B0 ..."; an overlapped group is joined by '&': "F5&B0.1&W0.1".
+std::string to_string(const std::vector<Pass>& passes);
 
 // Checks that every pass appears exactly once, that the order can run (dependencies F before
 // B before W per chunk, the forward down the chunks, the backward up; no deadlock) and that it
@@ -79,6 +87,9 @@ void validate_schedule(const PipelineSchedule& schedule, const std::string& wher
 // and W.
 struct ScheduleTimes {
   double f = 1, b = 1, w = 1;
+  // An overlapped group (Pass::with_previous) takes this long (DeepSeek's F&B); 0: the sum of
+  // its members' times (no overlap).
+  double overlapped_group = 0;
 };
 // A stage's bubble is its idle time between its first pass and its last, as Qi et al. count
 // it (the stagger before a stage's first pass overlaps the previous iteration's optimizer

@@ -10,7 +10,7 @@
 namespace proteus {
 
 // Named schedules (schedule.h); Explicit: the per-stage order given in the config.
-enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, Explicit };
+enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, DualPipeV, Explicit };
 enum class Recompute { None, Selective, Full };
 // Whose semantics a ZeRO stage follows (docs/frameworks.md): Megatron-Core (DDP, distributed
 // optimizer), DeepSpeed ZeRO, PyTorch FSDP2.
@@ -22,7 +22,8 @@ enum class GradSync { AtBoundary, PerMicroBatch };
 enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
-// (Explicit, an order given in the config, is not a generator: the search does not try it.)
+// (Explicit, an order given in the config, is not a generator: the search does not try it;
+// nor DualPipeV, whose bounds the search does not model yet.)
 inline constexpr Schedule kSchedules[] = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
                                           Schedule::ZbH1,  Schedule::ZbH2,     Schedule::ZbV};
 inline constexpr Recompute kRecomputes[] = {Recompute::None, Recompute::Selective, Recompute::Full};

@@ -1,12 +1,14 @@
 // Emits every simulated rank's program for one training iteration: for each rank, the
 // iteration tail's opening (parameter gathers the forward waits for), every pass of the
-// stage's schedule (pass_replay.h instantiates a template or derives it, pass_derivation.h),
+// stage's schedule (pass_replay.h instantiates a template or derives it, pass_derivation.h;
+// overlapped F&B groups are interleaved afterwards, overlap_groups.h),
 // then the tail (gradient reductions, optimizer, parameter gathers; iteration_tail.h).
 #include "program_builder.h"
 
 #include "emitter.h"
 #include "iteration_tail.h"
 #include "op_index.h"
+#include "overlap_groups.h"
 #include "pass_derivation.h"
 #include "pass_replay.h"
 #include "pass_state.h"
@@ -39,8 +41,21 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
     std::vector<int> chunk_of_local;  // this stage's chunks, in pipeline order
     for (int c = 0; c < tree.chunks(); ++c)
       if (tree.stage_of_chunk(c) == stage) chunk_of_local.push_back(c);
-    for (const Pass& pass : passes)
-      replayer.run_pass(pass, chunk_of_local[static_cast<size_t>(pass.chunk)], schedule.split_backward);
+    for (size_t i = 0; i < passes.size();) {
+      // A pass and those overlapped with it (DualPipe's F&B): emitted in turn, then interleaved.
+      size_t end = i + 1;
+      while (end < passes.size() && passes[end].with_previous) ++end;
+      const int first = static_cast<int>(exec->tasks.size());
+      int split = first;
+      for (size_t k = i; k < end; ++k) {
+        replayer.run_pass(passes[k], chunk_of_local[static_cast<size_t>(passes[k].chunk)],
+                          schedule.split_backward);
+        if (k == i) split = static_cast<int>(exec->tasks.size());
+      }
+      if (end - i > 1)
+        overlap_group(exec, static_cast<int>(r), first, split, static_cast<int>(exec->tasks.size()));
+      i = end;
+    }
     tail.finish_rank();
     if (r == 0) emitter.reserve_for_ranks();
   }

@@ -109,6 +109,8 @@ const char* to_string(Schedule schedule) {
       return "zb-h2";
     case Schedule::ZbV:
       return "zb-v";
+    case Schedule::DualPipeV:
+      return "dualpipe-v";
     case Schedule::Explicit:
       return "explicit";
     case Schedule::ZbH1:

@@ -186,7 +186,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   } else {
     strategy.schedule = in.enumeration("schedule", Schedule::OneFOneB,
                                        {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
-                                        Schedule::ZbH1, Schedule::ZbH2, Schedule::ZbV});
+                                        Schedule::ZbH1, Schedule::ZbH2, Schedule::ZbV, Schedule::DualPipeV});
   }
   strategy.virtual_stages = static_cast<int>(in.integer("virtual_stages", 1, 1, L::kMaxVirtualStages));
   strategy.microbatch_group_size = static_cast<int>(in.integer("microbatch_group_size", 0, 0, L::kMaxBatch));

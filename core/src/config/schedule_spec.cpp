@@ -10,6 +10,7 @@ int chunks_per_stage(const StrategySpec& s) {
     case Schedule::Interleaved1F1B:
       return std::max(1, s.virtual_stages);
     case Schedule::ZbV:
+    case Schedule::DualPipeV:
       return 2;
     case Schedule::Explicit: {
       int chunks = 1;
@@ -31,7 +32,8 @@ int chunks_per_stage(const StrategySpec& s) {
 }
 
 bool v_placement(const StrategySpec& s) {
-  return s.schedule == Schedule::ZbV || (s.schedule == Schedule::Explicit && s.schedule_v_placement);
+  return s.schedule == Schedule::ZbV || s.schedule == Schedule::DualPipeV ||
+         (s.schedule == Schedule::Explicit && s.schedule_v_placement);
 }
 
 bool uneven_pipeline(const StrategySpec& s) {

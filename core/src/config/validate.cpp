@@ -167,6 +167,14 @@ void check_batch(const Config& c) {
                              ", micro-batches=" + to_string(micro_batches) +
                              "] and leave a last group of 0 or at least pp micro-batches (Megatron-Core)");
   }
+  // DualPipeV.step asserts num_chunks >= num_ranks * 2 (deepseek-ai/DualPipe dualpipev.py):
+  // its main step runs micro_batches - 2 pp + rank + 1 times.
+  if (s.schedule == Schedule::DualPipeV && micro_batches < 2 * int64_t{s.pp}) {
+    throw invalid_config("strategy.schedule",
+                         "dualpipe-v needs at least 2*pp=" + to_string(2 * int64_t{s.pp}) +
+                             " micro-batches (global_batch / (dp*micro_batch)); there are " +
+                             to_string(micro_batches));
+  }
   if (s.schedule == Schedule::Interleaved1F1B && group == 0 && micro_batches % s.pp != 0) {
     throw invalid_config("strategy.schedule",
                          "the interleaved schedule needs the number of micro-batches (" +

@@ -46,8 +46,9 @@ PipelineShape pipeline_shape(Schedule s) {
       return {true, true, false};
     case Schedule::ZbH1:
       return {true, true, true};
-    case Schedule::ZbH2:      // warm-up forwards fill the head; no head/tail term is proven for
-    case Schedule::ZbV:       // these (or for a given order): the plain compute bound, still a
+    case Schedule::ZbH2:  // warm-up forwards fill the head; no head/tail term is proven for
+    case Schedule::ZbV:   // these (or for a given order): the plain compute bound, still a
+    case Schedule::DualPipeV:
     case Schedule::Explicit:  // lower bound
       return {};
   }

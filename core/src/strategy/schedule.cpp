@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "dualpipe.h"
 #include "proteus/error.h"
 
 namespace proteus {
@@ -151,8 +152,13 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
   sc.micro_batches = micro_batches;
   sc.chunks_per_stage = static_cast<int>(chunk_stage.size()) / std::max(1, stages);
   sc.chunk_stage = chunk_stage;
-  sc.split_backward = kind == Schedule::ZbH1 || kind == Schedule::ZbH2 || kind == Schedule::ZbV;
+  sc.split_backward = kind == Schedule::ZbH1 || kind == Schedule::ZbH2 || kind == Schedule::ZbV ||
+                      kind == Schedule::DualPipeV;
   const int p = stages, m = micro_batches;
+  if (kind == Schedule::DualPipeV) {
+    for (int s = 0; s < p; ++s) sc.order.push_back(dualpipe_v_stage(p, m, s));
+    return sc;
+  }
   GreedyLimits lim;
   for (int s = 0; s < p; ++s) {
     if (kind == Schedule::ZbH1) {
@@ -223,7 +229,7 @@ std::string to_string(const Pass& p) {
 std::string to_string(const std::vector<Pass>& passes) {
   std::string s;
   for (const Pass& p : passes) {
-    if (!s.empty()) s += ' ';
+    if (!s.empty()) s += p.with_previous ? '&' : ' ';
     s += to_string(p);
   }
   return s;
@@ -235,8 +241,9 @@ namespace proteus {
 
 std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, int virtual_stages,
                                  int stage) {
-  const int per_stage = kind == Schedule::ZbV ? 2 : (kind == Schedule::Interleaved1F1B ? virtual_stages : 1);
-  return make_schedule(kind, stages, micro_batches, chunk_placement(stages, per_stage, kind == Schedule::ZbV))
+  const bool v = kind == Schedule::ZbV || kind == Schedule::DualPipeV;
+  const int per_stage = v ? 2 : (kind == Schedule::Interleaved1F1B ? virtual_stages : 1);
+  return make_schedule(kind, stages, micro_batches, chunk_placement(stages, per_stage, v))
       .order[static_cast<size_t>(stage)];
 }
 
@@ -253,12 +260,20 @@ PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree)
     std::vector<Pass> order;
     for (size_t i = 0; i < spec.schedule_stages[s].size(); ++i) {
       const std::string& text = spec.schedule_stages[s][i];
+      const std::string path =
+          "strategy.schedule.stages[" + std::to_string(s) + "][" + std::to_string(i) + "]";
+      // "&B3.1": overlapped with the entry before it (an F&B group).
+      const bool with_previous = !text.empty() && text[0] == '&';
       Pass pass{};
-      if (!parse_pass(text, &pass))
-        throw invalid_config("strategy.schedule.stages[" + std::to_string(s) + "][" + std::to_string(i) + "]",
-                             "\"" + text +
-                                 "\" is not a pass: F, B or W, the micro-batch, and \".chunk\" "
-                                 "for a stage's second and later chunks (\"F0\", \"B3\", \"W2.1\")");
+      if (!parse_pass(with_previous ? text.substr(1) : text, &pass))
+        throw invalid_config(path, "\"" + text +
+                                       "\" is not a pass: F, B or W, the micro-batch, and \".chunk\" "
+                                       "for a stage's second and later chunks (\"F0\", \"B3\", \"W2.1\"; "
+                                       "\"&B3\" overlaps the entry before)");
+      if (with_previous && i == 0)
+        throw invalid_config(path,
+                             "\"" + text + "\" overlaps the entry before it, but it is the stage's first");
+      pass.with_previous = with_previous;
       sc.split_backward = sc.split_backward || pass.kind == PassKind::W;
       order.push_back(pass);
     }

@@ -39,6 +39,16 @@ int dependencies(const PipelineSchedule& sc, PassKind kind, int chunk, int mb, P
   return n;
 }
 
+// Whether the pass (kind, chunk, mb) is an earlier member of the group that starts at entry
+// `first` of stage s and reaches entry `i` (W waiting for its B within an F&B group).
+bool in_group(const PipelineSchedule& sc, int s, const std::vector<Pass>& order, size_t first, size_t i,
+              PassKind kind, int chunk, int mb) {
+  for (size_t k = first; k < i; ++k)
+    if (order[k].kind == kind && order[k].micro_batch == mb && sc.global_chunk(s, order[k].chunk) == chunk)
+      return true;
+  return false;
+}
+
 std::string entry_path(const std::string& where, int s, size_t i) {
   return where + ".stages[" + std::to_string(s) + "][" + std::to_string(i) + "]";
 }
@@ -66,29 +76,39 @@ bool play(const PipelineSchedule& sc, const ScheduleTimes& times, SchedulePlay* 
     for (int s = 0; s < p; ++s) {
       const auto su = static_cast<size_t>(s);
       while (next[su] < sc.order[su].size()) {
-        const Pass& pass = sc.order[su][next[su]];
-        const int chunk = sc.global_chunk(s, pass.chunk);
-        PassKind kinds[2];
-        int chunks[2];
-        const int n = dependencies(sc, pass.kind, chunk, pass.micro_batch, kinds, chunks);
-        double start = free_at[su];
+        // The entry and the ones overlapped with it (Pass::with_previous) start together, once
+        // every one's inputs are there; a dependency inside the group is met within it.
+        const auto& order = sc.order[su];
+        size_t end = next[su] + 1;
+        while (end < order.size() && order[end].with_previous) ++end;
+        double start = free_at[su], t = 0;
         bool ready = true;
-        for (int d = 0; d < n && ready; ++d) {
-          const double e = done.at(kinds[d], chunks[d], pass.micro_batch);
-          if (e == kNotRun) {
-            ready = false;
-            (*stuck)[su] = {next[su], kinds[d], chunks[d]};
+        for (size_t i = next[su]; i < end && ready; ++i) {
+          const Pass& pass = order[i];
+          PassKind kinds[2];
+          int chunks[2];
+          const int n =
+              dependencies(sc, pass.kind, sc.global_chunk(s, pass.chunk), pass.micro_batch, kinds, chunks);
+          for (int d = 0; d < n && ready; ++d) {
+            if (in_group(sc, s, order, next[su], i, kinds[d], chunks[d], pass.micro_batch)) continue;
+            const double e = done.at(kinds[d], chunks[d], pass.micro_batch);
+            if (e == kNotRun) {
+              ready = false;
+              (*stuck)[su] = {i, kinds[d], chunks[d]};
+            }
+            start = std::max(start, e);
           }
-          start = std::max(start, e);
+          t += pass.kind == PassKind::F ? times.f : (pass.kind == PassKind::B ? times.b : times.w);
         }
         if (!ready) break;
-        const double t = pass.kind == PassKind::F ? times.f : (pass.kind == PassKind::B ? times.b : times.w);
+        if (end - next[su] > 1 && times.overlapped_group > 0) t = times.overlapped_group;
         if (first[su] < 0) first[su] = start;
-        done.at(pass.kind, chunk, pass.micro_batch) = start + t;
+        for (size_t i = next[su]; i < end; ++i)
+          done.at(order[i].kind, sc.global_chunk(s, order[i].chunk), order[i].micro_batch) = start + t;
         free_at[su] = start + t;
         out->busy[su] += t;
-        ++next[su];
-        --remaining;
+        remaining -= end - next[su];
+        next[su] = end;
         progress = true;
       }
     }
