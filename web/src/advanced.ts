@@ -65,7 +65,10 @@ export class AdvancedView {
         h('code', null, 'simulation'),
         ' limits, and per-module ',
         h('code', null, 'strategy.overrides'),
-        ' ({"path": "layers.*.mlp", "map": {"tp": null}, "recompute": "full", "stage": 1}) that change how one part of the model is split. Ctrl+Enter applies.',
+        ' ({"path": "layers.*.mlp", "map": {"tp": null}, "recompute": "full", "stage": 1}) that change how one part of the model is split. Ctrl+Enter applies. Megatron-LM arguments or a Hugging Face config.json pasted here are imported. ',
+        h('a', { href: 'docs/config.txt', target: '_blank', rel: 'noopener', id: 'config-reference' }, 'Config reference'),
+        ' · ',
+        h('a', { href: 'docs/import.txt', target: '_blank', rel: 'noopener', id: 'import-reference' }, 'what imports read'),
       ),
       h(
         'div',
@@ -77,6 +80,8 @@ export class AdvancedView {
   }
 
   onRevert: (() => void) | null = null;
+  /** Takes a text that is not a Proteus config (Megatron arguments, an HF config.json); true when it did. */
+  onForeign: ((text: string) => boolean) | null = null;
 
   /** Shows `config` unless the user has unapplied edits. */
   setConfig(config: Config, force = false): void {
@@ -91,6 +96,7 @@ export class AdvancedView {
   }
 
   private apply(): void {
+    if (this.onForeign?.(this.editor.value)) return;
     const parsed = parseJsonWithPosition(this.editor.value);
     if (!parsed.ok) return this.showError(`Invalid JSON: ${parsed.message}`);
     const v = parsed.value;

@@ -16,6 +16,7 @@ import { findLesson, LESSONS, LessonPanel } from './lessons';
 import { chromeTraceParts, resultWithTimeline } from './downloads';
 import { SweepView } from './sweep';
 import { TimelineView } from './timeline_view';
+import { ImportPage, showCustomBadge } from './import_page';
 
 /** The page shows at most this many spans unless the config sets simulation.max_timeline_spans. */
 export const PAGE_MAX_TIMELINE_SPANS = 200_000;
@@ -42,6 +43,8 @@ export class App {
   private timeline!: TimelineView;
   private compare!: CompareView;
   private advanced!: AdvancedView;
+  /** Paste, Open config…, Megatron export (for tests and the console). */
+  importPage!: ImportPage;
 
   config: Config = {};
   private resolved: Config | null = null;
@@ -181,6 +184,23 @@ export class App {
     this.advanced = new AdvancedView($('#tab-json'), (config) => this.setConfig(config, { modified: true }));
     this.advanced.onRevert = () => this.advanced.setConfig(this.config, true);
     for (const tab of document.querySelectorAll<HTMLButtonElement>('.tabs button')) tab.addEventListener('click', () => this.selectTab(tab.dataset.tab!));
+    this.importPage = new ImportPage({
+      engine: () => this.aux,
+      maxInputBytes: () => this.presets.max_input_bytes ?? 0,
+      config: () => this.config,
+      resolvedNodes: () => this.resolved?.cluster?.nodes,
+      apply: (config, note) => {
+        this.scenarioName = '';
+        this.setConfig(config, { modified: true });
+        this.setStatus(note, 'ok');
+      },
+      showEditor: () => this.selectTab('json'),
+      editor: this.advanced.editor,
+      editorError: this.advanced.error,
+      editorPanel: $('#tab-json'),
+      status: (text, kind) => this.setStatus(text, kind),
+    });
+    this.advanced.onForeign = (text) => this.importPage.takeEditorText(text);
   }
 
   private selectTab(name: string): void {
@@ -388,6 +408,7 @@ export class App {
     this.config = config;
     this.lastChanged = null;
     this.modified = how.modified;
+    showCustomBadge(how.modified, this.scenarioName);
     clearTimeout(this.debounce);
     const auto = ($('#autorun') as HTMLInputElement).checked;
     // The page's first config simulates at once: the worker runs while the page fills its

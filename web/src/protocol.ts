@@ -21,7 +21,9 @@ export type Op =
   | { op: 'check'; config: string }
   | { op: 'tree'; config: string }
   | { op: 'simulate'; config: string; timeline: boolean }
-  | { op: 'trace'; config: string };
+  | { op: 'trace'; config: string }
+  | { op: 'import'; kind: 'megatron' | 'hf'; text: string; options: string }
+  | { op: 'export_megatron'; config: string };
 
 export type CallMessage = { type: 'call'; id: number } & Op;
 
@@ -33,6 +35,18 @@ export interface Answers {
   tree: string;
   simulate: SimAnswer;
   trace: string;
+  import: ImportAnswer;
+  export_megatron: string;
+}
+
+/** A run imported from another tool's text (core/src/api/import_api.cpp, docs/import.md). */
+export interface ImportAnswer {
+  kind: string;
+  config: Record<string, any>;
+  /** Read but not applied, with the reason. */
+  ignored: string[];
+  /** Values the text does not give that the importer chose. */
+  assumed: string[];
 }
 
 export interface PresetInfo {
@@ -46,6 +60,8 @@ export interface PresetList {
   models: PresetInfo[];
   clusters: PresetInfo[];
   scenarios: PresetInfo[];
+  /** The largest text the module reads (api.h max_input_bytes): the page refuses more before sending it. */
+  max_input_bytes?: number;
 }
 
 export type WorkerReply =
@@ -64,6 +80,9 @@ export interface ProteusModule {
   compile_json(config: string): string;
   simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
   chrome_trace_json(config: string): string;
+  import_json(kind: string, text: string, options: string): string;
+  export_megatron_text(config: string): string;
+  max_input_bytes(): number;
   /** One simulation: {result, resolved, timeline?} or {error} (wasm/bindings.cpp). */
   simulate_columns(config: string, timeline: boolean, memoryCurve: boolean): { error?: string; result?: string; resolved?: string; timeline?: ColumnsFromModule };
 }

@@ -56,7 +56,7 @@ function call(m: CallMessage): void {
       case 'presets': {
         const t = mod.presets_json();
         const e = isErrorText(t);
-        return e ? fail(e) : ok(JSON.parse(t));
+        return e ? fail(e) : ok({ ...JSON.parse(t), max_input_bytes: mod.max_input_bytes() });
       }
       case 'preset': {
         const t = mod.preset_text(m.kind, m.name);
@@ -90,6 +90,16 @@ function call(m: CallMessage): void {
         const ms = { simulate: t1 - t0, parse: performance.now() - t1 };
         const answer: SimAnswer = { text: out.result!, resolved: JSON.parse(out.resolved!), result: parsed.result, ms };
         return ok(answer, transferables(parsed.result));
+      }
+      case 'import': {
+        const t = mod.import_json(m.kind, m.text, m.options);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(JSON.parse(t));
+      }
+      case 'export_megatron': {
+        const t = mod.export_megatron_text(m.config);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(t);
       }
       case 'trace': {
         const t = mod.chrome_trace_json(m.config);
