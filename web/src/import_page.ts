@@ -36,24 +36,32 @@ const SOURCE_NAMES: Record<string, string> = {
 export class ImportPage {
   /** Under the editor: what the last import read, ignored and assumed. */
   readonly notes = h('div', { class: 'import-notes', id: 'import-notes', hidden: true });
-  private readonly exportText = $('#export-text') as HTMLTextAreaElement;
+  private readonly exportText = h('textarea', { id: 'export-text', readonly: true, rows: 12, spellcheck: 'false', 'aria-label': 'Megatron-LM arguments of the current run' });
+  private readonly exportMsg = h('span', { id: 'export-msg' });
+  private readonly exportCopy = h('button', { id: 'export-copy', class: 'small' }, 'Copy');
+  private readonly exportDownload = h('button', { id: 'export-download', class: 'small' }, 'Download');
+  private readonly exportClose = h('button', { id: 'export-close', class: 'small ghost', 'aria-label': 'Close' }, '×');
+  private readonly exportBox = h('div', { id: 'export-box', class: 'export-box', hidden: true }, h('div', { class: 'export-head' }, h('b', null, 'Megatron-LM arguments'), this.exportMsg, this.exportCopy, this.exportDownload, this.exportClose), this.exportText);
   /** Imports sent to the module (tests check that oversize input never is). */
   importCalls = 0;
 
   constructor(private readonly host: ImportHost) {
-    host.editorPanel.append(this.notes);
+    const exportButton = h('button', { id: 'export-megatron', title: 'The current run as Megatron-LM arguments (torchrun … pretrain_gpt.py …), to copy or download' }, 'Export as Megatron arguments');
+    const openButton = h('button', { id: 'open-config-editor', title: 'Open a Proteus config, a Hugging Face config.json or a Megatron-LM launch script' }, 'Open config…');
+    host.editorPanel.append(this.notes, h('div', { class: 'import-actions' }, openButton, exportButton), this.exportBox);
     document.addEventListener('paste', (e) => this.onPaste(e));
     const file = $('#open-file') as HTMLInputElement;
     $('#open-config').addEventListener('click', () => file.click());
+    openButton.addEventListener('click', () => file.click());
     file.addEventListener('change', () => {
       const f = file.files?.[0];
       file.value = ''; // the same file can be opened again
       if (f) void this.openFile(f);
     });
-    $('#export-megatron').addEventListener('click', () => void this.showExport());
-    $('#export-close').addEventListener('click', () => ($('#export-box').hidden = true));
-    $('#export-copy').addEventListener('click', () => void this.copyExport());
-    $('#export-download').addEventListener('click', () => download(this.exportName(), this.exportText.value + '\n', 'text/x-shellscript'));
+    exportButton.addEventListener('click', () => void this.showExport());
+    this.exportClose.addEventListener('click', () => (this.exportBox.hidden = true));
+    this.exportCopy.addEventListener('click', () => void this.copyExport());
+    this.exportDownload.addEventListener('click', () => download(this.exportName(), this.exportText.value + '\n', 'text/x-shellscript'));
   }
 
   /** Paste outside a text field: the clipboard's text is imported as a run. */
@@ -143,21 +151,20 @@ export class ImportPage {
 
   /** The current run as Megatron-LM arguments, in a box with Copy and Download. */
   private async showExport(): Promise<void> {
-    const box = $('#export-box');
-    const msg = $('#export-msg');
-    box.hidden = false;
+    const msg = this.exportMsg;
+    this.exportBox.hidden = false;
     this.exportText.value = '';
     msg.textContent = 'Writing the arguments…';
     try {
       this.exportText.value = await this.host.engine().call({ op: 'export_megatron', config: JSON.stringify(this.host.config()) });
       msg.textContent = 'The current run as Megatron-LM arguments (pretrain_gpt.py); pasting them back imports the same run.';
-      ($('#export-copy') as HTMLButtonElement).disabled = false;
-      ($('#export-download') as HTMLButtonElement).disabled = false;
+      this.exportCopy.disabled = false;
+      this.exportDownload.disabled = false;
     } catch (e) {
       const info: ErrorInfo = e instanceof CallError ? e.info : { code: 'internal', path: '', message: String(e) };
       setChildren(msg, 'Cannot export: ', info.path ? h('code', { class: 'error-path' }, info.path) : '', info.path ? ': ' : '', info.message);
-      ($('#export-copy') as HTMLButtonElement).disabled = true;
-      ($('#export-download') as HTMLButtonElement).disabled = true;
+      this.exportCopy.disabled = true;
+      this.exportDownload.disabled = true;
     }
   }
 
@@ -165,9 +172,9 @@ export class ImportPage {
     this.exportText.select();
     try {
       await navigator.clipboard.writeText(this.exportText.value);
-      $('#export-msg').textContent = 'Copied.';
+      this.exportMsg.textContent = 'Copied.';
     } catch {
-      $('#export-msg').textContent = 'The browser did not allow copying: the text is selected, press Ctrl+C.';
+      this.exportMsg.textContent = 'The browser did not allow copying: the text is selected, press Ctrl+C.';
     }
   }
 
