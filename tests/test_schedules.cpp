@@ -99,7 +99,11 @@ TEST_CASE("schedule: ZB-H2 has no bubble with (2p-1) micro-batches in flight on 
     // (p-1)(T_F + T_B - 2 T_W) = 0 on every stage.
     for (int s = 0; s < p; ++s) CHECK(play.bubble(s) == doctest::Approx(0));
     CHECK(play.peak_in_flight[0] == 2 * p - 1);
+    // At most 2p - 1 W wait besides: the memory does not grow with m (it did, W waiting up to m).
+    for (int s = 0; s < p; ++s) CHECK(play.peak_held[static_cast<size_t>(s)] <= 2 * (2 * p - 1));
   }
+  CHECK(play_schedule(named(Schedule::ZbH2, 8, 128), {1, 1, 1}).peak_held ==
+        play_schedule(named(Schedule::ZbH2, 8, 64), {1, 1, 1}).peak_held);
 }
 
 TEST_CASE("schedule: ZB-V has no bubble with 1F1B's activation memory, chunks in a V") {
@@ -114,7 +118,14 @@ TEST_CASE("schedule: ZB-V has no bubble with 1F1B's activation memory, chunks in
     // A chunk holds half a stage's layers: 2p chunk forwards in flight = p stages' worth, the
     // first stage of 1F1B.
     for (int s = 0; s < p; ++s) CHECK(play.peak_in_flight[static_cast<size_t>(s)] <= 2 * p);
+    // Waiting W passes (each holding what its weight gradient reads) stay bounded too: at most
+    // 2p in flight + 2p - 1 waiting, whatever m (before the fix nearly every W waited to the
+    // end: 41 at p 8, m 24).
+    for (int s = 0; s < p; ++s) CHECK(play.peak_held[static_cast<size_t>(s)] <= 4 * p - 1);
   }
+  // ... and they do not grow with the number of micro-batches.
+  CHECK(play_schedule(named(Schedule::ZbV, 8, 64), {1, 1, 1}).peak_held ==
+        play_schedule(named(Schedule::ZbV, 8, 24), {1, 1, 1}).peak_held);
 }
 
 namespace {

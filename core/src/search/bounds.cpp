@@ -227,9 +227,7 @@ double activation_change(const ExecGraph& g, int task) {
 std::vector<std::vector<Pass>> stage_orders(const Config& c) {
   const StrategySpec& s = c.strategy;
   const int m = static_cast<int>(c.training.global_batch / (int64_t{s.dp} * s.micro_batch));
-  return make_schedule(s.schedule, s.pp, m,
-                       chunk_placement(s.pp, chunks_per_stage(s), s.schedule == Schedule::ZbV))
-      .order;
+  return make_schedule(s.schedule, s.pp, m, chunk_placement(s.pp, chunks_per_stage(s), v_placement(s))).order;
 }
 
 double held_activation_bytes(const Config& c, const std::vector<Pass>& passes,

@@ -114,7 +114,7 @@ Bounds layer_bounds(const LayerProfile& lp, const ModelProfile& model, const Con
   if (lp.layers.empty() || pp < 2 || static_cast<int>(lp.other.size()) != pp ||
       static_cast<int>(lp.layers.size()) != model.units || s.schedule == Schedule::Explicit)
     return b;
-  const std::vector<int> placement = chunk_placement(pp, per_stage, s.schedule == Schedule::ZbV);
+  const std::vector<int> placement = chunk_placement(pp, per_stage, v_placement(s));
   const std::vector<PassCosts> chunks = chunk_costs(lp, pp * per_stage);
   const std::vector<double> params = stage_params(model, placement, pp);
   const PipelineShape shape = pipeline_shape(s.schedule);
