@@ -83,13 +83,20 @@ emscripten::val string_array(const std::vector<std::string>& list) {
 
 // One simulation for the page: {result, resolved, timeline: {columns..., tables...}} or
 // {error} (the error JSON text). The timeline is columns, never span JSON (DESIGN.md §7).
-emscripten::val simulate_columns(const std::string& config, bool timeline, bool memory_curve) {
+// `progress`: null, or a function called with (tasks ended, tasks) as the executor advances
+// (the worker posts it to the page); it cannot change the result.
+emscripten::val simulate_columns(const std::string& config, bool timeline, bool memory_curve,
+                                 emscripten::val progress) {
   emscripten::val out = emscripten::val::object();
   proteus::SimulationOutput run;
   const std::string error = guarded([&] {
     proteus::SimulateOptions options;
     options.columns = timeline;
     options.memory_curve = memory_curve;
+    if (progress.typeOf().as<std::string>() == "function")
+      options.progress = [&progress](int64_t done, int64_t total) {
+        progress(static_cast<double>(done), static_cast<double>(total));
+      };
     run = proteus::simulate_output(config, options);
     return std::string();
   });

@@ -9,7 +9,8 @@ import type { Boot } from './boot';
 import { CallError, Engine } from './engine';
 import { formatDuration, formatInt } from './format';
 import type { PresetList } from './protocol';
-import type { ErrorInfo, SimResult } from './result';
+import type { ErrorInfo, FitChange, SimResult } from './result';
+import { renderFitAdvice, withoutAdviceLines } from './fit_advice';
 import { DEFAULT_RESERVE_GIB, getReserveGiB, renderCards, renderMemory, renderSplit, renderWarnings, setReserveGiB } from './results';
 import { decodeFragment, decodeState, encodeFragment, type PageState } from './share';
 import { findLesson, LESSONS, LessonPanel } from './lessons';
@@ -57,6 +58,8 @@ export class App {
   private tab = 'timeline';
   private present = false;
   private lastHash = '';
+  /** Progress reports (tasks done, tasks) of the page's current or last simulation (for tests). */
+  progressSeen: [number, number][] = [];
   /** Milliseconds the last simulation took inside the worker (for tests). */
   lastSimulateMs = 0;
   private modified = false;
@@ -518,11 +521,23 @@ export class App {
     this.simStart = performance.now();
     this.setRunning(true);
     this.setStatus('Simulating…', 'busy');
-    const ticker = window.setInterval(() => {
-      if (seq === this.simSeq && this.running) this.setStatus(`Simulating… ${formatDuration((performance.now() - this.simStart) / 1000)}`, 'busy');
-    }, 250);
+    // The status: the share of the simulation's tasks done (the core reports it), and the time.
+    let share = '';
+    const status = () => {
+      if (seq === this.simSeq && this.running) this.setStatus(`Simulating… ${share}${formatDuration((performance.now() - this.simStart) / 1000)}`, 'busy');
+    };
+    const ticker = window.setInterval(status, 250);
+    const progress = (done: number, total: number) => {
+      if (seq !== this.simSeq) return;
+      this.progressSeen.push([done, total]);
+      share = `${Math.floor((100 * done) / Math.max(1, total))}% · `;
+      $('#status').dataset.progress = String(done / Math.max(1, total));
+      status();
+    };
+    delete $('#status').dataset.progress;
+    this.progressSeen = [];
     this.sim
-      .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true })
+      .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true }, progress)
       .then(async ({ text, resolved, result, ms: workerMs }) => {
         clearInterval(ticker);
         if (seq !== this.simSeq) return;
@@ -594,10 +609,17 @@ export class App {
     renderCards($('#cards'), r);
     renderSplit($('#split'), r);
     renderMemory($('#memory'), r);
-    renderWarnings($('#warnings'), r);
+    // The changes that fit come with an Apply button, in place of their warning lines.
+    renderWarnings($('#warnings'), { ...r, warnings: withoutAdviceLines(r.warnings, r.fitAdvice) });
+    renderFitAdvice($('#warnings'), r.fitAdvice, (a) => this.applyFit(a));
     if (this.lesson) this.lessonPanel.highlight();
     this.markStale(true);
     document.body.classList.add('has-numbers');
+  }
+
+  /** One of the core's changes that fit: its whole strategy replaces the config's knobs. */
+  private applyFit(a: FitChange): void {
+    this.setConfig(setPath(this.config, 'strategy', { ...(this.config.strategy ?? {}), ...a.strategy }), { modified: true });
   }
 
   /** The timeline, compare and downloads of the current result (its numbers already shown). */

@@ -12,7 +12,10 @@ export class CallError extends Error {
 
 export const CANCELLED: ErrorInfo = { code: 'cancelled', path: '', message: 'cancelled' };
 
-type Pending = { resolve: (v: any) => void; reject: (e: CallError) => void };
+type Pending = { resolve: (v: any) => void; reject: (e: CallError) => void; progress?: Progress };
+
+/** Told how far a simulation is: tasks ended, of all its tasks. */
+export type Progress = (done: number, total: number) => void;
 
 export class Engine {
   private worker!: Worker;
@@ -51,6 +54,8 @@ export class Engine {
           const err = new CallError({ code: 'internal', path: '', message: m.message });
           reject(err);
           this.failAll(err);
+        } else if (m.type === 'progress') {
+          this.pending.get(m.id)?.progress?.(m.done, m.total);
         } else if (m.type === 'reply') {
           const p = this.pending.get(m.id);
           if (!p) return;
@@ -94,13 +99,13 @@ export class Engine {
     return this.pending.size > 0;
   }
 
-  call<K extends Op['op']>(op: Extract<Op, { op: K }>): Promise<Answers[K]> {
+  call<K extends Op['op']>(op: Extract<Op, { op: K }>, progress?: Progress): Promise<Answers[K]> {
     this.calls[op.op] = (this.calls[op.op] ?? 0) + 1;
     // Posted at once, even before the worker is ready: it queues calls until its module is
     // instantiated, so the first answers come without a round trip after start-up.
     const id = this.nextId++;
     return new Promise<Answers[K]>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, progress });
       this.worker.postMessage({ type: 'call', id, ...op } as CallMessage);
     });
   }

@@ -67,6 +67,8 @@ export interface PresetList {
 export type WorkerReply =
   | { type: 'ready'; version: string }
   | { type: 'fatal'; message: string }
+  /** How far call `id` (a simulation) is: tasks ended of all its tasks (the core's executor). */
+  | { type: 'progress'; id: number; done: number; total: number }
   | { type: 'reply'; id: number; ok: true; value: unknown }
   | { type: 'reply'; id: number; ok: false; error: ErrorInfo };
 
@@ -84,5 +86,5 @@ export interface ProteusModule {
   export_megatron_text(config: string): string;
   max_input_bytes(): number;
   /** One simulation: {result, resolved, timeline?} or {error} (wasm/bindings.cpp). */
-  simulate_columns(config: string, timeline: boolean, memoryCurve: boolean): { error?: string; result?: string; resolved?: string; timeline?: ColumnsFromModule };
+  simulate_columns(config: string, timeline: boolean, memoryCurve: boolean, progress: ((done: number, total: number) => void) | null): { error?: string; result?: string; resolved?: string; timeline?: ColumnsFromModule };
 }

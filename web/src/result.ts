@@ -86,10 +86,21 @@ export interface MemoryCurve {
 }
 
 /** What the page holds for one simulation: parsed parts plus the exact result text. */
+/** One change of the strategy that makes an out-of-memory run fit (result "fit_advice"). */
+export interface FitChange {
+  change: string; // "pp 1 -> 8, dp 8 -> 1"
+  strategy: Record<string, unknown>; // the whole strategy after the change
+  iteration_time_s: number;
+  peak_memory_GiB: number;
+  mfu: number;
+}
+
 export interface SimResult {
   summary: Summary;
   devices: Device[];
   warnings: string[];
+  /** Present (up to three, fastest first) only when the run does not fit. */
+  fitAdvice: FitChange[];
   stats: Record<string, number>;
   breakdown: Record<string, unknown>;
   spans: Spans;
@@ -235,6 +246,7 @@ export function parseResult(text: string, columns?: ColumnsFromModule): { ok: tr
       summary: j.summary,
       devices: j.devices ?? [],
       warnings: j.warnings ?? [],
+      fitAdvice: Array.isArray(j.fit_advice) ? j.fit_advice : [],
       stats: j.stats ?? {},
       breakdown: j.breakdown ?? {},
       spans: columns ? spansFromColumns(columns) : spansFromObjects(j.timeline),

@@ -82,7 +82,10 @@ function call(m: CallMessage): void {
         // One simulation: the result (summary, devices, breakdown), the resolved config and
         // the timeline as typed arrays, whose buffers move to the page without a copy.
         const t0 = performance.now();
-        const out = mod.simulate_columns(m.config, m.timeline, m.timeline);
+        // The core tells how many tasks have ended (at most ~100 times): posted at once, so
+        // the page shows a percentage while this call still runs.
+        const progress = (done: number, total: number) => post({ type: 'progress', id: m.id, done, total });
+        const out = mod.simulate_columns(m.config, m.timeline, m.timeline, progress);
         const t1 = performance.now();
         if (out.error !== undefined) return fail(isErrorText(out.error) ?? { error: { code: 'internal', message: out.error } });
         const parsed = parseResult(out.result!, out.timeline);

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include "proteus/error.h"
+#include "proteus/simulation.h"
 #include "proteus/timeline_columns.h"
 
 namespace proteus {
@@ -16,6 +17,9 @@ struct SimulateOptions {
   // When the run does not fit: "fit_advice", the three fastest changes of one or two knobs
   // that fit (a few bounded simulations; docs/search.md). Off: the result has no advice.
   bool fit_advice = true;
+  // Told how far the executor is (tasks ended / tasks): the page's progress bar. Observes
+  // only; not called for the fit advice's own simulations.
+  ProgressFn progress;
 };
 
 // One simulation and everything made from it: the result JSON, the resolved config (as

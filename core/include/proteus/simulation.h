@@ -1,6 +1,8 @@
 // The HTAE executor's output (DESIGN.md §1: "Trace") and the entry points of the pipeline.
 #pragma once
 #include <array>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 #include "proteus/config.h"
@@ -40,9 +42,15 @@ struct Trace {
   int64_t flows = 0;
 };
 
+// Told how far a simulation is: tasks ended so far and the graph's task count. Called with
+// done rising, at most about 100 times, the last time with done == total. It only observes:
+// the run is the same with or without it.
+using ProgressFn = std::function<void(int64_t done_tasks, int64_t total_tasks)>;
+
 struct ExecOptions {
   int64_t max_events = 500'000'000;
   bool record_memory_curve = true;
+  ProgressFn progress;  // empty: not told
 };
 
 // What a config asks of the executor: its GPUs' cost model at its training precision, and

@@ -96,14 +96,15 @@ struct Simulated {
   double wall_ms = 0;
 };
 
-Simulated run_simulation(const std::string& config_text, bool memory_curve) {
+Simulated run_simulation(const std::string& config_text, bool memory_curve, const ProgressFn& progress = {}) {
   const auto start = std::chrono::steady_clock::now();
   Simulated s;
   s.config = parse_config(config_text);
   s.compiled = compile(s.config);
   const Topology topology = build_topology(s.config.cluster);
-  s.trace =
-      execute(s.compiled.exec, cost_model_of(s.config), topology, exec_options_of(s.config, memory_curve));
+  ExecOptions exec = exec_options_of(s.config, memory_curve);
+  exec.progress = progress;
+  s.trace = execute(s.compiled.exec, cost_model_of(s.config), topology, exec);
   s.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return s;
 }
@@ -119,7 +120,7 @@ std::vector<FitChange> fit_advice_of(const Simulated& s, const SimulateOptions& 
 }  // namespace
 
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options) {
-  const Simulated s = run_simulation(config_text, options.memory_curve);
+  const Simulated s = run_simulation(config_text, options.memory_curve, options.progress);
   ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
   bool computed = false;
   const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);
@@ -133,7 +134,7 @@ std::string chrome_trace_json(const std::string& config_text) {
 }
 
 SimulationOutput simulate_output(const std::string& config_text, const SimulateOptions& options) {
-  const Simulated s = run_simulation(config_text, options.memory_curve);
+  const Simulated s = run_simulation(config_text, options.memory_curve, options.progress);
   ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
   bool computed = false;
   const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);

@@ -551,6 +551,17 @@ class Executor {
     }
   }
 
+  // ---- progress ----------------------------------------------------------------------------------
+
+  // At the first task's end, then every ceil(total / 100) tasks, and at the last (done ==
+  // total): at most 101 calls, so the callback costs nothing next to the simulation.
+  void report_progress() {
+    const size_t total = g_.tasks.size();
+    options_.progress(static_cast<int64_t>(done_), static_cast<int64_t>(total));
+    const size_t step = (total + 99) / 100;
+    next_progress_ = done_ >= total ? total + 1 : std::min(total, done_ + step);
+  }
+
   // ---- ending tasks ---------------------------------------------------------------------------
 
   void end_task(int t) {
@@ -559,6 +570,7 @@ class Executor {
     h.state = TaskState::Done;
     end_s_[ti] = now_s_;
     ++done_;
+    if (options_.progress && done_ >= next_progress_) report_progress();
     RankState& rs = ranks_[static_cast<size_t>(h.rank())];
     RankTrace& tr = traces_[static_cast<size_t>(h.rank())];
     tr.busy_s[static_cast<size_t>(h.stream())] += now_s_ - start_s_[ti];
@@ -668,6 +680,7 @@ class Executor {
   int64_t popped_ = 0;
   int64_t flows_started_ = 0;
   size_t done_ = 0;
+  size_t next_progress_ = 1;  // done_ at which progress is reported next
 
   // Per task
   std::vector<HotTask> hot_;

@@ -40,8 +40,14 @@ export const STREAMS: Record<string, string> = {
   compute: 'compute',
   tp_comm: 'TP comm',
   dp_comm: 'DP comm',
+  // ZeRO-3 / FSDP parameter all-gathers: their own stream, beside the gradient reduce-scatters
+  // (core/include/proteus/exec_graph.h, Stream::ParamComm)
+  param_comm: 'param gather',
   pp_comm: 'PP p2p',
 };
+
+/** Lanes of a GPU, top to bottom: the order of STREAMS (others after, as they come). */
+export const STREAM_ORDER = Object.keys(STREAMS);
 
 export function streamLabel(s: string): string {
   return STREAMS[s] ?? s.replace(/_/g, ' ');

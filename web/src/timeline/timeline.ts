@@ -12,6 +12,7 @@
 // one finger pans, two fingers pinch-zoom, a tap selects.
 import type { MemoryCurve, Spans } from '../result';
 import { buildLanes, firstVisible, lowerBound, spanAt, type Lane, type LaneIndex } from './lanes';
+import { STREAM_ORDER } from './colors';
 import { formatTick, TimeScale, type TimeBounds } from './time_scale';
 
 export interface TimelineOptions {
@@ -114,7 +115,7 @@ export class Timeline {
     el: HTMLElement,
   ) {
     this.gutter = opts.gutter ?? 168;
-    this.idx = buildLanes(spans, opts.streamOrder ?? ['compute', 'tp_comm', 'dp_comm', 'pp_comm']);
+    this.idx = buildLanes(spans, opts.streamOrder ?? STREAM_ORDER);
     this.kindColor = spans.kinds.map((k) => opts.color(k));
     this.kindText = this.kindColor.map(textColorOn);
     this.kindDim = this.kindColor.map((c) => mix(c, '#ffffff', 0.78));

@@ -313,6 +313,44 @@ describe('teaching and analysis features', () => {
     expect(await page.getAttribute('[data-card="peak_memory_GiB"]', 'data-fit')).toBe('fits');
   });
 
+  it('offers the changes that fit when a run is out of memory, and applies one with a click', { timeout: 300_000 }, async () => {
+    // Mixtral 8x7B with every expert on every GPU (ep 1) needs ~180 GiB per GPU (lessons.test.ts):
+    // the core returns up to three strategy changes that fit, each simulated.
+    await page.goto(s.url);
+    await waitForResult(page);
+    let n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.selectOption('#scenario', 'mixtral-8x7b-ep');
+    await waitForNew(page, n);
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill('#ctl-strategy-ep', '1');
+    await page.dispatchEvent('#ctl-strategy-ep', 'change');
+    await waitForNew(page, n);
+    const r = await page.evaluate(() => (window as any).proteus.current.result);
+    expect(r.summary.oom).toBe(true);
+    expect(r.fitAdvice.length).toBeGreaterThanOrEqual(1);
+    expect(r.fitAdvice.length).toBeLessThanOrEqual(3);
+    const items = await page.$$eval('.fit-advice li', (e) => e.map((x) => x.textContent ?? ''));
+    expect(items.length).toBe(r.fitAdvice.length);
+    expect(items[0]).toContain(r.fitAdvice[0].change);
+    // shown once: the core's "To fit: ..." warning lines give way to the block with buttons
+    const warnings = await page.$$eval('#warnings .warnings li', (e) => e.map((x) => x.textContent ?? ''));
+    expect(r.warnings.filter((w: string) => w.startsWith('To fit:')).length).toBe(r.fitAdvice.length);
+    expect(warnings.filter((w) => w.startsWith('To fit:'))).toEqual([]);
+    await page.$eval('.fit-advice', (e) => e.scrollIntoView({ block: 'center' }));
+    await shot(page, 'f11-fit-advice');
+    copyFileSync(join(ARTIFACTS, 'f11-fit-advice.png'), join(DOCS_IMAGES, 'fit-advice-1440x900.png'));
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.click('.fit-advice li:first-child .fit-apply');
+    await waitForNew(page, n);
+    const after = await page.evaluate(() => ({ strategy: (window as any).proteus.config.strategy, summary: (window as any).proteus.current.result.summary }));
+    for (const [k, v] of Object.entries(r.fitAdvice[0].strategy)) expect(after.strategy[k], k).toEqual(v);
+    // the advice's own simulation of this strategy: the same time and memory, and it fits
+    expect(after.summary.oom).toBe(false);
+    expect(after.summary.iteration_time_s).toBeCloseTo(r.fitAdvice[0].iteration_time_s, 9);
+    expect(after.summary.peak_memory_GiB).toBeCloseTo(r.fitAdvice[0].peak_memory_GiB, 9);
+    expect(await page.$$eval('.fit-advice', (e) => e.length)).toBe(0);
+  });
+
   it('closes the share box with Escape', async () => {
     await page.click('#share');
     expect(await page.isVisible('#share-box')).toBe(true);
@@ -334,8 +372,24 @@ describe('teaching and analysis features', () => {
   it('writes the 405B Chrome trace faster than it simulates, and pans it at 30 frames per second or more', { timeout: 300_000 }, async () => {
     await page.click('.tabs button[data-tab="timeline"]');
     const n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    // every status text shown during the run (the core's progress becomes a percentage)
+    await page.evaluate(() => {
+      const el = document.getElementById('status')!;
+      const seen: string[] = ((window as any).statusTexts = []);
+      new MutationObserver(() => seen.push(el.textContent ?? '')).observe(el, { childList: true, characterData: true, subtree: true });
+    });
     await page.selectOption('#scenario', 'llama3-405b-16k');
     await waitForNew(page, n);
+    const progress: [number, number][] = await page.evaluate(() => (window as any).proteus.progressSeen);
+    const tasks = await page.evaluate(() => (window as any).proteus.current.result.stats.tasks);
+    const texts: string[] = await page.evaluate(() => (window as any).statusTexts);
+    console.log(`405B progress: ${progress.length} reports of ${tasks} tasks; status texts: ${texts.filter((t) => /%/.test(t)).slice(0, 3).join(' | ')} …`);
+    expect(progress.length).toBeGreaterThan(10); // ~100 reports, one per 1% of the tasks
+    expect(progress.length).toBeLessThanOrEqual(101);
+    for (let i = 1; i < progress.length; ++i) expect(progress[i][0]).toBeGreaterThan(progress[i - 1][0]);
+    expect(progress.every(([, total]) => total === tasks)).toBe(true);
+    expect(progress[progress.length - 1][0]).toBe(tasks);
+    expect(texts.some((t) => /^Simulating… \d+% · /.test(t) && !/^Simulating… 100%/.test(t))).toBe(true);
     const simMs = await page.evaluate(() => (window as any).proteus.lastSimulateMs);
     const [d] = await Promise.all([page.waitForEvent('download'), page.click('#dl-trace')]);
     const traceMs = await page.evaluate(() => (window as any).proteus.timing.lastTraceMs);
@@ -371,11 +425,17 @@ describe('teaching and analysis features', () => {
     await page.goto(s.url);
     await waitForResult(page);
     await page.evaluate(readFileSync(AXE, 'utf8'));
-    const result = await page.evaluate(async () => {
-      const r = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
-      return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
-    });
-    expect(result).toEqual([]);
+    const axe = () =>
+      page.evaluate(async () => {
+        const r = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+        return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
+      });
+    expect(await axe(), 'light').toEqual([]);
+    // and in dark colors (every text against its dark background)
+    await page.click('#theme');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    expect(await axe(), 'dark').toEqual([]);
+    await page.click('#theme');
     const reached = new Set<string>();
     await page.focus('#scenario');
     for (let i = 0; i < 160; ++i) {

@@ -4,6 +4,7 @@ import { fittingDp, getPath, setPath, strategyLabel } from '../../src/config_mod
 import { controlForPath } from '../../src/controls';
 import { spansFromObjects } from '../../src/result';
 import { parseValues } from '../../src/sweep';
+import { STREAM_ORDER, STREAMS, streamLabel } from '../../src/timeline/colors';
 import { buildLanes, firstVisible, laneOrder, spanAt } from '../../src/timeline/lanes';
 
 const objects = [
@@ -66,6 +67,16 @@ describe('columnar spans and lanes', () => {
     expect(objects[idx.order[spanAt(idx, lane, 2.5, 0)]].name).toBe('f1');
     expect(spanAt(idx, lane, 1.5, 0.1)).toBe(-1);
     expect(objects[idx.order[spanAt(idx, lane, 1.95, 0.1)]].name).toBe('f1');
+  });
+});
+
+describe('stream labels', () => {
+  it('names every stream the core writes, ZeRO-3 parameter gathers included, in lane order', () => {
+    // core/src/compile/exec_graph.cpp to_string(Stream): compute, tp_comm, dp_comm, pp_comm, param_comm
+    for (const s of ['compute', 'tp_comm', 'dp_comm', 'pp_comm', 'param_comm']) expect(Object.keys(STREAMS)).toContain(s);
+    expect(streamLabel('param_comm')).toBe('param gather');
+    // parameter gathers sit beside the gradient traffic (DP), above the pipeline transfers
+    expect(STREAM_ORDER.indexOf('param_comm')).toBe(STREAM_ORDER.indexOf('dp_comm') + 1);
   });
 });
 
