@@ -2,8 +2,10 @@
 // framework runs (errors naming the field), and the FP8 recipe's precision per op.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
+#include "../core/src/exec/executor_plans.h"
 #include "compile_fixtures.h"
 #include "proteus/api.h"
 #include "proteus/compile.h"
@@ -70,11 +72,11 @@ TEST_CASE("frameworks: combinations no framework runs are errors naming the fiel
   CHECK(error_path(config_with({{"grad_sync", "sometimes"}})) == "strategy.grad_sync");
   CHECK(error_path(config_with({{"cp_comm_type", "ring"}})) == "strategy.cp_comm_type");
   // TE's userbuffers overlap the sequence-parallel collectives: sequence parallelism required
-  // (tests/test_tp_overlap.cpp); hierarchical a2a+p2p is not simulated: refused.
+  // (tests/test_tp_overlap.cpp).
   CHECK(error_path(config_with({{"tp_comm_overlap", true}})) == "strategy.tp_comm_overlap");
   CHECK(error_path(config_with({{"tp_comm_overlap", true}, {"sequence_parallel", true}})) == "(parsed)");
-  CHECK(error_path(config_with({{"cp", 2}, {"dp", 2}, {"cp_comm_type", "a2a+p2p"}})) ==
-        "strategy.cp_comm_type");
+  // Hierarchical a2a+p2p: tp 4 x a 2 fills a node, so the heads (8 KV heads) split over tp x 2 = 8.
+  CHECK(error_path(config_with({{"cp", 2}, {"dp", 2}, {"cp_comm_type", "a2a+p2p"}})) == "(parsed)");
   // Ulysses (a2a) scatters heads over tp x cp: Llama 3 8B has 8 KV heads, tp 4 x cp 4 = 16.
   const json a2a = config_with({{"cp", 4}, {"dp", 1}, {"cp_comm_type", "a2a"}});
   CHECK(error_path(a2a) == "strategy.cp_comm_type");
@@ -320,4 +322,99 @@ TEST_CASE("frameworks: on a long sequence the ring hides K/V traffic the all-gat
   };
   const double p2p = t("p2p"), all_gather = t("all_gather");
   CHECK(p2p < all_gather);
+}
+
+TEST_CASE("frameworks: a2a+p2p runs all-to-alls inside the node and the K/V ring across nodes") {
+  // 2 layers, hidden 512 (MHA: K/V one tensor 2 x 512 wide), 8 heads, seq 256, micro-batch 1;
+  // tp 2 x cp 8 on 2 DGX A100 nodes. The a2a group: the largest power of two of cp with
+  // tp x a <= 8 GPUs per node, a = 4; the ring: r = cp / a = 2 ranks, one per node.
+  // Per rank (32 of the 256 tokens, half the width): Q 32 x 256 x 2 = 16384 bytes, K/V
+  // 32 x 512 x 2 = 32768 = B, output 16384.
+  const std::string cfg =
+      test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":2})", 1,
+                        R"({"tp":2,"cp":8,"sequence_parallel":true,"cp_comm_type":"a2a+p2p"})");
+  CHECK(parse_config(cfg).strategy.cp_a2a_size == 0);  // resolved to 4 by the strategy tree
+  const CompiledModel c = test::compile_text(cfg);
+  // Layer 0's attention, forward, in program order:
+  //   tp_comm: |a2a Q,K,V (4 GPUs)|ring step: K/V from the other node|      |a2a O|
+  //   compute:                    |block 0 (own K/V)|     |block 1     |
+  std::vector<const Task*> fwd;
+  for (const Task& t : c.exec.tasks)
+    if (t.rank == 0 && t.phase == Phase::Forward &&
+        c.exec.labels[static_cast<size_t>(t.label)] == "layers.0.attention.attn")
+      fwd.push_back(&t);
+  REQUIRE(fwd.size() == 5);
+  auto coll = [&](const Task* t) -> const Collective& {
+    return c.exec.collectives[static_cast<size_t>(t->collective)];
+  };
+  REQUIRE(fwd[0]->kind == TaskKind::Collective);
+  CHECK(coll(fwd[0]).kind == CollectiveKind::AllToAll);
+  CHECK(coll(fwd[0]).bytes ==
+        doctest::Approx(16384 + 32768));                      // what each rank sends, its own share included
+  CHECK(coll(fwd[0]).group == std::vector<int>{0, 2, 4, 6});  // cp ranks 0-3 of node 0 (tp stride 2)
+  CHECK(fwd[1]->kind == TaskKind::Compute);
+  REQUIRE(fwd[2]->kind == TaskKind::Collective);
+  CHECK(coll(fwd[2]).kind == CollectiveKind::AllGather);
+  CHECK(coll(fwd[2]).group == std::vector<int>{0, 8});      // cp ranks 0 and 4: one per node
+  CHECK(coll(fwd[2]).bytes / 2 == doctest::Approx(32768));  // (r-1)/r S = B moved per rank
+  CHECK(fwd[3]->kind == TaskKind::Compute);
+  REQUIRE(fwd[4]->kind == TaskKind::Collective);
+  CHECK(coll(fwd[4]).kind == CollectiveKind::AllToAll);
+  CHECK(coll(fwd[4]).bytes == doctest::Approx(16384));
+  // Backward: a2a of dO (16384), one ring step with K/V and dK/dV (2B), a2a of dQ, dK, dV (49152).
+  std::vector<double> back;
+  for (const Task& t : c.exec.tasks)
+    if (t.rank == 0 && t.kind == TaskKind::Collective && t.phase == Phase::BackwardInput &&
+        c.exec.labels[static_cast<size_t>(t.label)] == "layers.0.attention.attn")
+      back.push_back(c.exec.collectives[static_cast<size_t>(t.collective)].bytes);
+  REQUIRE(back.size() == 3);
+  CHECK(back[0] == doctest::Approx(16384));
+  CHECK(back[1] / 2 == doctest::Approx(2 * 32768));
+  CHECK(back[2] == doctest::Approx(49152));
+  // The links the representative's groups share with the others: 2 tp shifts x 4 ring groups
+  // (cp ranks {0,4}, {1,5}, {2,6}, {3,7}) contend for the NICs; 2 x 2 all-to-all groups (one
+  // per node and tp rank) for NVLink.
+  const auto ring_siblings = exec::sibling_groups(c.exec.mesh, coll(fwd[2]));
+  CHECK(ring_siblings.size() == 8);
+  CHECK(std::find(ring_siblings.begin(), ring_siblings.end(), std::vector<int>{2, 10}) !=
+        ring_siblings.end());
+  const auto a2a_siblings = exec::sibling_groups(c.exec.mesh, coll(fwd[0]));
+  CHECK(a2a_siblings.size() == 4);
+  CHECK(std::find(a2a_siblings.begin(), a2a_siblings.end(), std::vector<int>{8, 10, 12, 14}) !=
+        a2a_siblings.end());
+  // An explicit inner size must divide cp; it only goes with a2a+p2p.
+  auto path = [](const std::string& strategy) {
+    try {
+      parse_config(test::config_json(test::gpt_model(2, 512, 8, 256, 8000),
+                                     R"({"preset":"dgx-a100-80g","nodes":2})", 1, strategy));
+    } catch (const Error& e) {
+      return e.path;
+    }
+    return std::string("(parsed)");
+  };
+  CHECK(path(R"({"tp":2,"cp":8,"cp_comm_type":"a2a+p2p","cp_a2a_size":3})") == "strategy.cp_a2a_size");
+  CHECK(path(R"({"tp":2,"cp":8,"cp_a2a_size":2})") == "strategy.cp_a2a_size");
+  CHECK(path(R"({"tp":2,"cp":8,"cp_comm_type":"a2a+p2p","cp_a2a_size":2})") == "(parsed)");
+}
+
+TEST_CASE(
+    "frameworks: the four cp_comm_types rank as Transformer Engine describes on a cp group across nodes") {
+  // Llama-2-7B-like layers with flash attention, 2 layers, seq 65536, tp 4 x cp 8 on 4 DGX H100:
+  // the cp group spans the 4 nodes (2 cp ranks per node). TE's DotProductAttention docstring: all_gather "is
+  // not async, and cannot be overlapped"; p2p "is async and can be overlapped with attention compute"; a2a
+  // scatters heads (no overlap, but all-to-all volume); a2a+p2p keeps the all-to-all on NVLink and the ring,
+  // now over 4 ranks instead of 8, across nodes. So: a2a+p2p < p2p < all_gather and a2a < all_gather.
+  auto t = [](const char* type) {
+    const std::string model = R"({"kind":"transformer","name":"l2","layers":2,"hidden":4096,"heads":32,
+      "ffn_hidden":11008,"seq_len":65536,"vocab":32000,"mlp":"swiglu","norm":"rmsnorm","tied_embeddings":false,
+      "learned_positions":false,"flash_attention":true})";
+    const json r = simulate(test::config_json(
+        model, R"({"preset":"dgx-h100","nodes":4})", 1,
+        std::string(R"({"tp":4,"cp":8,"sequence_parallel":true,"cp_comm_type":")") + type + "\"}"));
+    return r["summary"]["iteration_time_s"].get<double>();
+  };
+  const double hier = t("a2a+p2p"), p2p = t("p2p"), a2a = t("a2a"), all_gather = t("all_gather");
+  CHECK(hier < p2p);
+  CHECK(p2p < all_gather);
+  CHECK(a2a < all_gather);
 }

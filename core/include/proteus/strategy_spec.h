@@ -58,6 +58,9 @@ struct StrategySpec {
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
   bool grad_sync_given = false;               // the config set grad_sync (else default_grad_sync)
   CpCommType cp_comm_type = CpCommType::P2p;
+  // a2a+p2p: ranks of the inner all-to-all group (Megatron --hierarchical-context-parallel-sizes
+  // [a2a, p2p]); 0 = the largest power of two of cp that fits a node beside tp.
+  int cp_a2a_size = 0;
   bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
   std::vector<OverrideSpec> overrides;
   std::vector<int> stage_layers;  // optional explicit layers per (virtual) stage
@@ -88,5 +91,10 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 // the config set it.
 void refresh_grad_sync(StrategySpec* strategy);
 const char* to_string(CpCommType);
+
+// Ranks of a context-parallel group that exchange heads by all-to-all: a2a all of cp; a2a+p2p
+// cp_a2a_size, or when 0 the largest power of two dividing cp with tp x it <= gpus_per_node
+// (the all-to-all stays on NVLink, the ring crosses nodes); otherwise 1.
+int cp_a2a_group_size(const StrategySpec& strategy, int gpus_per_node);
 
 }  // namespace proteus

@@ -31,6 +31,7 @@ struct ParallelConfig {
   // parallelism exchanges K/V in attention, and TE's TP comm/GEMM overlap.
   GradSync grad_sync = GradSync::AtBoundary;
   CpCommType cp_comm_type = CpCommType::P2p;
+  int cp_a2a_size = 1;  // a2a+p2p: the inner all-to-all group (resolved, cp_a2a_group_size)
   bool tp_comm_overlap = false;
 };
 

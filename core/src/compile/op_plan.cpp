@@ -71,7 +71,8 @@ Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tens
   return saved;
 }
 
-// Context parallelism with the K/V ring (cp_comm_type p2p): the attention core never holds
+// Context parallelism with the K/V ring (cp_comm_type p2p, and a2a+p2p whose all-to-alls the
+// attention runs inside itself, pass_cp_hierarchical.cpp): the attention core never holds
 // the whole K/V; blocks pass around the cp ring while it computes (pass_derivation.cpp), and
 // the ring returns dK/dV already summed for the local shard. So K/V stay in the layout their
 // producer made along cp, forward and backward (TE AttnFuncWithCPAndKVP2P).
@@ -182,10 +183,15 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
       p.input_required.push_back(req);
       p.input_saved.push_back(saved_layout(g, plans, in.tensor, req, mesh));
       p.input_grad.push_back(layout_of_use(in, p.axis_dim, mesh, true));
-      account(g.tensors[in.tensor], req);
     }
-    if (op.kind == OpKind::Attention && mesh.size[kAxisCp] > 1 && cfg.cp_comm_type == CpCommType::P2p)
+    if (op.kind == OpKind::Attention && mesh.size[kAxisCp] > 1 &&
+        (cfg.cp_comm_type == CpCommType::P2p || cfg.cp_comm_type == CpCommType::A2aP2p))
       keep_kv_local(g, plans, op, &p);
+    // A ring attention's traffic is that of its local K/V: each rank's share of the score
+    // matrix (without flash attention) is its queries against all keys, 1/(tp*cp) of it, as under
+    // Ulysses; counting the K/V as whole scaled the score traffic by their share instead.
+    for (size_t k = 0; k < op.inputs.size(); ++k)
+      account(g.tensors[op.inputs[k].tensor], p.input_required[k]);
     p.output = layout_of_use(op.output, p.axis_dim, mesh, true);
     p.output_grad_required = layout_of_use(op.output, p.axis_dim, mesh, false);
     if (op.output.tensor >= 0) account(g.tensors[op.output.tensor], p.output_grad_required);

@@ -118,16 +118,16 @@ int PassDeriver::work_id(int op, int which) {
 
 bool PassDeriver::is_ring_attention(int op) const {
   return g_.ops[op].kind == OpKind::Attention && mesh_.size[kAxisCp] > 1 &&
-         tree_.nodes[g_.ops[op].module].config.cp_comm_type == CpCommType::P2p;
+         (tree_.nodes[g_.ops[op].module].config.cp_comm_type == CpCommType::P2p ||
+          tree_.nodes[g_.ops[op].module].config.cp_comm_type == CpCommType::A2aP2p);
 }
 
-// One block of the ring: the attention of the local queries against one cp-th of the keys
-// (causal load balancing gives every rank equal work per block: TE splits the sequence into
-// 2*cp chunks, rank r holding chunks r and 2cp-1-r).
-int PassDeriver::ring_block_work(int op, int which) {
+// One block of a ring of `cp` ranks: the attention of the local queries against one cp-th of
+// the keys (causal load balancing gives every rank equal work per block: TE splits the sequence
+// into 2*cp chunks, rank r holding chunks r and 2cp-1-r).
+int PassDeriver::ring_block_work(int op, int which, int cp) {
   int& id = ring_work_ids_[static_cast<size_t>(2 * op + which)];
   if (id < 0) {
-    const int cp = mesh_.size[kAxisCp];
     ComputeWork w = which == 0 ? plans_[op].fwd : plans_[op].bwd_input;
     w.flops /= cp;
     w.bytes /= cp;
@@ -144,7 +144,7 @@ int PassDeriver::ring_block_work(int op, int which) {
 // (n-1)/n * S = shard_bytes. Returns the last block; *last_step is the last transfer.
 int PassDeriver::ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
                               const std::vector<MemEvent>& mem, const Ring& ring, int* last_step) {
-  const int n = mesh_.size[ring.axis];
+  const int n = ring.group.empty() ? mesh_.size[ring.axis] : static_cast<int>(ring.group.size());
   const int label = index_.labels[op];
   const std::vector<MemEvent> none;
   int last = emit_.compute(emit_.compute_task(label, phase, mb, ring.block_work), deps, n == 1 ? mem : none);
@@ -152,7 +152,7 @@ int PassDeriver::ring_compute(int op, int mb, Phase phase, const std::vector<int
   for (int i = 1; i < n; ++i) {
     step = emit_.collective(CollectiveKind::AllGather, axis_bit(ring.axis), ring.shard_bytes * n / (n - 1),
                             Stream::TpComm, phase, mb, label, step < 0 ? deps : std::vector<int>{step},
-                            ring.purpose);
+                            ring.purpose, ring.group);
     last =
         emit_.compute(emit_.compute_task(label, phase, mb, ring.block_work), {step}, i + 1 == n ? mem : none);
   }
@@ -179,8 +179,11 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
   for (size_t k = 0; k < o.inputs.size(); ++k)
     if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
       kv_bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
+  if (tree_.nodes[o.module].config.cp_comm_type == CpCommType::A2aP2p)
+    return hierarchical_cp_attention(op, mb, phase, which, deps, mem, kv_bytes);
   return ring_compute(op, mb, phase, deps, mem,
-                      {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes, ring_block_work(op, which), "activation"},
+                      {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes,
+                       ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"},
                       nullptr);
 }
 

@@ -54,11 +54,14 @@ class PassDeriver {
     double shard_bytes;  // per rank and step
     int block_work;
     const char* purpose;
+    std::vector<int> group = {};  // the ring's GPUs when not the whole axis group (a2a+p2p)
   };
   int ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
                    const std::vector<MemEvent>& mem, const Ring& ring, int* last_step);
   bool is_ring_attention(int op) const;
-  int ring_block_work(int op, int which);
+  int ring_block_work(int op, int which, int cp);
+  int hierarchical_cp_attention(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
+                                const std::vector<MemEvent>& mem, double kv_bytes);
   // Transformer Engine userbuffers (strategy.tp_comm_overlap, userbuffers.h).
   bool uses_userbuffers(int op) const;
   int ub_chunk_work(int op, int which, int kind);

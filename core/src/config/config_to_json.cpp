@@ -220,6 +220,7 @@ Out strategy_json(const StrategySpec& s) {
           {"framework", to_string(s.framework)},
           {"grad_sync", to_string(s.grad_sync)},
           {"cp_comm_type", to_string(s.cp_comm_type)},
+          {"cp_a2a_size", s.cp_a2a_size},
           {"tp_comm_overlap", s.tp_comm_overlap},
           {"overrides", std::move(overrides)},
           {"stage_layers", std::move(stage_layers)}};

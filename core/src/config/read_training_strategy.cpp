@@ -169,6 +169,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "framework",
                    "grad_sync",
                    "cp_comm_type",
+                   "cp_a2a_size",
                    "tp_comm_overlap",
                    "first_stage_layers",
                    "last_stage_layers",
@@ -205,6 +206,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.cp_comm_type =
       in.enumeration("cp_comm_type", CpCommType::P2p,
                      {CpCommType::P2p, CpCommType::AllGather, CpCommType::A2a, CpCommType::A2aP2p});
+  strategy.cp_a2a_size = static_cast<int>(in.integer("cp_a2a_size", 0, 0, L::kMaxParallel));
   strategy.tp_comm_overlap = in.boolean("tp_comm_overlap", false);
   if (in.has("overrides")) {
     const Json& overrides =

@@ -56,15 +56,22 @@ void check_overlaps(const Config& c) {
                              to_string(s.tp) +
                              ", sequence_parallel=" + (s.sequence_parallel ? "true" : "false"));
   }
-  if (s.cp_comm_type == CpCommType::A2aP2p) {
-    throw invalid_config("strategy.cp_comm_type",
-                         "a2a+p2p (hierarchical context parallelism) is not simulated yet; use \"p2p\", "
-                         "\"all_gather\" or \"a2a\"");
+  if (s.cp_a2a_size > 0 && s.cp_comm_type != CpCommType::A2aP2p) {
+    throw invalid_config("strategy.cp_a2a_size",
+                         "cp_a2a_size is the inner group of cp_comm_type \"a2a+p2p\"; "
+                         "it means nothing for \"" +
+                             std::string(to_string(s.cp_comm_type)) + "\"");
+  }
+  if (s.cp_comm_type == CpCommType::A2aP2p && s.cp_a2a_size > 0 && s.cp % s.cp_a2a_size != 0) {
+    // Megatron: prod(hierarchical_context_parallel_sizes) == context_parallel_size.
+    throw invalid_config("strategy.cp_a2a_size", "cp_a2a_size=" + to_string(s.cp_a2a_size) +
+                                                     " must divide cp=" + to_string(s.cp) +
+                                                     " (Megatron's hierarchical sizes multiply to cp)");
   }
   if (s.cp > 1 && (s.cp_comm_type == CpCommType::A2a || s.cp_comm_type == CpCommType::A2aP2p) &&
       c.model.kind == ModelKind::Transformer) {
     const int64_t heads = c.model.heads;
-    const int64_t a2a = s.cp_comm_type == CpCommType::A2a ? s.cp : cp_a2a_size(s, c.cluster.gpus_per_node);
+    const int64_t a2a = cp_a2a_group_size(s, c.cluster.gpus_per_node);
     const int64_t kv = c.model.kv_heads == 0 ? heads : c.model.kv_heads;
     if (heads % (int64_t{s.tp} * a2a) != 0 || kv % (int64_t{s.tp} * a2a) != 0) {
       throw invalid_config("strategy.cp_comm_type",
@@ -77,18 +84,23 @@ void check_overlaps(const Config& c) {
 
 }  // namespace
 
-int cp_a2a_size(const StrategySpec& s, int gpus_per_node) {
-  if (s.cp_comm_type == CpCommType::A2a) return s.cp;
-  if (s.cp_comm_type != CpCommType::A2aP2p) return 1;
-  // a2a inside a node (NVLink), p2p between nodes (TE: hierarchical cp_group = [a2a, p2p]).
-  int a2a = 1;
-  while (a2a * 2 <= s.cp && s.cp % (a2a * 2) == 0 && int64_t{s.tp} * a2a * 2 <= gpus_per_node) a2a *= 2;
-  return a2a;
-}
-
 void check_framework(const Config& config) {
   check_zero(config);
   check_overlaps(config);
 }
 
 }  // namespace proteus::config_detail
+
+namespace proteus {
+
+int cp_a2a_group_size(const StrategySpec& s, int gpus_per_node) {
+  if (s.cp_comm_type == CpCommType::A2a) return s.cp;
+  if (s.cp_comm_type != CpCommType::A2aP2p) return 1;
+  if (s.cp_a2a_size > 0) return s.cp_a2a_size;
+  // a2a inside a node (NVLink), p2p between nodes (TE: hierarchical cp_group = [a2a, p2p]).
+  int a2a = 1;
+  while (a2a * 2 <= s.cp && s.cp % (a2a * 2) == 0 && int64_t{s.tp} * a2a * 2 <= gpus_per_node) a2a *= 2;
+  return a2a;
+}
+
+}  // namespace proteus

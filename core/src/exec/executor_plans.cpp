@@ -28,23 +28,45 @@ std::vector<std::vector<int>> sibling_groups(const Mesh& mesh, const Collective&
   coords.reserve(collective.group.size());
   for (int g : collective.group) coords.push_back(mesh.coords_of(g));
 
-  std::vector<std::vector<int>> groups;
-  groups.reserve(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {  // i = 0 is the zero offset: the representative itself
-    std::array<int, kNumMeshAxes> offset{};
-    int rest = i;
-    for (int a : vary) {
-      offset[a] = rest % mesh.size[a];
-      rest /= mesh.size[a];
+  // A group that covers part of the one axis it spans (the explicit sub-groups of cp_comm_type
+  // a2a+p2p: a node's all-to-all group, a ring across nodes) has siblings along that axis too:
+  // its disjoint shifts along it.
+  std::vector<int> shifts{0};
+  int span = -1;
+  for (int a = 0; a < kNumMeshAxes; ++a)
+    if (collective.axes == (1u << a) && a != kAxisPp) span = a;
+  if (span >= 0 && static_cast<int>(collective.group.size()) < mesh.size[span]) {
+    std::vector<char> taken(static_cast<size_t>(mesh.size[span]), 0);
+    for (const auto& c : coords) taken[static_cast<size_t>(c[span])] = 1;
+    for (int o = 1; o < mesh.size[span]; ++o) {
+      bool free = true;
+      for (const auto& c : coords)
+        free = free && !taken[static_cast<size_t>((c[span] + o) % mesh.size[span])];
+      if (!free) continue;
+      for (const auto& c : coords) taken[static_cast<size_t>((c[span] + o) % mesh.size[span])] = 1;
+      shifts.push_back(o);
     }
-    std::vector<int> members;
-    members.reserve(coords.size());
-    for (auto c : coords) {
-      for (int a : vary) c[a] = (c[a] + offset[a]) % mesh.size[a];
-      members.push_back(mesh.gpu_of(c));
-    }
-    groups.push_back(std::move(members));
   }
+
+  std::vector<std::vector<int>> groups;
+  groups.reserve(static_cast<size_t>(count) * shifts.size());
+  for (int shift : shifts)
+    for (int i = 0; i < count; ++i) {  // i = 0, shift 0 is the zero offset: the representative itself
+      std::array<int, kNumMeshAxes> offset{};
+      int rest = i;
+      for (int a : vary) {
+        offset[a] = rest % mesh.size[a];
+        rest /= mesh.size[a];
+      }
+      if (shift > 0) offset[span] = shift;
+      std::vector<int> members;
+      members.reserve(coords.size());
+      for (auto c : coords) {
+        for (int a = 0; a < kNumMeshAxes; ++a) c[a] = (c[a] + offset[a]) % mesh.size[a];
+        members.push_back(mesh.gpu_of(c));
+      }
+      groups.push_back(std::move(members));
+    }
   return groups;
 }
 

@@ -177,7 +177,12 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
     const Module& mod = graph.modules[m];
     StrategyNode& node = tree.nodes[m];
     node.module = static_cast<int>(m);
-    node.config = (mod.parent < 0) ? root_config(s) : tree.nodes[mod.parent].config;
+    if (mod.parent < 0) {
+      node.config = root_config(s);
+      node.config.cp_a2a_size = cp_a2a_group_size(s, config.cluster.gpus_per_node);
+    } else {
+      node.config = tree.nodes[mod.parent].config;
+    }
     node.chunk_fixed = mod.parent >= 0 && tree.nodes[mod.parent].chunk_fixed;
     const auto path = split_path(mod.path);
     for (size_t i = 0; i < s.overrides.size(); ++i) {
