@@ -20,6 +20,11 @@ enum class Framework { Megatron, DeepSpeed, Fsdp };
 enum class GradSync { AtBoundary, PerMicroBatch };
 // Transformer Engine's context-parallel attention (DotProductAttention cp_comm_type).
 enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
+// Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type, token_dispatcher.py):
+// all-to-all of each token to its experts' ranks (MoEAlltoAllTokenDispatcher), or all-gather
+// of every token to every rank of the group and reduce-scatter of the outputs
+// (MoEAllGatherTokenDispatcher).
+enum class MoeDispatcher { AllToAll, AllGather };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
 // (Explicit, an order given in the config, is not a generator: the search does not try it;
@@ -62,6 +67,11 @@ struct StrategySpec {
   // [a2a, p2p]); 0 = the largest power of two of cp that fits a node beside tp.
   int cp_a2a_size = 0;
   bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
+  // Expert tensor parallelism (--expert-tensor-parallel-size): tp (experts split like the dense
+  // MLP, Megatron's default) or 1 (experts whole; the tp ranks join the expert-parallel group,
+  // Megatron-Core's MoE parallel folding). 0: not given, the same as tp (expert_tp_of).
+  int expert_tp = 0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   std::vector<OverrideSpec> overrides;
   std::vector<int> stage_layers;  // optional explicit layers per (virtual) stage
   // Megatron-Core's uneven pipelines (transformer_block.py, get_num_layers_to_build):
@@ -91,6 +101,12 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 // the config set it.
 void refresh_grad_sync(StrategySpec* strategy);
 const char* to_string(CpCommType);
+const char* to_string(MoeDispatcher);
+// Expert parallelism folds the tp ranks in (expert_tp 1 under tp > 1): the mesh's ep axis is
+// then ep / tp and tp splits the experts in expert layers (docs/frameworks.md, "MoE").
+int expert_tp_of(const StrategySpec& strategy);
+bool experts_fold_tp(const StrategySpec& strategy);
+int ep_axis_size(const StrategySpec& strategy);
 
 // Ranks of a context-parallel group that exchange heads by all-to-all: a2a all of cp; a2a+p2p
 // cp_a2a_size, or when 0 the largest power of two dividing cp with tp x it <= gpus_per_node

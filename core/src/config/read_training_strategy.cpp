@@ -174,13 +174,18 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "first_stage_layers",
                    "last_stage_layers",
                    "account_for_embedding_in_pipeline_split",
-                   "account_for_loss_in_pipeline_split"});
+                   "account_for_loss_in_pipeline_split",
+                   "expert_tp",
+                   "moe_dispatcher"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
   strategy.pp = static_cast<int>(in.integer("pp", 1, 1, L::kMaxParallel));
   strategy.cp = static_cast<int>(in.integer("cp", 1, 1, L::kMaxParallel));
   strategy.ep = static_cast<int>(in.integer("ep", 1, 1, L::kMaxParallel));
+  strategy.expert_tp = static_cast<int>(in.integer("expert_tp", 0, 1, L::kMaxParallel));
+  strategy.moe_dispatcher = in.enumeration("moe_dispatcher", MoeDispatcher::AllToAll,
+                                           {MoeDispatcher::AllToAll, MoeDispatcher::AllGather});
   strategy.micro_batch = in.integer("micro_batch", 1, 1, L::kMaxBatch);
   if (in.has("schedule") && in.at("schedule").is_object()) {
     read_explicit_schedule(in.at("schedule"), in.path_of("schedule"), &strategy);

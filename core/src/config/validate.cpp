@@ -183,17 +183,53 @@ void check_batch(const Config& c) {
   }
 }
 
+// Megatron-Core (megatron/core/parallel_state.py): expert_tp is tp or, with MoE parallel
+// folding, 1; the expert-parallel group then takes in the tp ranks (ep a multiple of tp).
+void check_expert_tensor_parallel(const StrategySpec& s, int experts) {
+  if (expert_tp_of(s) != s.tp) {
+    if (expert_tp_of(s) != 1) {
+      throw invalid_config("strategy.expert_tp",
+                           "expert_tp=" + to_string(expert_tp_of(s)) +
+                               " is modelled only as tp=" + to_string(s.tp) +
+                               " (experts split like the dense MLP) or 1 (experts whole, the tp ranks folded "
+                               "into expert parallelism)");
+    }
+    if (experts == 0)
+      throw invalid_config("strategy.expert_tp",
+                           "expert_tp needs a mixture-of-experts model (model.moe.experts > 0)");
+    if (s.ep % s.tp != 0) {
+      throw invalid_config("strategy.ep",
+                           "with expert_tp=1 the tp ranks join the expert-parallel group: ep=" +
+                               to_string(s.ep) + " must be a multiple of tp=" + to_string(s.tp));
+    }
+  }
+  if (s.moe_dispatcher != MoeDispatcher::AllToAll && experts == 0)
+    throw invalid_config("strategy.moe_dispatcher",
+                         "moe_dispatcher needs a mixture-of-experts model (model.moe.experts > 0)");
+  // Megatron's all-gather dispatcher with experts split by tp gathers the tokens over tp x ep
+  // and reduce-scatters the combined output; in the op graph the tp reduction would act on every
+  // routed copy (top_k times the bytes), so it is refused rather than mis-costed.
+  if (s.moe_dispatcher == MoeDispatcher::AllGather && s.tp > 1 && !experts_fold_tp(s)) {
+    throw invalid_config("strategy.moe_dispatcher",
+                         "allgather with experts split by tp=" + to_string(s.tp) +
+                             " (expert_tp = tp) is not simulated: use alltoall, or expert_tp 1");
+  }
+}
+
 void check_expert_parallel(const Config& c) {
   const StrategySpec& s = c.strategy;
-  if (s.ep == 1) return;
   const int experts = c.model.kind == ModelKind::Transformer ? c.model.moe.experts : 0;
+  check_expert_tensor_parallel(s, experts);
+  if (s.ep == 1) return;
   if (experts == 0) {
     throw invalid_config(
         "strategy.ep", "ep=" + to_string(s.ep) + " needs a mixture-of-experts model (model.moe.experts > 0)");
   }
-  if (s.dp % s.ep != 0) {
+  const int ep_in_dp = ep_axis_size(s);
+  if (s.dp % ep_in_dp != 0) {
     throw invalid_config("strategy.ep",
-                         "ep=" + to_string(s.ep) + " does not divide dp=" + to_string(s.dp) +
+                         "ep=" + to_string(s.ep) + (ep_in_dp != s.ep ? " / tp=" + to_string(s.tp) : "") +
+                             " does not divide dp=" + to_string(s.dp) +
                              " (expert-parallel groups are carved out of the data-parallel ranks)");
   }
   if (experts % s.ep != 0) {

@@ -107,7 +107,8 @@ void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
                                     std::to_string(m.layers - m.moe.first_dense_layers) + ")\"");
     }
     if (m.moe.router_bias) a.add("--moe-router-enable-expert-bias");
-    a.add("--moe-token-dispatcher-type", "alltoall");
+    a.add("--moe-token-dispatcher-type", to_string(st.moe_dispatcher));
+    if (expert_tp_of(st) != st.tp) a.add("--expert-tensor-parallel-size", expert_tp_of(st));
   }
 }
 

@@ -352,9 +352,35 @@ void moe_part(ArgReader& in, Json& model, std::vector<std::string>& ignored,
   moe["shared_expert_ffn_hidden"] = in.integer("--moe-shared-expert-intermediate-size", 0, 0, 16777216);
   moe["first_dense_layers"] = first_dense_layers(in, model["layers"].get<int64_t>());
   moe["router_bias"] = in.flag("--moe-router-enable-expert-bias");
-  if (in.has("--moe-token-dispatcher-type"))
-    ignored.push_back("--moe-token-dispatcher-type: tokens are exchanged by all-to-all");
   model["moe"] = moe;
+}
+
+// Expert tensor parallelism and the token dispatcher, with Megatron-LM's defaults
+// (arguments.py: --expert-tensor-parallel-size = tp, --moe-token-dispatcher-type allgather).
+// flex (DeepEP / HybridEP fused dispatch) is not simulated: refused by name.
+void moe_strategy_part(ArgReader& in, const Json& model, int64_t tp, Json& st,
+                       std::vector<std::string>& assumed) {
+  const int64_t etp = in.integer("--expert-tensor-parallel-size", tp, 1, 1 << 20);
+  const std::string dispatcher = in.text("--moe-token-dispatcher-type", "allgather");
+  if (dispatcher != "allgather" && dispatcher != "alltoall") {
+    throw Error(
+        "invalid_config", "--moe-token-dispatcher-type",
+        "--moe-token-dispatcher-type " + dispatcher +
+            ": only allgather and alltoall are simulated (flex, the DeepEP/HybridEP fused dispatch, is not)");
+  }
+  if (!model.contains("moe")) return;  // a dense model: Megatron uses neither
+  if (dispatcher == "allgather" && tp > 1 && etp != 1) {
+    throw Error(
+        "invalid_config", "--moe-token-dispatcher-type",
+        "--moe-token-dispatcher-type allgather (Megatron's default) with experts split by "
+        "--tensor-model-parallel-size " +
+            std::to_string(tp) +
+            " is not simulated: pass --moe-token-dispatcher-type alltoall or --expert-tensor-parallel-size 1");
+  }
+  if (etp != tp) st["expert_tp"] = etp;
+  st["moe_dispatcher"] = dispatcher;
+  if (!in.has("--moe-token-dispatcher-type"))
+    assumed.push_back("moe_dispatcher allgather: Megatron-LM's default --moe-token-dispatcher-type");
 }
 
 Json cluster_part(const MegatronImportOptions& options, const MegatronArgs& args, int& gpus,
@@ -468,9 +494,6 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
   const int64_t cp = in.integer("--context-parallel-size", 1, 1, 1 << 20);
   const int64_t ep = in.integer("--expert-model-parallel-size", 1, 1, 1 << 20);
   tp_out = tp;
-  if (in.has("--expert-tensor-parallel-size") &&
-      in.integer("--expert-tensor-parallel-size", 1, 1, 1 << 20) != tp)
-    ignored.push_back("--expert-tensor-parallel-size: experts are split by the tensor-parallel size");
   if (gpus % (tp * pp * cp) != 0) {
     throw Error("invalid_config", "--tensor-model-parallel-size",
                 std::to_string(gpus) + " GPUs are not divisible by tensor x pipeline x context parallel = " +
@@ -482,6 +505,7 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
   st["pp"] = pp;
   st["cp"] = cp;
   st["ep"] = ep;
+  moe_strategy_part(in, model, tp, st, assumed);
   const int64_t micro = in.has("--micro-batch-size") ? in.integer("--micro-batch-size", 1, 1, kBig - 1)
                                                      : in.integer("--batch-size", 0, 1, kBig - 1);
   if (micro == 0) throw Error("invalid_config", "--micro-batch-size", "missing --micro-batch-size");

@@ -20,6 +20,15 @@ std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelC
       out[a] = op.find_dim("heads");
       continue;
     }
+    // The all-gather dispatcher: dispatch and combine work on the experts of this rank for
+    // every token of the group, so they split the expert index ("route") over ep (and tp when
+    // it is folded in): their token inputs are all-gathered, combine's output is a partial
+    // sum, reduce-scattered (Megatron-Core MoEAllGatherTokenDispatcher).
+    if (op.kind == OpKind::Dispatch && cfg.moe_dispatcher == MoeDispatcher::AllGather &&
+        (a == kAxisEp || (a == kAxisTp && cfg.experts_fold_tp)) && op.find_dim("route") >= 0) {
+      out[a] = op.find_dim("route");
+      continue;
+    }
     for (const std::string& name : cfg.axis_dims[a]) {
       if (op.kind == OpKind::Dispatch && name == "expert") continue;
       const int d = op.find_dim(name);
@@ -46,6 +55,11 @@ ParallelConfig root_config(const StrategySpec& s) {
   // split along the sequence.
   c.axis_dims[kAxisTp] = {"heads", "kv_heads", "ffn", "vocab", "out", "cout"};
   if (s.sequence_parallel) c.axis_dims[kAxisTp].push_back("seq");
+  // MoE parallel folding (expert_tp 1): in expert layers tp splits the experts, not their
+  // width; with ep the experts are split over ep/tp x tp = ep ranks.
+  c.experts_fold_tp = experts_fold_tp(s);
+  if (c.experts_fold_tp) c.axis_dims[kAxisTp].insert(c.axis_dims[kAxisTp].begin(), "expert");
+  c.moe_dispatcher = s.moe_dispatcher;
   c.recompute = s.recompute;
   c.zero = s.zero;
   c.grad_bucket_MB = s.grad_bucket_MB;
@@ -147,7 +161,8 @@ void assign_chunks(const OpGraph& graph, StrategyTree* tree) {
 StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   const StrategySpec& s = config.strategy;
   StrategyTree tree;
-  tree.mesh.size = {s.pp, s.dp / s.ep, s.ep, s.cp, s.tp};
+  const int ep_axis = ep_axis_size(s);
+  tree.mesh.size = {s.pp, s.dp / ep_axis, ep_axis, s.cp, s.tp};
   tree.schedule = s.schedule;
   tree.stages = s.pp;
   tree.virtual_stages = chunks_per_stage(s);
