@@ -106,6 +106,102 @@ def fragment(raw, level, link_GBps, base_latency_us=8.4):
         }}}}
 
 
+# The flow model's two numbers per collective of n members in one node (collective_flows.cpp):
+# ring hops (latency steps) and the bytes each GPU's link carries per byte of S.
+HOPS = {"all_reduce": lambda n: 2 * (n - 1), "all_gather": lambda n: n - 1, "reduce_scatter": lambda n: n - 1,
+        "all_to_all": lambda n: 1, "send_recv": lambda n: 1}
+LINK_BYTES = {"all_reduce": lambda n: 2.0 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+              "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+              "send_recv": lambda n: 1.0}
+CALIBRATE_FROM_BYTES = 1024 ** 2  # the sizes that matter in training: 1 MiB and up
+
+
+def _class_of(s):
+    """The efficiency a points set calibrates: send-recv's, or one per (kind, group size)."""
+    return "send_recv" if s["collective"] == "send_recv" else (s["collective"], int(s["world"]))
+
+
+def _fit_class(rows, alpha_us, base_us, link_Bpus):
+    """Least squares of relative error for one efficiency at a fixed alpha: t = c + a t x."""
+    num = den = 0.0
+    for k, f, size, t in rows:
+        a = f * size / link_Bpus / t
+        num += a * (1 - (base_us + k * alpha_us) / t)
+        den += a * a
+    x = num / den                      # 1 / efficiency
+    loss = sum(((base_us + k * alpha_us + f * size * x / link_Bpus) / t - 1) ** 2 for k, f, size, t in rows)
+    return 1.0 / x, loss
+
+
+def model_us(kind, n, size, alpha_us, efficiency, link_GBps, base_latency_us=8.4):
+    """The flow model's time of one collective alone inside a node (collective_flows.cpp)."""
+    return base_latency_us + HOPS[kind](n) * alpha_us + LINK_BYTES[kind](n) * size / (link_GBps * 1e3 * efficiency)
+
+
+def fit_flow_model(sets, link_GBps, base_latency_us=8.4, min_bytes=CALIBRATE_FROM_BYTES):
+    """Points of several collectives inside one node -> the flow model's intra-node constants.
+
+    sets: points dicts as --collectives writes them (collective, world, points [[bytes, us]]),
+    each group inside one node. Minimises the squared relative error of every point >= min_bytes of
+        t = base_latency + hops(kind, n) * alpha + link_bytes(kind, n) * S / (link x efficiency)
+    over one per-hop alpha shared by all and one efficiency per (kind, group size n), send-recv
+    one of its own. alpha is scanned in 0.01 us steps from 0 to 10 us; each efficiency then has
+    a closed form. Returns (alpha_us, {class: efficiency}, rms relative error) with classes
+    "send_recv" or (kind, n)."""
+    if not link_GBps > 0:
+        raise ValueError("link_GBps must be positive")
+    classes = {}
+    for s in sets:
+        kind, n = s["collective"], int(s["world"])
+        if kind not in HOPS:
+            raise ValueError("unknown collective %r" % kind)
+        if n < 2:
+            raise ValueError("%s: a collective needs at least two GPUs, world = %d" % (kind, n))
+        rows = [(HOPS[kind](n), LINK_BYTES[kind](n), float(b), float(t)) for b, t in s["points"] if b >= min_bytes]
+        classes.setdefault(_class_of(s), []).extend(rows)
+    classes = {c: rows for c, rows in classes.items() if rows}
+    if not classes:
+        raise ValueError("no point of %d bytes or more" % min_bytes)
+    link_Bpus = link_GBps * 1e3  # bytes per microsecond
+    best = None
+    for step in range(0, 1001):
+        alpha = step * 0.01
+        fits = {c: _fit_class(rows, alpha, base_latency_us, link_Bpus) for c, rows in classes.items()}
+        loss = sum(l for _, l in fits.values())
+        if best is None or loss < best[0]:
+            best = (loss, alpha, fits)
+    loss, alpha, fits = best
+    count = sum(len(rows) for rows in classes.values())
+    return alpha, {c: e for c, (e, _) in fits.items()}, (loss / count) ** 0.5
+
+
+KIND_KEYS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+
+def flow_fragment(sets, link_GBps, base_latency_us=8.4, where="collective points"):
+    """The intra_node fragment of fit_flow_model: latency_us and collective_efficiency (cluster_spec.h)."""
+    alpha, eff, rms = fit_flow_model(sets, link_GBps, base_latency_us)
+    members = sorted({c[1] for c in eff if c != "send_recv"})
+    for kind in KIND_KEYS:
+        missing = [n for n in members if (kind, n) not in eff]
+        if missing:
+            raise ValueError("%s has no points for group sizes %s (every kind needs every size)" % (kind, missing))
+    fit = ("%s; least-squares fit of the flow model t = %.1f us + hops x alpha + link bytes / (%.0f GB/s x "
+           "efficiency) to every point >= 1 MiB (rms relative error %.3f), scripts/collective_sweep.py "
+           "fit_flow_model" % (where, base_latency_us, link_GBps, rms))
+    table = {"members": members}
+    for kind in KIND_KEYS:
+        if members:
+            table[kind] = [round(min(1.0, eff[(kind, n)]), 3) for n in members]
+    if "send_recv" in eff:
+        table["send_recv"] = round(min(1.0, eff["send_recv"]), 3)
+    return {"cluster": {"intra_node": {
+        "latency_us": round(alpha, 2),
+        "collective_efficiency": table,
+        "sources": {"latency_us": fit + ": the per-hop alpha",
+                    "collective_efficiency": fit + ": one efficiency per collective and group size"}}}}
+
+
 def main_sweep(output, warmup, repeat):
     import torch
     import torch.distributed as dist

@@ -28,6 +28,13 @@ bus_efficiency and per-hop latency_us for one level, a fragment any config merge
     torchrun --nproc-per-node 8 scripts/measure_ops.py --collectives -o ar8.json
     python3 scripts/measure_ops.py --fit-collectives ar8.json --level intra_node --link-GBps 450 -o nvlink.json
     {"cluster": {"preset": "dgx-h100", "intra_node": {...nvlink.json's cluster.intra_node...}}}
+
+Several points files of one node (collectives and group sizes, e.g. XLA's measured table through
+scripts/xla_collective_table.py points) fit jointly: one per-hop latency_us and a
+collective_efficiency table per collective and group size (collective_sweep.fit_flow_model):
+
+    python3 scripts/xla_collective_table.py points tests/calibration/xla_collective_table.json --gpu sm_90 -o pts
+    python3 scripts/measure_ops.py --fit-collectives pts/*.json --link-GBps 450
 """
 import argparse
 import json
@@ -162,12 +169,22 @@ def _collectives(args, parser):
         return 0
     if not args.link_GBps:
         parser.error("--fit-collectives needs --link-GBps (per GPU, per direction, at --level)")
-    with open(args.fit_collectives) as f:
-        raw = json.load(f)
+    sets = []
+    for path in args.fit_collectives:
+        with open(path) as f:
+            sets.append(json.load(f))
     try:
-        text = json.dumps(collective_sweep.fragment(raw, args.level, args.link_GBps, args.base_latency_us), indent=2)
+        if len(sets) == 1 and sets[0].get("collective") == "all_reduce":
+            fragment = collective_sweep.fragment(sets[0], args.level, args.link_GBps, args.base_latency_us)
+        else:
+            # Several collectives and group sizes inside one node: the joint fit.
+            if args.level != "intra_node":
+                parser.error("a fit of several collectives is for --level intra_node")
+            where = "; ".join(sorted({s.get("device", "unknown device") for s in sets}))
+            fragment = collective_sweep.flow_fragment(sets, args.link_GBps, args.base_latency_us, where)
+        text = json.dumps(fragment, indent=2)
     except (KeyError, ValueError) as e:
-        parser.error("%s: %s" % (args.fit_collectives, e))
+        parser.error("%s: %s" % (" ".join(args.fit_collectives), e))
     if args.output:
         with open(args.output, "w") as f:
             f.write(text + "\n")
@@ -190,7 +207,9 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="print the signatures and exit (no PyTorch needed)")
     parser.add_argument("-o", "--output", help="write {\"measured_us\": {...}} here (default: stdout)")
     parser.add_argument("--collectives", action="store_true", help="sweep all_reduce sizes (run under torchrun)")
-    parser.add_argument("--fit-collectives", metavar="POINTS", help="fit a --collectives output to link constants")
+    parser.add_argument("--fit-collectives", metavar="POINTS", nargs="+",
+                        help="fit --collectives outputs (one all_reduce file, or several collectives and group "
+                             "sizes inside one node: latency_us and collective_efficiency) to link constants")
     parser.add_argument("--level", default="intra_node", choices=("intra_node", "inter_node"))
     parser.add_argument("--link-GBps", type=float, help="per-GPU link bandwidth per direction at --level")
     parser.add_argument("--base-latency-us", type=float, default=8.4, help="NCCL's fixed cost per call")

@@ -103,6 +103,170 @@ class CollectiveFit(unittest.TestCase):
             self.assertAlmostEqual(json.loads(out)["cluster"]["intra_node"]["bus_efficiency"], 0.75, places=4)
 
 
+import xla_collective_table  # noqa: E402
+
+# Three entries as XLA's collective_interpolator_data.h writes them (openxla/xla at 040b3849,
+# "sm_90"; fields trimmed to those the extraction reads, values verbatim).
+XLA_EXCERPT = """
+  entries {
+    key: "sm_90"
+    value {
+      entries {
+        instruction {
+          opcode: "all-reduce"
+          shape {
+            element_type: F32
+            dimensions: 134217728
+            layout { minor_to_major: 0 tail_padding_alignment_in_elements: 1 }
+            is_dynamic_dimension: false
+          }
+          channel_id: 1
+          use_global_device_ids: true
+          iota_collective_device_list {
+            num_replica_groups: 1
+            num_devices_per_group: 8
+            iota_reshape_dims: 8
+            iota_transpose_perm: 0
+          }
+        }
+        network_throughput_bytes_per_sec: 220787703321
+      }
+      entries {
+        instruction {
+          opcode: "reduce-scatter"
+          shape {
+            element_type: F32
+            dimensions: 67108864
+            layout { minor_to_major: 0 tail_padding_alignment_in_elements: 1 }
+            is_dynamic_dimension: false
+          }
+          dimensions: 0
+          channel_id: 1
+          use_global_device_ids: true
+          iota_collective_device_list {
+            num_replica_groups: 1
+            num_devices_per_group: 8
+            iota_reshape_dims: 8
+            iota_transpose_perm: 0
+          }
+        }
+        network_throughput_bytes_per_sec: 376090719201
+      }
+      entries {
+        instruction {
+          name: "collective-permute"
+          opcode: "collective-permute"
+          shape {
+            element_type: F32
+            dimensions: 32768
+            layout { minor_to_major: 0 tail_padding_alignment_in_elements: 1 }
+            is_dynamic_dimension: false
+          }
+          metadata {}
+          channel_id: 1
+          id: 4294967299
+          operand_ids: 4294967298
+          source_target_pairs { target: 4 }
+          source_target_pairs { source: 1 target: 5 }
+          source_target_pairs { source: 2 target: 6 }
+          source_target_pairs { source: 3 target: 7 }
+          frontend_attributes {}
+          statistics_viz {}
+        }
+        fingerprint: "d28e01182634547a1027d109446f3b88"
+        network_throughput_bytes_per_sec: 6836280185
+      }
+    }
+  }
+"""
+
+
+class XlaCollectiveTable(unittest.TestCase):
+    DATA = os.path.join(HERE, "calibration", "xla_collective_table.json")
+
+    def test_extracts_the_textproto(self):
+        table = xla_collective_table.extract(XLA_EXCERPT)
+        self.assertEqual(table, {"sm_90": [
+            {"op": "all-reduce", "groups": 1, "size": 8, "elements": 134217728, "Bps": 220787703321},
+            {"op": "reduce-scatter", "groups": 1, "size": 8, "elements": 67108864, "Bps": 376090719201},
+            {"op": "collective-permute", "pairs": "oneway", "elements": 32768, "Bps": 6836280185}]})
+        # The committed data file holds these three entries verbatim.
+        with open(self.DATA) as f:
+            committed = json.load(f)["gpus"]["sm_90"]
+        for entry in table["sm_90"]:
+            self.assertIn(entry, committed)
+
+    def test_bytes_follow_the_generator(self):
+        # collective_perf_table_gen.cc: reduce-scatter's tensor size is its input, the output
+        # (the stored dimensions) times the group: 67108864 x 4 B x 8 = 2 GiB in 5710.0 us.
+        rs = {"op": "reduce-scatter", "groups": 1, "size": 8, "elements": 67108864, "Bps": 376090719201}
+        self.assertEqual(xla_collective_table.collective_bytes(rs), 2 * 1024 ** 3)
+        ar = {"op": "all-reduce", "groups": 1, "size": 8, "elements": 134217728, "Bps": 220787703321}
+        self.assertEqual(xla_collective_table.collective_bytes(ar), 512 * 1024 ** 2)
+        for pairs, name in (([(0, 1), (1, 0), (2, 3), (3, 2)], "mutual"), ([(i, (i + 1) % 8) for i in range(8)], "ring")):
+            self.assertEqual(xla_collective_table.permute_pattern(pairs), name)
+        with self.assertRaises(ValueError):
+            xla_collective_table.permute_pattern([(0, 3), (3, 5)])
+
+    def test_committed_table_is_complete(self):
+        with open(self.DATA) as f:
+            data = json.load(f)
+        sets = xla_collective_table.point_sets(data, "sm_90")
+        self.assertEqual(len(sets), 15)  # 4 collectives x 3 group shapes + 3 permute patterns
+        self.assertTrue(all(len(s["points"]) == 22 for s in sets.values()))
+        with self.assertRaises(ValueError):
+            xla_collective_table.point_sets(data, "sm_80")
+
+
+def flow_points(kind, n, efficiency, alpha_us, link_GBps=450, base_us=8.4):
+    """Times of one collective inside a node as the flow model gives them."""
+    sizes = [2 ** i for i in range(16, 32)]
+    return {"collective": kind, "world": n, "points": [
+        [s, collective_sweep.model_us(kind, n, s, alpha_us, efficiency, link_GBps, base_us)] for s in sizes]}
+
+
+class FlowModelFit(unittest.TestCase):
+    def test_recovers_the_constants_it_was_made_with(self):
+        # alpha 2.5 us on a 0.01 us grid; efficiencies per (kind, n) as made.
+        made = {("all_reduce", 8): 0.85, ("all_reduce", 2): 0.5, ("all_gather", 8): 0.75,
+                ("all_gather", 2): 0.55, ("reduce_scatter", 8): 0.7, ("reduce_scatter", 2): 0.4,
+                ("all_to_all", 8): 0.6, ("all_to_all", 2): 0.5}
+        sets = [flow_points(k, n, e, 2.5) for (k, n), e in made.items()] + [flow_points("send_recv", 2, 0.65, 2.5)]
+        alpha, eff, rms = collective_sweep.fit_flow_model(sets, 450)
+        self.assertAlmostEqual(alpha, 2.5, places=9)
+        self.assertLess(rms, 1e-9)
+        for c, e in made.items():
+            self.assertAlmostEqual(eff[c], e, places=9)
+        self.assertAlmostEqual(eff["send_recv"], 0.65, places=9)
+        node = collective_sweep.flow_fragment(sets, 450)["cluster"]["intra_node"]
+        self.assertEqual(node["collective_efficiency"]["members"], [2, 8])
+        self.assertEqual(node["collective_efficiency"]["all_reduce"], [0.5, 0.85])
+        self.assertEqual(set(node["sources"]), {"latency_us", "collective_efficiency"})
+
+    def test_rejects_what_it_cannot_fit(self):
+        with self.assertRaises(ValueError):
+            collective_sweep.fit_flow_model([dict(flow_points("all_reduce", 8, 0.8, 1), collective="broadcast")], 450)
+        with self.assertRaises(ValueError):
+            collective_sweep.fit_flow_model([dict(flow_points("all_reduce", 8, 0.8, 1), world=1)], 450)
+        with self.assertRaises(ValueError):  # a size missing for one kind
+            collective_sweep.flow_fragment([flow_points("all_reduce", 8, 0.8, 1),
+                                            flow_points("all_gather", 4, 0.8, 1)], 450)
+
+    def test_fits_the_committed_table_from_the_command_line(self):
+        # The dgx-h100 preset's intra-node constants are this fit's output.
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "xla_collective_table.py"), "points",
+                            XlaCollectiveTable.DATA, "--gpu", "sm_90", "-o", tmp], check=True)
+            files = sorted(os.path.join(tmp, f) for f in os.listdir(tmp))
+            out = subprocess.run([sys.executable, SCRIPT, "--fit-collectives"] + files + ["--link-GBps", "450"],
+                                 check=True, capture_output=True, text=True).stdout
+        node = json.loads(out)["cluster"]["intra_node"]
+        with open(os.path.join(HERE, "..", "core", "presets", "clusters", "dgx-h100.json")) as f:
+            preset = json.load(f)["intra_node"]
+        self.assertEqual(node["latency_us"], preset["latency_us"])
+        self.assertEqual(node["collective_efficiency"], preset["collective_efficiency"])
+
+
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
 class Timing(unittest.TestCase):
     def test_cpu_shapes(self):

@@ -53,7 +53,7 @@ TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
   check_equal("alexnet-hybrid");
 }
 
-TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 2e-4") {
+TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 6e-4") {
   // Same physics; the weighted flows sum rates in another order than the individual flows.
   // With the A100-like roofline costs the difference was ~3e-8 (rounding). With H100's measured
   // GEMM table (docs/fidelity.md) one pipeline send (layers.23 forward, at 0.1357 s) shares its
@@ -61,11 +61,14 @@ TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 2e-4") {
   // the iteration differs by 4.2e-5 (0.353201 vs 0.353216 s). An approximation of the
   // reduction where a send overlaps sibling flows that start at different times, not rounding.
   // Since ZeRO-3's gathers run prefetched on their own stream (docs/frameworks.md) more flows
-  // overlap the sends: 1.2e-4 (0.260229 vs 0.260260 s).
+  // overlap the sends: 1.2e-4 (0.260229 vs 0.260260 s). With the measured efficiencies of
+  // collectives inside a node (docs/fidelity.md, "Collectives inside a node") the TP4
+  // collectives run at 0.62 of NVLink instead of 0.8, longer beside the sends: 4.6e-4
+  // (0.261659 vs 0.261780 s).
   check_equal(
       "default",
       R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"framework":"fsdp","schedule":"interleaved-1f1b","virtual_stages":2})",
-      2e-4);
+      6e-4);
 }
 
 TEST_CASE("symmetry: where the hardware itself is asymmetric the reduction is an approximation") {

@@ -43,6 +43,18 @@ struct GpuSpec {
 
 enum class IntraNodeKind { NvSwitch, NvLinkMesh, PcieTree };
 
+// Measured efficiency of collectives whose members all sit in one node (docs/fidelity.md,
+// "Collectives inside a node"): the fraction of link_GBps a collective of members[i] GPUs
+// reaches, per kind, fitted to a measured table through the flow model itself
+// (scripts/collective_sweep.py fit_flow_model). Sizes between two listed ones interpolate
+// linearly, sizes outside take the nearest. Empty: every flow runs at bus_efficiency.
+struct NodeCollectiveEfficiency {
+  std::vector<int> members;                                                // ascending group sizes, each >= 2
+  std::vector<double> all_reduce, all_gather, reduce_scatter, all_to_all;  // one per members entry
+  double send_recv = 0;  // a send-recv inside a node; 0: it runs at bus_efficiency
+  bool empty() const { return members.empty() && send_recv == 0; }
+};
+
 struct IntraNodeSpec {
   IntraNodeKind kind = IntraNodeKind::NvSwitch;
   double link_GBps = 0;  // nvswitch: per GPU per direction; nvlink-mesh: per link per direction
@@ -54,6 +66,7 @@ struct IntraNodeSpec {
   std::vector<int> pcie_fanout;  // pcie-tree: {gpus per switch, switches per CPU root, roots}
   double cpu_link_GBps = 0;      // pcie-tree: socket-to-socket (QPI/UPI) per direction
   double pcie_latency_us = 5.7;
+  NodeCollectiveEfficiency collective_efficiency;
 };
 
 struct InterNodeSpec {

@@ -167,6 +167,12 @@ Out cluster_json(const ClusterSpec& c) {
             {"pcie_latency_us", n.pcie_latency_us}};
   if (n.links.empty()) intra["links"] = Out::array();
   if (n.pcie_fanout.empty()) intra["pcie_fanout"] = Out::array();
+  if (!n.collective_efficiency.empty()) {
+    const NodeCollectiveEfficiency& t = n.collective_efficiency;
+    intra["collective_efficiency"] = Out{{"members", t.members},       {"all_reduce", t.all_reduce},
+                                         {"all_gather", t.all_gather}, {"reduce_scatter", t.reduce_scatter},
+                                         {"all_to_all", t.all_to_all}, {"send_recv", t.send_recv}};
+  }
   const InterNodeSpec& e = c.inter_node;
   Out inter{{"nics_per_node", e.nics_per_node},
             {"nic_GBps", e.nic_GBps},

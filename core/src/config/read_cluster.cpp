@@ -171,10 +171,44 @@ std::vector<std::vector<int>> read_links(const Json& value, const std::string& p
   return links;
 }
 
+// "collective_efficiency": {"members": [2, 4, 8], "all_reduce": [...], "all_gather": [...],
+// "reduce_scatter": [...], "all_to_all": [...], "send_recv": e} (cluster_spec.h).
+// Group sizes may exceed gpus_per_node: a table measured on 8-GPU nodes stays valid when a
+// config overrides gpus_per_node (lookups clamp to the listed sizes).
+NodeCollectiveEfficiency read_collective_efficiency(const Json& value, const std::string& path) {
+  ObjectReader in(value, path,
+                  {"members", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"});
+  NodeCollectiveEfficiency table;
+  const std::vector<int64_t> members =
+      as_integer_array(in.required("members", "the group sizes the efficiencies belong to"),
+                       in.path_of("members"), static_cast<size_t>(L::kMaxGpusPerNode), 2, L::kMaxGpusPerNode);
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i > 0 && members[i] <= members[i - 1])
+      throw invalid_config(index_path(in.path_of("members"), i), "members must be strictly ascending");
+    table.members.push_back(static_cast<int>(members[i]));
+  }
+  auto read_kind = [&](const char* key, std::vector<double>& out) {
+    const std::string kind_path = in.path_of(key);
+    const Json& values = as_array(in.required(key, "one efficiency per members entry"), kind_path,
+                                  static_cast<size_t>(L::kMaxGpusPerNode));
+    if (values.size() != table.members.size())
+      throw invalid_config(
+          kind_path, "needs one efficiency per members entry (" + std::to_string(table.members.size()) + ")");
+    for (size_t i = 0; i < values.size(); ++i)
+      out.push_back(as_number(values[i], index_path(kind_path, i), 0, 1, true));
+  };
+  for (auto [key, out] :
+       {std::pair{"all_reduce", &table.all_reduce}, std::pair{"all_gather", &table.all_gather},
+        std::pair{"reduce_scatter", &table.reduce_scatter}, std::pair{"all_to_all", &table.all_to_all}})
+    if (!table.members.empty() || in.has(key)) read_kind(key, *out);
+  table.send_recv = in.number("send_recv", 0, 0, 1);
+  return table;
+}
+
 IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gpus_per_node) {
   ObjectReader in(value, path,
                   {"kind", "link_GBps", "links", "bus_efficiency", "latency_us", "pcie_GBps", "pcie_fanout",
-                   "cpu_link_GBps", "pcie_latency_us"});
+                   "cpu_link_GBps", "pcie_latency_us", "collective_efficiency"});
   IntraNodeSpec node;
   node.kind = as_enum(in.required("kind", "nvswitch, nvlink-mesh or pcie-tree"), in.path_of("kind"),
                       {IntraNodeKind::NvSwitch, IntraNodeKind::NvLinkMesh, IntraNodeKind::PcieTree});
@@ -223,6 +257,9 @@ IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gp
                          "cpu_link_GBps must be greater than 0: GPUs under different CPU roots talk over it");
   }
   node.pcie_latency_us = in.number("pcie_latency_us", defaults.pcie_latency_us, 0, L::kMaxLatency_us);
+  if (in.has("collective_efficiency"))
+    node.collective_efficiency =
+        read_collective_efficiency(in.at("collective_efficiency"), in.path_of("collective_efficiency"));
   return node;
 }
 

@@ -30,6 +30,10 @@
 // A group of one member (or a send to oneself) has no flows and no latency; a collective of
 // zero bytes has no flows but keeps its latency.
 //
+// Inside one node, a cluster with intra_node.collective_efficiency (a measured table) runs each
+// collective at the efficiency measured for its kind and group size: its flows' bytes are
+// scaled by bus_efficiency / efficiency (apply_node_efficiency).
+//
 // Every collective of two or more members (send-recv and all-to-all included) also pays the
 // library's fixed cost per call, cluster.collectives.base_latency_us (NCCL's baseLat, 8.4 us for
 // the ring/Simple protocol in src/graph/tuning.cc; REFERENCE.md section 2), added to latency_s.
@@ -350,6 +354,42 @@ PlanShape all_to_all_shape(const Topology& topology, const std::vector<int>& gro
   return plan;
 }
 
+// Measured efficiency of a `kind` collective over m members of one node (cluster_spec.h,
+// NodeCollectiveEfficiency); 0 when the table has none for it.
+double node_efficiency(const NodeCollectiveEfficiency& table, CollectiveKind kind, int m) {
+  if (kind == CollectiveKind::SendRecv) return table.send_recv;
+  if (table.members.empty()) return 0;
+  const std::vector<double>& e = kind == CollectiveKind::AllReduce       ? table.all_reduce
+                                 : kind == CollectiveKind::AllGather     ? table.all_gather
+                                 : kind == CollectiveKind::ReduceScatter ? table.reduce_scatter
+                                                                         : table.all_to_all;
+  const std::vector<int>& sizes = table.members;
+  if (m <= sizes.front()) return e.front();
+  if (m >= sizes.back()) return e.back();
+  size_t i = 1;
+  while (sizes[i] < m) ++i;
+  const double w = static_cast<double>(m - sizes[i - 1]) / (sizes[i] - sizes[i - 1]);
+  return e[i - 1] + w * (e[i] - e[i - 1]);
+}
+
+// A collective inside one node runs at its measured efficiency instead of bus_efficiency (the
+// links' capacity): each flow's bytes grow by bus_efficiency / efficiency, so the flow holds
+// its links as long as the measured collective took (docs/fidelity.md, "Collectives inside a
+// node"). Collectives across nodes keep the links' capacities.
+void apply_node_efficiency(const Topology& t, CollectiveKind kind, const std::vector<int>& group,
+                           CollectiveShapes& shapes) {
+  const NodeCollectiveEfficiency& table = t.cluster.intra_node.collective_efficiency;
+  if (table.empty()) return;
+  const int g = std::max(1, t.gpus_per_node);
+  for (int gpu : group)
+    if (gpu / g != group[0] / g) return;
+  const double efficiency = node_efficiency(table, kind, static_cast<int>(group.size()));
+  if (!(efficiency > 0)) return;
+  const double stretch = t.cluster.intra_node.bus_efficiency / efficiency;
+  for (PlanShape& plan : shapes.candidates)
+    for (FlowShape& f : plan.flows) f.scale *= stretch;
+}
+
 }  // namespace
 
 CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind,
@@ -363,22 +403,28 @@ CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind
   if (kind == CollectiveKind::SendRecv) {
     shapes.candidates.push_back(send_recv_shape(topology, group));
     shapes.moves = group[0] != group[1];
+    apply_node_efficiency(topology, kind, group, shapes);
     return shapes;
   }
   shapes.moves = true;
   if (kind == CollectiveKind::AllToAll) {
     shapes.candidates.push_back(all_to_all_shape(topology, group));
+    apply_node_efficiency(topology, kind, group, shapes);
     return shapes;
   }
   if (kind != CollectiveKind::AllReduce) {
     shapes.candidates.push_back(ring_plan(topology, group, n - 1));
+    apply_node_efficiency(topology, kind, group, shapes);
     return shapes;
   }
   shapes.candidates.push_back(ring_plan(topology, group, 2 * (n - 1)));
   const Geometry geo = geometry_of(topology);
   bool crosses_nodes = false;
   for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);
-  if (!crosses_nodes) return shapes;
+  if (!crosses_nodes) {
+    apply_node_efficiency(topology, kind, group, shapes);
+    return shapes;
+  }
   shapes.candidates.push_back(tree_plan(topology, group));
   for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(topology, plan);
   return shapes;
