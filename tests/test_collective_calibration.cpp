@@ -46,8 +46,8 @@ json table_json() {
 
 ClusterSpec cluster_of(const std::string& cluster_json, int gpus = 8) {
   const std::string dp = std::to_string(gpus);
-  return parse_config(R"({"model": "llama3-8b", "cluster": )" + cluster_json + R"(, "training": {"global_batch": )" +
-                      dp + R"(}, "strategy": {"dp": )" + dp + "}}")
+  return parse_config(R"({"model": "llama3-8b", "cluster": )" + cluster_json +
+                      R"(, "training": {"global_batch": )" + dp + R"(}, "strategy": {"dp": )" + dp + "}}")
       .cluster;
 }
 
@@ -130,9 +130,9 @@ double simulated_s(const ClusterSpec& cluster, const std::vector<Launch>& launch
 }
 
 std::string shape_of(const json& e) {
-  return e.contains("pairs") ? e.at("pairs").get<std::string>()
-                             : std::to_string(e.at("groups").get<int>()) + "x" +
-                                   std::to_string(e.at("size").get<int>());
+  return e.contains("pairs")
+             ? e.at("pairs").get<std::string>()
+             : std::to_string(e.at("groups").get<int>()) + "x" + std::to_string(e.at("size").get<int>());
 }
 
 double median(std::vector<double> v) {
@@ -160,7 +160,8 @@ TEST_CASE("collective calibration: a group size between two measured ones interp
   // members [2, 8] with all-reduce efficiencies [0.5, 0.8]: 4 GPUs sit a third of the way,
   // 0.5 + (4 - 2) / (8 - 2) x 0.3 = 0.6. Ring over 4: 6 hops, 1.5 S per GPU link:
   //   8.4 + 6 x 3.73 + 1.5 x 2^30 / (450e3 x 0.6) us.
-  const ClusterSpec c = cluster_of(R"({"preset": "dgx-h100", "nodes": 1, "intra_node": {"collective_efficiency":
+  const ClusterSpec c =
+      cluster_of(R"({"preset": "dgx-h100", "nodes": 1, "intra_node": {"collective_efficiency":
       {"members": [2, 8], "all_reduce": [0.5, 0.8], "all_gather": [0.5, 0.8], "reduce_scatter": [0.5, 0.8],
        "all_to_all": [0.5, 0.8], "send_recv": 0.7}}})");
   const double S = 1024.0 * 1024 * 1024;
@@ -193,7 +194,8 @@ TEST_CASE("collective calibration: across nodes the links keep bus_efficiency") 
 TEST_CASE("collective calibration: a bad collective_efficiency names its field") {
   auto error_path = [](const std::string& table) {
     try {
-      cluster_of(R"({"preset": "dgx-h100", "nodes": 1, "intra_node": {"collective_efficiency": )" + table + "}}");
+      cluster_of(R"({"preset": "dgx-h100", "nodes": 1, "intra_node": {"collective_efficiency": )" + table +
+                 "}}");
     } catch (const Error& e) {
       return e.path;
     }
@@ -207,7 +209,8 @@ TEST_CASE("collective calibration: a bad collective_efficiency names its field")
   CHECK(error_path(R"({"members": [4, 2], "all_reduce": [0.5, 0.5], "all_gather": [0.5, 0.5],
       "reduce_scatter": [0.5, 0.5], "all_to_all": [0.5, 0.5]})") ==
         "cluster.intra_node.collective_efficiency.members[1]");
-  CHECK(error_path(R"({"members": [2], )" + kinds + "}") == "cluster.intra_node.collective_efficiency.all_reduce");
+  CHECK(error_path(R"({"members": [2], )" + kinds + "}") ==
+        "cluster.intra_node.collective_efficiency.all_reduce");
   CHECK(error_path(R"({"members": [1], "all_reduce": [0.5], )" + kinds + "}") ==
         "cluster.intra_node.collective_efficiency.members[0]");
   // A table measured on 8-GPU nodes stays valid on a config with 4 GPUs per node.
@@ -245,7 +248,9 @@ TEST_CASE("collective calibration: dgx-h100 reproduces XLA's measured H100 colle
     std::vector<double> abs_errors;
     for (double x : list) abs_errors.push_back(std::fabs(x));
     const double med = median(abs_errors);
-    const double bound = key.rfind("collective-permute", 0) == 0 ? 0.60 : key.rfind("all-to-all", 0) == 0 ? 0.30 : 0.20;
+    const double bound = key.rfind("collective-permute", 0) == 0 ? 0.60
+                         : key.rfind("all-to-all", 0) == 0       ? 0.30
+                                                                 : 0.20;
     INFO(key << ": median |simulated/measured - 1| = " << med << " over " << list.size() << " sizes");
     CHECK(med <= bound);
   }
