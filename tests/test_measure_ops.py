@@ -211,9 +211,10 @@ class XlaCollectiveTable(unittest.TestCase):
     def test_committed_table_is_complete(self):
         with open(self.DATA) as f:
             data = json.load(f)
-        sets = xla_collective_table.point_sets(data, "sm_90")
-        self.assertEqual(len(sets), 15)  # 4 collectives x 3 group shapes + 3 permute patterns
-        self.assertTrue(all(len(s["points"]) == 22 for s in sets.values()))
+        for gpu in ("sm_90", "sm_100"):
+            sets = xla_collective_table.point_sets(data, gpu)
+            self.assertEqual(len(sets), 15)  # 4 collectives x 3 group shapes + 3 permute patterns
+            self.assertTrue(all(len(s["points"]) == 22 for s in sets.values()))
         with self.assertRaises(ValueError):
             xla_collective_table.point_sets(data, "sm_80")
 
@@ -253,18 +254,20 @@ class FlowModelFit(unittest.TestCase):
                                             flow_points("all_gather", 4, 0.8, 1)], 450)
 
     def test_fits_the_committed_table_from_the_command_line(self):
-        # The dgx-h100 preset's intra-node constants are this fit's output.
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "xla_collective_table.py"), "points",
-                            XlaCollectiveTable.DATA, "--gpu", "sm_90", "-o", tmp], check=True)
-            files = sorted(os.path.join(tmp, f) for f in os.listdir(tmp))
-            out = subprocess.run([sys.executable, SCRIPT, "--fit-collectives"] + files + ["--link-GBps", "450"],
-                                 check=True, capture_output=True, text=True).stdout
-        node = json.loads(out)["cluster"]["intra_node"]
-        with open(os.path.join(HERE, "..", "core", "presets", "clusters", "dgx-h100.json")) as f:
-            preset = json.load(f)["intra_node"]
-        self.assertEqual(node["latency_us"], preset["latency_us"])
-        self.assertEqual(node["collective_efficiency"], preset["collective_efficiency"])
+        # The dgx-h100 and dgx-b200 presets' intra-node constants are this fit's output
+        # (NVLink 4: 450 GB/s per GPU per direction; NVLink 5: 900).
+        for gpu, link, name in (("sm_90", "450", "dgx-h100"), ("sm_100", "900", "dgx-b200")):
+            with tempfile.TemporaryDirectory() as tmp:
+                subprocess.run([sys.executable, os.path.join(HERE, "..", "scripts", "xla_collective_table.py"),
+                                "points", XlaCollectiveTable.DATA, "--gpu", gpu, "-o", tmp], check=True)
+                files = sorted(os.path.join(tmp, f) for f in os.listdir(tmp))
+                out = subprocess.run([sys.executable, SCRIPT, "--fit-collectives"] + files + ["--link-GBps", link],
+                                     check=True, capture_output=True, text=True).stdout
+            node = json.loads(out)["cluster"]["intra_node"]
+            with open(os.path.join(HERE, "..", "core", "presets", "clusters", name + ".json")) as f:
+                preset = json.load(f)["intra_node"]
+            self.assertEqual(node["latency_us"], preset["latency_us"], name)
+            self.assertEqual(node["collective_efficiency"], preset["collective_efficiency"], name)
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
