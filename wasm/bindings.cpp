@@ -10,6 +10,7 @@
 
 #include "proteus/api.h"
 #include "proteus/error.h"
+#include "proteus/search.h"
 
 namespace {
 
@@ -135,6 +136,23 @@ emscripten::val simulate_columns(const std::string& config, bool timeline, bool 
 
 }  // namespace
 
+// Strategy search (docs/search.md): one shard of the space per call, so a pool of workers
+// runs shard k of n each; the page merges the shards' JSON texts.
+std::string search_json(const std::string& config, int top, int shard, int shards) {
+  return guarded([&] {
+    proteus::SearchOptions o;
+    o.top = top;
+    o.shard = shard;
+    o.shards = shards;
+    return proteus::search_json(config, o);
+  });
+}
+
+// `shards`: a JavaScript array of the shards' result texts.
+std::string merge_search_json(const emscripten::val& shards) {
+  return guarded([&] { return proteus::merge_search_json(emscripten::vecFromJSArray<std::string>(shards)); });
+}
+
 EMSCRIPTEN_BINDINGS(proteus) {
   emscripten::function("version", &version);
   emscripten::function("presets_json", &presets_json);
@@ -148,4 +166,6 @@ EMSCRIPTEN_BINDINGS(proteus) {
   emscripten::function("import_json", &import_json);
   emscripten::function("export_megatron_text", &export_megatron_text);
   emscripten::function("max_input_bytes", &max_input_bytes);
+  emscripten::function("search_json", &search_json);
+  emscripten::function("merge_search_json", &merge_search_json);
 }

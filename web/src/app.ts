@@ -15,6 +15,7 @@ import { DEFAULT_RESERVE_GIB, getReserveGiB, renderCards, renderMemory, renderSp
 import { decodeFragment, decodeState, encodeFragment, type PageState } from './share';
 import { findLesson, LESSONS, LessonPanel } from './lessons';
 import { chromeTraceParts, resultWithTimeline } from './downloads';
+import { SearchView } from './search';
 import { SweepView } from './sweep';
 import { TimelineView } from './timeline_view';
 import { ImportPage, showCustomBadge } from './import_page';
@@ -38,6 +39,7 @@ export class App {
   private checkEngine: Engine | null = null; // validation (cancelled when a newer config arrives)
   private sweepEngine: Engine | null = null;
   private module!: Promise<WebAssembly.Module>; // compiled once, shared by every worker
+  searchView!: SearchView;
   private loaderUrl = '';
   private presets!: PresetList;
   private controls!: Controls;
@@ -183,6 +185,13 @@ export class App {
       () => (this.sweepEngine ??= new Engine(this.module, this.loaderUrl)),
       (path, value) => this.applyChange(this.config, path, value),
       (path, value) => this.change(path, value),
+    );
+    // Strategy search: a pool of workers of its own, each from the compiled module.
+    this.searchView = new SearchView(
+      $('#tab-search'),
+      () => new Engine(this.module, this.loaderUrl),
+      () => this.config,
+      (config) => this.setConfig(config, { modified: true }),
     );
     this.advanced = new AdvancedView($('#tab-json'), (config) => this.setConfig(config, { modified: true }));
     this.advanced.onRevert = () => this.advanced.setConfig(this.config, true);

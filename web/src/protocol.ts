@@ -23,7 +23,10 @@ export type Op =
   | { op: 'simulate'; config: string; timeline: boolean }
   | { op: 'trace'; config: string }
   | { op: 'import'; kind: 'megatron' | 'hf'; text: string; options: string }
-  | { op: 'export_megatron'; config: string };
+  | { op: 'export_megatron'; config: string }
+  /** Strategy search, shard `shard` of `shards` (search.ts runs one per worker and merges). */
+  | { op: 'search'; config: string; top: number; shard: number; shards: number }
+  | { op: 'merge_search'; shards: string[] };
 
 export type CallMessage = { type: 'call'; id: number } & Op;
 
@@ -37,6 +40,9 @@ export interface Answers {
   trace: string;
   import: ImportAnswer;
   export_megatron: string;
+  /** The search result JSON text (docs/search.md, "Output"). */
+  search: string;
+  merge_search: string;
 }
 
 /** A run imported from another tool's text (core/src/api/import_api.cpp, docs/import.md). */
@@ -87,4 +93,6 @@ export interface ProteusModule {
   max_input_bytes(): number;
   /** One simulation: {result, resolved, timeline?} or {error} (wasm/bindings.cpp). */
   simulate_columns(config: string, timeline: boolean, memoryCurve: boolean, progress: ((done: number, total: number) => void) | null): { error?: string; result?: string; resolved?: string; timeline?: ColumnsFromModule };
+  search_json(config: string, top: number, shard: number, shards: number): string;
+  merge_search_json(shards: string[]): string;
 }

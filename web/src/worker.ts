@@ -109,6 +109,16 @@ function call(m: CallMessage): void {
         const e = isErrorText(t);
         return e ? fail(e) : ok(t);
       }
+      case 'search': {
+        const t = mod.search_json(m.config, m.top, m.shard, m.shards);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(t);
+      }
+      case 'merge_search': {
+        const t = mod.merge_search_json(m.shards);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(t);
+      }
     }
   } catch (e) {
     // Not a proteus::Error (those come back as JSON): the module trapped or aborted, e.g.
