@@ -7,6 +7,28 @@
 
 namespace proteus::test {
 
+struct CollCount {
+  int count = 0;
+  double bytes = 0;
+};
+
+// Collectives of one kind over exactly `axes` whose label starts with `prefix`, in `phase`,
+// for micro-batch 0 on simulated rank `rank`: how many, and the bytes of the last one.
+inline CollCount count_collectives(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase,
+                                   const std::string& prefix, int rank = 0) {
+  CollCount out;
+  for (const Task& t : c.exec.tasks) {
+    if (t.kind != TaskKind::Collective || t.rank != rank || t.phase != phase) continue;
+    if (t.micro_batch != 0 && t.micro_batch != -1) continue;
+    const Collective& col = c.exec.collectives[t.collective];
+    if (col.kind != kind || col.axes != axes) continue;
+    if (c.exec.labels[t.label].rfind(prefix, 0) != 0) continue;
+    ++out.count;
+    out.bytes = col.bytes;
+  }
+  return out;
+}
+
 // A GPT-style model: `layers` layers, hidden h, `heads` heads, seq s, vocab v, with dropout.
 inline std::string gpt_model(int layers, int h, int heads, int s, int vocab) {
   return "{\"kind\":\"transformer\",\"name\":\"test-gpt\",\"layers\":" + std::to_string(layers) +

@@ -21,28 +21,6 @@ Mesh mesh_of(int pp, int dp, int ep, int cp, int tp) {
   return m;
 }
 
-struct CollCount {
-  int count = 0;
-  double bytes = 0;
-};
-
-// Collectives of one kind on the given axes whose label starts with `prefix`, in `phase`,
-// for micro-batch 0 on simulated rank 0.
-CollCount count(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase,
-                const std::string& prefix, int rank = 0) {
-  CollCount out;
-  for (const Task& t : c.exec.tasks) {
-    if (t.kind != TaskKind::Collective || t.rank != rank || t.phase != phase) continue;
-    if (t.micro_batch != 0 && t.micro_batch != -1) continue;
-    const Collective& col = c.exec.collectives[t.collective];
-    if (col.kind != kind || col.axes != axes) continue;
-    if (c.exec.labels[t.label].rfind(prefix, 0) != 0) continue;
-    ++out.count;
-    out.bytes = col.bytes;
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("layout: each placement change needs the collective DTensor/SBP would use") {
@@ -131,13 +109,13 @@ TEST_CASE("Megatron tensor parallelism: 2 all-reduces per layer forward and back
   const CompiledModel c = compile_text(cfg);
   const double bytes = double(s) * b * h * 2;  // activation [b, s, h] in bf16, per data-parallel rank
   const AxisMask tp = axis_bit(kAxisTp);
-  CollCount f = count(c, CollectiveKind::AllReduce, tp, Phase::Forward, "layers.0.");
+  CollCount f = count_collectives(c, CollectiveKind::AllReduce, tp, Phase::Forward, "layers.0.");
   CHECK(f.count == 2);
   CHECK(f.bytes == doctest::Approx(bytes));
-  CollCount bw = count(c, CollectiveKind::AllReduce, tp, Phase::BackwardInput, "layers.0.");
+  CollCount bw = count_collectives(c, CollectiveKind::AllReduce, tp, Phase::BackwardInput, "layers.0.");
   CHECK(bw.count == 2);
   CHECK(bw.bytes == doctest::Approx(bytes));
-  CHECK(count(c, CollectiveKind::AllGather, tp, Phase::Forward, "layers.0.").count == 0);
+  CHECK(count_collectives(c, CollectiveKind::AllGather, tp, Phase::Forward, "layers.0.").count == 0);
   (void)t;
 }
 
@@ -150,16 +128,17 @@ TEST_CASE(
   const CompiledModel c = compile_text(cfg);
   const double bytes = double(s) * b * h * 2;
   const AxisMask tp = axis_bit(kAxisTp);
-  CollCount ag = count(c, CollectiveKind::AllGather, tp, Phase::Forward, "layers.0.");
-  CollCount rs = count(c, CollectiveKind::ReduceScatter, tp, Phase::Forward, "layers.0.");
+  CollCount ag = count_collectives(c, CollectiveKind::AllGather, tp, Phase::Forward, "layers.0.");
+  CollCount rs = count_collectives(c, CollectiveKind::ReduceScatter, tp, Phase::Forward, "layers.0.");
   CHECK(ag.count == 2);
   CHECK(rs.count == 2);
   CHECK(ag.bytes == doctest::Approx(bytes));
   CHECK(rs.bytes == doctest::Approx(bytes));
-  CHECK(count(c, CollectiveKind::AllReduce, tp, Phase::Forward, "layers.0.").count == 0);
+  CHECK(count_collectives(c, CollectiveKind::AllReduce, tp, Phase::Forward, "layers.0.").count == 0);
   // Backward: the gradient of each all-gather is a reduce-scatter and vice versa.
-  CHECK(count(c, CollectiveKind::AllGather, tp, Phase::BackwardInput, "layers.0.").count == 2);
-  CHECK(count(c, CollectiveKind::ReduceScatter, tp, Phase::BackwardInput, "layers.0.").count == 2);
+  CHECK(count_collectives(c, CollectiveKind::AllGather, tp, Phase::BackwardInput, "layers.0.").count == 2);
+  CHECK(count_collectives(c, CollectiveKind::ReduceScatter, tp, Phase::BackwardInput, "layers.0.").count ==
+        2);
 }
 
 TEST_CASE(
@@ -255,10 +234,10 @@ TEST_CASE("MoE with expert parallelism: two all-to-alls per MoE layer per direct
   // Routed tensor per rank: E x c x h x 2 bytes for the rank's own sample, c = ceil(1.0*128*2/4) = 64
   // slots per expert: 4 * 64 * 256 * 2 = 131072 bytes, sent as one all-to-all over ep.
   const AxisMask ep = axis_bit(kAxisEp);
-  CollCount f = count(c, CollectiveKind::AllToAll, ep, Phase::Forward, "layers.0.");
+  CollCount f = count_collectives(c, CollectiveKind::AllToAll, ep, Phase::Forward, "layers.0.");
   CHECK(f.count == 2);
   CHECK(f.bytes == doctest::Approx(4.0 * 64 * 256 * 2));
-  CHECK(count(c, CollectiveKind::AllToAll, ep, Phase::BackwardInput, "layers.0.").count == 2);
+  CHECK(count_collectives(c, CollectiveKind::AllToAll, ep, Phase::BackwardInput, "layers.0.").count == 2);
   // Expert weights are sharded by ep, so their gradients need no reduction over ep; dense
   // weights are reduced over the whole data-parallel group (dp/ep x ep).
   for (const CollectiveStat& s : c.stats.collectives)
@@ -270,14 +249,16 @@ TEST_CASE("CNN hybrid (one weird trick): all-gather before the classifier, reduc
   const AxisMask dp = axis_bit(kAxisDp);
   // Forward: the features (Shard(batch)) are gathered before each model-parallel FC layer:
   // 1024 samples x 9216 floats x 4 bytes = 37.7 MB before fc1.
-  CollCount ag = count(c, CollectiveKind::AllGather, dp, Phase::Forward, "classifier.");
+  CollCount ag = count_collectives(c, CollectiveKind::AllGather, dp, Phase::Forward, "classifier.");
   CHECK(ag.count == 3);
-  CollCount first = count(c, CollectiveKind::AllGather, dp, Phase::Forward, "classifier.dropout1");
+  CollCount first =
+      count_collectives(c, CollectiveKind::AllGather, dp, Phase::Forward, "classifier.dropout1");
   CHECK(first.count == 1);
   CHECK(first.bytes == doctest::Approx(1024.0 * 9216 * 4));
   // Backward: the input gradients are partial sums over the model-parallel dim, reduce-scattered
   // back to the batch-sharded layout.
-  CHECK(count(c, CollectiveKind::ReduceScatter, dp, Phase::BackwardInput, "classifier.").count == 3);
+  CHECK(count_collectives(c, CollectiveKind::ReduceScatter, dp, Phase::BackwardInput, "classifier.").count ==
+        3);
   // Only the convolutions' weights are data-parallel: their gradients, 2,469,696 params x 4 bytes.
   double grad = 0;
   for (const CollectiveStat& s : c.stats.collectives)
@@ -288,8 +269,8 @@ TEST_CASE("CNN hybrid (one weird trick): all-gather before the classifier, reduc
 TEST_CASE("DLRM table-wise model parallelism: all-to-all before the interaction and back") {
   const CompiledModel c = compile_text(R"({"preset":"dlrm-table-parallel"})");
   const AxisMask dp = axis_bit(kAxisDp);
-  CHECK(count(c, CollectiveKind::AllToAll, dp, Phase::Forward, "embeddings").count == 1);
-  CHECK(count(c, CollectiveKind::AllToAll, dp, Phase::BackwardInput, "").count == 1);
+  CHECK(count_collectives(c, CollectiveKind::AllToAll, dp, Phase::Forward, "embeddings").count == 1);
+  CHECK(count_collectives(c, CollectiveKind::AllToAll, dp, Phase::BackwardInput, "").count == 1);
   // Tables are sharded (one per GPU): no gradient reduction for them; the MLPs are data-parallel.
   for (const CollectiveStat& s : c.stats.collectives)
     // MLPs: ~3.9M params x 4 bytes = 15.5 MB; one table alone would be 1e6 x 64 x 4 = 256 MB.

@@ -22,28 +22,6 @@ const std::string kTinyMoe =
     "ffn_hidden":512,"seq_len":128,"vocab":1000,"mlp":"swiglu","norm":"rmsnorm","tied_embeddings":false,
     "bias":false,"dropout":false,"learned_positions":false,"moe":{"experts":4,"top_k":2}})";
 
-struct Seen {
-  int count = 0;
-  double bytes = 0;
-};
-
-// Collectives of `kind` over exactly `axes` in `phase` of micro-batch 0 on rank 0 whose label
-// starts with `prefix`.
-Seen seen(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase,
-          const std::string& prefix) {
-  Seen out;
-  for (const Task& t : c.exec.tasks) {
-    if (t.kind != TaskKind::Collective || t.rank != 0 || t.phase != phase) continue;
-    if (t.micro_batch != 0 && t.micro_batch != -1) continue;
-    const Collective& col = c.exec.collectives[t.collective];
-    if (col.kind != kind || col.axes != axes) continue;
-    if (c.exec.labels[t.label].rfind(prefix, 0) != 0) continue;
-    ++out.count;
-    out.bytes = col.bytes;
-  }
-  return out;
-}
-
 template <class F>
 std::string error_path(F&& f) {
   try {
@@ -67,21 +45,23 @@ TEST_CASE(
       compile_text(config_json(kTinyMoe, R"({"preset":"dgx-h100","nodes":1,"gpus_per_node":4})", 8,
                                R"({"dp":4,"ep":4,"micro_batch":1,"moe_dispatcher":"allgather"})"));
   const AxisMask ep = axis_bit(kAxisEp);
-  const Seen gather = seen(c, CollectiveKind::AllGather, ep, Phase::Forward, "layers.0.");
+  const CollCount gather = count_collectives(c, CollectiveKind::AllGather, ep, Phase::Forward, "layers.0.");
   CHECK(gather.count == 1);
   CHECK(gather.bytes == doctest::Approx(4.0 * 128 * 256 * 2));
-  const Seen scatter = seen(c, CollectiveKind::ReduceScatter, ep, Phase::Forward, "layers.0.");
+  const CollCount scatter =
+      count_collectives(c, CollectiveKind::ReduceScatter, ep, Phase::Forward, "layers.0.");
   CHECK(scatter.count == 1);
   CHECK(scatter.bytes == doctest::Approx(4.0 * 128 * 256 * 2));
   // Backward: the mirror images (gather's gradient is a reduce-scatter and vice versa).
-  CHECK(seen(c, CollectiveKind::ReduceScatter, ep, Phase::BackwardInput, "layers.0.").count == 1);
-  CHECK(seen(c, CollectiveKind::AllGather, ep, Phase::BackwardInput, "layers.0.").count == 1);
+  CHECK(count_collectives(c, CollectiveKind::ReduceScatter, ep, Phase::BackwardInput, "layers.0.").count ==
+        1);
+  CHECK(count_collectives(c, CollectiveKind::AllGather, ep, Phase::BackwardInput, "layers.0.").count == 1);
   // The routed tokens themselves never move: the only all-to-alls left carry the routing
   // probabilities [128 tokens, 4 experts] x 2 bytes = 1024 bytes per rank (Megatron gathers
   // them with the tokens; docs/frameworks.md notes the difference), far below the
   // 4 * 64 * 256 * 2 = 131072-byte token all-to-all of the all-to-all dispatcher.
   for (Phase phase : {Phase::Forward, Phase::BackwardInput}) {
-    const Seen a2a = seen(c, CollectiveKind::AllToAll, ep, phase, "layers.0.");
+    const CollCount a2a = count_collectives(c, CollectiveKind::AllToAll, ep, phase, "layers.0.");
     if (a2a.count > 0) CHECK(a2a.bytes == doctest::Approx(128.0 * 4 * 2));
   }
 }
@@ -93,10 +73,10 @@ TEST_CASE("all-to-all dispatcher (the default) sends each token's top-k copies t
   // MoEAlltoAllTokenDispatcher: per rank 128 tokens x top-2 = 256 rows = 4 experts x 64 slots
   // of 256 x 2 bytes = 131072 bytes, once to the experts and once back.
   const AxisMask ep = axis_bit(kAxisEp);
-  const Seen a2a = seen(c, CollectiveKind::AllToAll, ep, Phase::Forward, "layers.0.");
+  const CollCount a2a = count_collectives(c, CollectiveKind::AllToAll, ep, Phase::Forward, "layers.0.");
   CHECK(a2a.count == 2);
   CHECK(a2a.bytes == doctest::Approx(4.0 * 64 * 256 * 2));
-  CHECK(seen(c, CollectiveKind::AllGather, ep, Phase::Forward, "layers.0.").count == 0);
+  CHECK(count_collectives(c, CollectiveKind::AllGather, ep, Phase::Forward, "layers.0.").count == 0);
 }
 
 TEST_CASE("expert_tp 1 folds the tp ranks into expert parallelism (Megatron-Core MoE parallel folding)") {
@@ -110,13 +90,15 @@ TEST_CASE("expert_tp 1 folds the tp ranks into expert parallelism (Megatron-Core
   // One all-to-all over the whole group (ep axis x tp axis): a rank holds 128 / 2 = 64 tokens
   // of its sample (sequence parallel), sends 64 x top-2 = 128 rows of 256 x 2 bytes = 65536 bytes.
   const AxisMask group = axis_bit(kAxisEp) | axis_bit(kAxisTp);
-  const Seen a2a = seen(c, CollectiveKind::AllToAll, group, Phase::Forward, "layers.0.");
+  const CollCount a2a = count_collectives(c, CollectiveKind::AllToAll, group, Phase::Forward, "layers.0.");
   CHECK(a2a.count == 2);
   CHECK(a2a.bytes == doctest::Approx(64.0 * 2 * 256 * 2));
   // Whole experts: no tp all-gather/reduce-scatter around the expert GEMMs.
-  CHECK(seen(c, CollectiveKind::AllGather, axis_bit(kAxisTp), Phase::Forward, "layers.0.moe.experts").count ==
-        0);
-  CHECK(seen(c, CollectiveKind::ReduceScatter, axis_bit(kAxisTp), Phase::Forward, "layers.0.moe.experts")
+  CHECK(count_collectives(c, CollectiveKind::AllGather, axis_bit(kAxisTp), Phase::Forward,
+                          "layers.0.moe.experts")
+            .count == 0);
+  CHECK(count_collectives(c, CollectiveKind::ReduceScatter, axis_bit(kAxisTp), Phase::Forward,
+                          "layers.0.moe.experts")
             .count == 0);
   // Expert gradients are reduced over edp = 2 ranks (the mesh's dp axis), dense ones over all
   // 4 data-parallel ranks (dp x ep axes).
