@@ -303,6 +303,38 @@ TEST_CASE("frameworks: context parallelism p2p passes K/V blocks around the ring
         ++gathers;
     }
   CHECK(gathers == 2);  // one per layer
+  // The gathered K/V (4B = 524288 bytes per rank) is held while the attention runs: allocated
+  // when its forward starts, freed when it ends (TE keeps only the local shards for the
+  // backward); the backward holds it again plus full-length dK/dV (2 x 4B).
+  auto mem_of = [&](const Task& t) {
+    std::vector<MemEvent> out;
+    const int l = gathered.exec.task_mem[static_cast<size_t>(&t - gathered.exec.tasks.data())];
+    if (l < 0) return out;
+    for (int e = gathered.exec.mem_list_offsets[static_cast<size_t>(l)];
+         e < gathered.exec.mem_list_offsets[static_cast<size_t>(l) + 1]; ++e)
+      out.push_back(gathered.exec.mem_events[static_cast<size_t>(e)]);
+    return out;
+  };
+  auto holds = [](const std::vector<MemEvent>& ev, double bytes) {
+    bool alloc = false, freed = false;
+    for (const MemEvent& e : ev) {
+      alloc =
+          alloc || (!e.at_end && e.category == MemCategory::Activations && e.bytes == doctest::Approx(bytes));
+      freed =
+          freed || (e.at_end && e.category == MemCategory::Activations && e.bytes == doctest::Approx(-bytes));
+    }
+    return alloc && freed;
+  };
+  int fwd_held = 0, bwd_held = 0;
+  for (const Task& t : gathered.exec.tasks) {
+    if (t.rank != 0 || t.micro_batch != 0 || t.kind != TaskKind::Compute ||
+        gathered.exec.labels[static_cast<size_t>(t.label)] != "layers.0.attention.attn")
+      continue;
+    if (t.phase == Phase::Forward && holds(mem_of(t), 4 * B)) ++fwd_held;
+    if (t.phase == Phase::BackwardInput && holds(mem_of(t), 2 * 4 * B)) ++bwd_held;
+  }
+  CHECK(fwd_held == 1);
+  CHECK(bwd_held == 1);
 }
 
 TEST_CASE("frameworks: on a long sequence the ring hides K/V traffic the all-gather exposes") {

@@ -187,6 +187,24 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
                       nullptr);
 }
 
+// cp_comm_type all_gather (TE AttnFuncWithCPAndKVAllGather): the attention works on K/V gathered
+// over cp (k_ag, v_ag) and saves only the local shards; the forward holds the gathered K/V while
+// it runs, the backward gathers them again and also accumulates dK/dV at full length (dk, dv =
+// torch.zeros of cp x the local shape): per rank, the whole K/V once in the forward, twice in
+// the backward, beside the saved activations. 0 for any other op.
+double PassDeriver::gathered_kv_bytes(int op) const {
+  const Op& o = g_.ops[op];
+  if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 ||
+      tree_.nodes[o.module].config.cp_comm_type != CpCommType::AllGather)
+    return 0;
+  const int seq_kv = o.find_dim("seq_kv");
+  double bytes = 0;
+  for (size_t k = 0; k < o.inputs.size(); ++k)
+    if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
+      bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
+  return bytes;
+}
+
 void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
@@ -210,6 +228,10 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.recompute_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+  if (const double kv = gathered_kv_bytes(op); kv > 0) {
+    mem.push_back({MemCategory::Activations, false, kv});
+    mem.push_back({MemCategory::Activations, true, -kv});
+  }
   const Phase phase = ns == kFwd ? Phase::Forward : Phase::Recompute;
   Layout scattered;
   const double rs_bytes = ring_shard_bytes > 0 ? 0 : pipelined_rs_target(op, &scattered);
@@ -336,6 +358,10 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
+  if (const double kv = gathered_kv_bytes(op); kv > 0) {
+    mem.push_back({MemCategory::Activations, false, 2 * kv});
+    mem.push_back({MemCategory::Activations, true, -2 * kv});
+  }
   int gathered = -1;
   const int b = compute_op(op, mb, Phase::BackwardInput, 1, deps, mem, ring_shard_bytes, &gathered);
   if (gathered >= 0) grad_deps.push_back(gathered);  // the weight gradient reads the gathered gradient
