@@ -126,9 +126,19 @@ void apply_fp8_recipe(const PlanContext& ctx, const Op& op, OpPlan* p, std::vect
   const ComputeWork& f = p->fwd;
   const double batch = static_cast<double>(f.gemm_batch);
   char& input_cast = (*cast)[static_cast<size_t>(op.inputs.front().tensor)];
-  if (!input_cast)
+  const Fp8Recipe recipe = ctx.training.fp8_recipe;
+  if (!input_cast) {
     p->fwd.side_bytes = static_cast<double>(f.gemm_m) * static_cast<double>(f.gemm_k) * batch * per_element;
+    if (recipe == Fp8Recipe::Delayed) p->fp8_amax_gemms = static_cast<int>(f.gemm_batch);
+    // TE Linear._customize_quantizers_float8_current_scaling: sequence_parallel and column mode
+    // (the input arrives as the sequence shard and is gathered) -> input amax reduced over tp.
+    p->fp8_amax_tp_fwd = recipe == Fp8Recipe::Current &&
+                         p->input_saved[0].placement[kAxisTp] != p->input_required[0].placement[kAxisTp];
+  }
   input_cast = 1;
+  // ... sequence_parallel and row mode (the output is reduce-scattered, its gradient gathered).
+  p->fp8_amax_tp_bwd = recipe == Fp8Recipe::Current && ctx.tree.mesh.size[kAxisTp] > 1 &&
+                       ctx.tree.sequence_parallel && p->output.placement[kAxisTp] == kPartial;
   p->bwd_input.side_bytes =
       static_cast<double>(f.gemm_m) * static_cast<double>(f.gemm_n) * batch * per_element;
   for (WeightPlan& w : p->weights) w.fp8_copy = true;

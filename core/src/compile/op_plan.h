@@ -38,6 +38,13 @@ struct OpPlan {
   ComputeWork fwd, bwd_input, bwd_weight;
   double saved_input_bytes = 0;  // per rank, inputs first saved by this op (deduplicated)
   double saved_extra_bytes = 0;  // per rank, saved_extra (what selective recompute drops)
+  // FP8 amax reductions (docs/frameworks.md "FP8 amax reduction"). Delayed scaling: the GEMMs
+  // whose amaxes this op's Transformer Engine module registers in TE's global amax buffer (set
+  // on the module's first op, the one that casts its input; experts per rank for a grouped
+  // linear). Current scaling with sequence parallelism: the amax of the input (column-parallel)
+  // or of the output gradient (row-parallel) is all-reduced over tp before the cast.
+  int fp8_amax_gemms = 0;
+  bool fp8_amax_tp_fwd = false, fp8_amax_tp_bwd = false;
   bool has_weights() const { return !weights.empty(); }
 };
 

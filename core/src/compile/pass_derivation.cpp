@@ -29,7 +29,8 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       work_ids_(3 * in.graph.ops.size(), -1),
       ring_work_ids_(2 * in.graph.ops.size(), -1),
       ub_work_ids_(3 * in.graph.ops.size(), -1),
-      kept_gather_(in.graph.ops.size()) {}
+      kept_gather_(in.graph.ops.size()),
+      amax_(plan_fp8_amax(in.graph, in.plans, in.tree, index)) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
 // Returns INT32_MIN when no task is needed (a model input).
@@ -219,6 +220,8 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
   }
   if (ns == kFwd && tail_.param_gather_ready(op) >= 0) deps.push_back(tail_.param_gather_ready(op));
+  const Phase phase = ns == kFwd ? Phase::Forward : Phase::Recompute;
+  if (p.fp8_amax_tp_fwd) current_amax_reduction(op, mb, phase, &deps);
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
   // Under full recompute the replayed forward's gather serves the backward that follows it:
@@ -232,7 +235,6 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     mem.push_back({MemCategory::Activations, false, kv});
     mem.push_back({MemCategory::Activations, true, -kv});
   }
-  const Phase phase = ns == kFwd ? Phase::Forward : Phase::Recompute;
   Layout scattered;
   const double rs_bytes = ring_shard_bytes > 0 ? 0 : pipelined_rs_target(op, &scattered);
   int gathered = -1, reduced = -1;
@@ -343,6 +345,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   double ring_shard_bytes = 0;
   output_grad_deps(op, mb, &grad_deps, &ring_shard_bytes);
   std::vector<int> deps = grad_deps;
+  if (p.fp8_amax_tp_bwd) current_amax_reduction(op, mb, Phase::BackwardInput, &deps);
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
   KeptGather& kept = kept_gather_[static_cast<size_t>(op)];
@@ -448,13 +451,44 @@ void PassDeriver::weight_grad(int op, int mb, const std::vector<int>& grad_deps)
   tail_.weight_grad_done(op, w, mb, state_.count_weight_use(op));
 }
 
+// Delayed scaling: TE reduce_and_update_fp8_tensors with async_op=False, after everything the
+// compute stream ran before it (the exit of the chunk's fp8_autocast, or the end of the backward
+// of its first FP8 module); the compute stream waits for it, so it sits in the compute queue.
+void PassDeriver::delayed_amax_reduction(int chunk, int mb, bool forward) {
+  const size_t c = static_cast<size_t>(chunk);
+  if (amax_.axes == 0) return;
+  if (amax_label_ < 0) amax_label_ = emit_.exec().label_id("fp8_amax_reduction");
+  std::vector<int> deps;
+  if (state_.last_compute >= 0) deps.push_back(state_.last_compute);
+  state_.last_compute = emit_.collective(
+      CollectiveKind::AllReduce, amax_.axes, forward ? amax_.forward_bytes[c] : amax_.backward_bytes[c],
+      Stream::Compute, forward ? Phase::Forward : Phase::BackwardInput, mb, amax_label_, deps, "fp8_amax");
+}
+
+// Current scaling under sequence parallelism (TE Float8CurrentScalingQuantizer with
+// with_amax_reduction over the tp group): the local amax is all-reduced (one fp32) before the
+// tensor is cast; the GEMM waits for it, behind the gather of its input or output gradient on
+// the tensor-parallel stream (TE runs it before the FP8 gather: same serial chain).
+void PassDeriver::current_amax_reduction(int op, int mb, Phase phase, std::vector<int>* deps) {
+  if (mesh_.size[kAxisTp] <= 1) return;
+  deps->push_back(emit_.collective(CollectiveKind::AllReduce, axis_bit(kAxisTp), 4, Stream::TpComm, phase, mb,
+                                   index_.labels[op], *deps, "fp8_amax"));
+}
+
 void PassDeriver::build_pass(const Pass& pass, int chunk, bool split_w) {
   const auto& ops = index_.chunk_ops[chunk];
   const int mb = pass.micro_batch;
+  const size_t c = static_cast<size_t>(chunk);
   if (pass.kind == PassKind::F) {
-    for (int op : ops) forward_op(op, mb, kFwd);
+    for (int op : ops) {
+      forward_op(op, mb, kFwd);
+      if (op == amax_.forward_exit_op[c]) delayed_amax_reduction(chunk, mb, true);
+    }
   } else if (pass.kind == PassKind::B) {
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) backward_op(*it, mb, split_w);
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      backward_op(*it, mb, split_w);
+      if (*it == amax_.backward_op[c]) delayed_amax_reduction(chunk, mb, false);
+    }
     end_backward_pass(mb);
   } else {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emitter.h"
+#include "fp8_amax.h"
 #include "op_index.h"
 #include "pass_state.h"
 #include "proteus/schedule.h"
@@ -77,6 +78,10 @@ class PassDeriver {
   void end_backward_pass(int mb);
   void regather_inputs(int op, int mb, Phase phase, std::vector<int>* deps);
   void weight_grad(int op, int mb, const std::vector<int>& grad_deps);
+  // FP8 amax all-reduces (fp8_amax.h): delayed scaling's per-pass reduction on the compute
+  // stream; current scaling's per-GEMM reduction over tp before a cast, which `deps` then waits for.
+  void delayed_amax_reduction(int chunk, int mb, bool forward);
+  void current_amax_reduction(int op, int mb, Phase phase, std::vector<int>* deps);
 
   const OpGraph& g_;
   const StrategyTree& tree_;
@@ -99,6 +104,8 @@ class PassDeriver {
     double bytes = 0;
   };
   std::vector<KeptGather> kept_gather_;
+  Fp8AmaxPlan amax_;
+  int amax_label_ = -1;
 };
 
 }  // namespace proteus
