@@ -99,6 +99,11 @@ TEST_CASE("export -> import is the identity on every transformer scenario") {
       continue;
     }
     CAPTURE(p.name);
+    if (c.strategy.schedule == Schedule::DualPipeV) {
+      // deepseek-v3-h800: Megatron-LM has no DualPipe schedule; the error names the field.
+      CHECK(error_path([&] { export_megatron(config); }) == "strategy.schedule");
+      continue;
+    }
     if (c.model.vocab % c.strategy.tp != 0) {
       // gpt2-1.5b-proteus: GPT-2's 50257 rows split 4 ways, which Megatron cannot train unpadded.
       CHECK(error_path([&] { export_megatron(config); }) == "model.vocab");
