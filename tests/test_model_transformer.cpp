@@ -233,6 +233,24 @@ TEST_CASE("model: dims and bindings of the attention and MLP ops") {
   const Op* loss = find_op(g, "head", "loss");
   REQUIRE(loss != nullptr);
   CHECK(dim_names(*loss) == "batch,seq,vocab");
+  // Megatron's fp32 vocab-parallel cross-entropy over bf16 logits, per logit: .float() 2 + 4,
+  // max 4, -= max 4 + 4, exp 4 + 4, sum 4, div_ 4 + 4 = 38 bytes forward; mul_ 4 + 4 and the
+  // cast of the gradient back to bf16 4 + 2 = 14 backward. Micro-batch 2 x 4096 tokens x
+  // 128,256 logits = 1,050,673,152 logits: 39.9 GB forward, 14.7 GB backward.
+  const double logits = 2.0 * 4096 * 128256;
+  CHECK(loss->fwd_bytes == 38 * logits);
+  CHECK(loss->bwd_input_bytes == 14 * logits);
+}
+
+TEST_CASE("model: fp32 logits are not copied by the cross-entropy's cast") {
+  // Training in fp32: .float() returns the logits themselves and autograd casts nothing back,
+  // so 38 - 6 = 32 bytes forward and 14 - 6 = 8 backward per logit.
+  const OpGraph g = build_op_graph(llama3_8b(), training(4096, Precision::Fp32), 1);
+  const Op* loss = find_op(g, "head", "loss");
+  REQUIRE(loss != nullptr);
+  const double logits = 4096.0 * 128256;
+  CHECK(loss->fwd_bytes == 32 * logits);
+  CHECK(loss->bwd_input_bytes == 8 * logits);
 }
 
 TEST_CASE("model: MoE routing tensors, expert dims and the experts module") {

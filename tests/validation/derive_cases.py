@@ -128,7 +128,10 @@ TITAN_SRC = ("pytorch/torchtitan docs/performance.md (commit eaea6f6), Llama 3.1
              "(96 GB HBM2e, 2.4 TB/s, 500 W power limit, 400 Gb/s RDMA per GPU), {table}: {row}, {tps} tokens/s "
              "per GPU, sequence length {seq}. Cluster: dgx-h100 with the source's memory and HBM bandwidth; the "
              "dense peaks of H100 SXM are kept although the 500 W limit lowers them (the source: 'between SXM "
-             "and NVL', unknown). FSDP2 is ZeRO-3 with prefetch (zero 3, overlapped).")
+             "and NVL', unknown). FSDP2 is ZeRO-3 with prefetch (framework fsdp, zero 3, overlapped); its modules "
+             "run as eager PyTorch ops unless the row uses torch.compile (strategy torch_compile). Its selective "
+             "AC (op policy: every second matmul recomputed, attention saved) is modelled as Megatron's selective "
+             "recompute.")
 
 
 def titan_row(rid, model, table, row, gpus, local_bs, seq, tps, strategy, precision, needs=None):
@@ -155,13 +158,12 @@ def titan_row(rid, model, table, row, gpus, local_bs, seq, tps, strategy, precis
 
 def fsdp(dp, **kw):
     s = dict(tp=1, pp=1, dp=dp, cp=1, micro_batch=kw.pop("micro_batch", 1), zero=3, overlap_grad_reduce=True,
-             overlap_param_gather=True, recompute=kw.pop("recompute", "selective"))
+             overlap_param_gather=True, recompute=kw.pop("recompute", "selective"), framework="fsdp")
     s.update(kw)
     return s
 
 
-COMPILE = "torch.compile's kernel fusion is not modelled (Proteus costs eager kernels)"
-F8 = "torchao Float8 linears with bf16 attention (the FP8 recipe, issue 13) and " + COMPILE
+F8 = "torchao Float8 linears with bf16 attention (the FP8 recipe, issue 13)"
 ASYNC_TP = "; async TP (issue 13)"
 
 
@@ -170,34 +172,37 @@ def titan_rows():
     # Table 1: 8B, 8 GPUs, local batch 2, global 16, selective AC.
     rows.append(titan_row("8b-8-fsdp", "8B", "Table 1", "FSDP", 8, 2, 8192, 5762, fsdp(8, micro_batch=2), "bf16"))
     rows.append(titan_row("8b-8-fsdp-compile", "8B", "Table 1", "FSDP + torch.compile", 8, 2, 8192, 6667,
-                          fsdp(8, micro_batch=2), "bf16", COMPILE))
+                          fsdp(8, micro_batch=2, torch_compile=True), "bf16"))
     rows.append(titan_row("8b-8-fsdp-compile-fp8", "8B", "Table 1", "FSDP + torch.compile + Float8", 8, 2, 8192, 8532,
-                          fsdp(8, micro_batch=2), "fp8", F8))
+                          fsdp(8, micro_batch=2, torch_compile=True), "fp8", F8))
     # Table 3: 8B, 128 GPUs, local batch 2, global 256.
     rows.append(titan_row("8b-128-fsdp", "8B", "Table 3", "FSDP", 128, 2, 8192, 5605, fsdp(128, micro_batch=2), "bf16"))
     rows.append(titan_row("8b-128-fsdp-compile", "8B", "Table 3", "FSDP + torch.compile", 128, 2, 8192, 6514,
-                          fsdp(128, micro_batch=2), "bf16", COMPILE))
+                          fsdp(128, micro_batch=2, torch_compile=True), "bf16"))
     rows.append(titan_row("8b-128-fsdp-compile-fp8", "8B", "Table 3", "FSDP + torch.compile + Float8", 128, 2, 8192,
-                          8380, fsdp(128, micro_batch=2), "fp8", F8))
+                          8380, fsdp(128, micro_batch=2, torch_compile=True), "fp8", F8))
     # Table 2: 8B, 8 GPUs, FSDP + CP, compile + Float8, local batch 1, full AC.
     for seq, dp, cp, tps in [(32768, 8, 1, 3890), (65536, 4, 2, 2540), (131072, 2, 4, 1071), (262144, 1, 8, 548)]:
         rows.append(titan_row(f"8b-8-cp{cp}-{seq // 1024}k", "8B", "Table 2", f"FSDP {dp}, CP {cp}", 8, 1, seq, tps,
-                              fsdp(dp, cp=cp, recompute="full"), "fp8", F8))
+                              fsdp(dp, cp=cp, recompute="full", torch_compile=True), "fp8", F8))
     # Table 4: 70B, 256 GPUs, FSDP 32 x TP 8, local batch 16, full AC.
     for rid, row, tps, extra in [("2d", "2D", 829, ""), ("2d-asynctp", "2D + AsyncTP", 876, ASYNC_TP)]:
         rows.append(titan_row("70b-256-" + rid, "70B", "Table 4", row, 256, 16, 8192, tps,
-                              fsdp(32, tp=8, micro_batch=1, recompute="full", sequence_parallel=True), "fp8",
+                              fsdp(32, tp=8, micro_batch=1, recompute="full", sequence_parallel=True,
+                                   torch_compile=True), "fp8",
                               F8 + extra))
     # Table 5: 405B, 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32, full AC.
     for rid, row, tps, sched in [("1f1b", "1F1B", 100, "1f1b"), ("interleaved", "Interleaved 1F1B", 128,
                                                                    "interleaved-1f1b")]:
         rows.append(titan_row("405b-512-" + rid, "405B", "Table 5", row, 512, 32, 8192, tps,
-                              fsdp(8, tp=8, pp=8, recompute="full", sequence_parallel=True, schedule=sched),
+                              fsdp(8, tp=8, pp=8, recompute="full", sequence_parallel=True, schedule=sched,
+                                   torch_compile=True),
                               "fp8", F8 + ASYNC_TP))
     # Table 6: 405B, 512 GPUs, TP 8 x PP 8, FSDP x CP, local batch 8, full AC, 1F1B.
     for seq, dp, cp, tps in [(32768, 8, 1, 76), (65536, 4, 2, 47), (131072, 2, 4, 31), (262144, 1, 8, 16)]:
         rows.append(titan_row(f"405b-512-cp{cp}-{seq // 1024}k", "405B", "Table 6", f"FSDP {dp}, CP {cp}", 512, 8, seq,
-                              tps, fsdp(dp, tp=8, pp=8, cp=cp, recompute="full", sequence_parallel=True), "fp8",
+                              tps, fsdp(dp, tp=8, pp=8, cp=cp, recompute="full", sequence_parallel=True,
+                                        torch_compile=True), "fp8",
                               F8 + ASYNC_TP))
     return rows
 

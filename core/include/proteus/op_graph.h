@@ -75,6 +75,11 @@ struct Op {
   double bwd_input_bytes = 0;
   double bwd_weight_flops = 0;  // W: gradient w.r.t. weights (0 if no weights)
   double bwd_weight_bytes = 0;
+  // HBM traffic of this op written as eager PyTorch ops (one kernel per op, TorchTitan's
+  // modules) over that of the fused kernel the bytes above count (TE, Apex, torch.compile):
+  // applied to the forward and input-gradient bytes under strategy framework "fsdp" without
+  // torch_compile (ParallelConfig::eager_elementwise). 1: one kernel either way.
+  double eager_bytes_factor = 1;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

@@ -67,6 +67,10 @@ struct StrategySpec {
   // [a2a, p2p]); 0 = the largest power of two of cp that fits a node beside tp.
   int cp_a2a_size = 0;
   bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
+  // Framework "fsdp" only: the model runs under torch.compile (TorchTitan training.compile), whose
+  // Inductor fuses each chain of pointwise ops and reductions into one kernel; without it the
+  // norms, rotary and SwiGLU run as eager PyTorch ops (Op::eager_bytes_factor, docs/fidelity.md).
+  bool torch_compile = false;
   // Expert tensor parallelism (--expert-tensor-parallel-size): tp (experts split like the dense
   // MLP, Megatron's default) or 1 (experts whole; the tp ranks join the expert-parallel group,
   // Megatron-Core's MoE parallel folding). 0: not given, the same as tp (expert_tp_of).

@@ -33,6 +33,9 @@ struct ParallelConfig {
   CpCommType cp_comm_type = CpCommType::P2p;
   int cp_a2a_size = 1;  // a2a+p2p: the inner all-to-all group (resolved, cp_a2a_group_size)
   bool tp_comm_overlap = false;
+  // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): their
+  // bytes times Op::eager_bytes_factor.
+  bool eager_elementwise = false;
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool experts_fold_tp = false;

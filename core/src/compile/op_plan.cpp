@@ -236,6 +236,10 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh);
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
+    if (cfg.eager_elementwise) {
+      p.fwd.bytes *= op.eager_bytes_factor;
+      p.bwd_input.bytes *= op.eager_bytes_factor;
+    }
     if (ctx.training.precision == Precision::Fp8) apply_fp8_recipe(ctx, op, &p, &fp8_cast);
     if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
 

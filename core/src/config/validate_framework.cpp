@@ -82,11 +82,25 @@ void check_overlaps(const Config& c) {
   }
 }
 
+// Megatron-Core and DeepSpeed (Megatron-DeepSpeed) already run fused kernels (Transformer
+// Engine, Apex, their jit-fused bias-GeLU/SwiGLU): torch_compile is TorchTitan's switch.
+void check_compile(const Config& c) {
+  if (c.strategy.torch_compile && c.strategy.framework != Framework::Fsdp) {
+    throw invalid_config(
+        "strategy.torch_compile",
+        std::string("torch.compile is modelled for framework \"fsdp\" (TorchTitan's "
+                    "training.compile); framework \"") +
+            to_string(c.strategy.framework) +
+            "\" runs fused kernels already (Transformer Engine, Apex): remove torch_compile");
+  }
+}
+
 }  // namespace
 
 void check_framework(const Config& config) {
   check_zero(config);
   check_overlaps(config);
+  check_compile(config);
 }
 
 }  // namespace proteus::config_detail

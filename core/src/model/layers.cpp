@@ -26,6 +26,18 @@ int unary(OpGraphBuilder& g, int module, const std::string& name, int x, DimName
   return y;
 }
 
+double cross_entropy_fwd_bytes_per_logit(double logit_bytes) {
+  const double cast = logit_bytes < kFp32Bytes ? logit_bytes + kFp32Bytes : 0;
+  const double max = 4, subtract = 8, exp = 8, sum = 4, divide = 8;
+  return cast + max + subtract + exp + sum + divide;
+}
+
+double cross_entropy_bwd_bytes_per_logit(double logit_bytes) {
+  const double scale = 8;
+  const double cast = logit_bytes < kFp32Bytes ? kFp32Bytes + logit_bytes : 0;
+  return scale + cast;
+}
+
 int dropout(OpGraphBuilder& g, int module, const std::string& name, int x, DimNames dims) {
   return unary(g, module, name, x, dims, kDropoutFlops, kDropoutFlops / 2, Saves::Mask);
 }

@@ -26,6 +26,37 @@ constexpr double kRotaryFlops = 3;          // x*cos + rotate(x)*sin
 constexpr double kSoftmaxLossFlops = 5;     // max, subtract, exp, sum, log per logit
 constexpr double kSoftmaxLossBwdFlops = 2;  // softmax - onehot, scale
 
+// HBM bytes per logit of the language-model cross-entropy as Megatron computes it
+// (megatron/core/tensor_parallel/cross_entropy.py, _VocabParallelCrossEntropy, unfused: the
+// default, cross_entropy_loss_fusion off): in fp32, one kernel per step, each reading and
+// writing the whole [tokens, vocab / tp] tensor. Forward: .float() (read `logit_bytes`, write
+// 4; no copy when the logits are fp32 already), max over the vocab (read 4), -= max (read 4,
+// write 4), exp in place (read 4, write 4), sum (read 4), div_ by the sum for the saved
+// softmax (read 4, write 4). Backward: mul_ by the loss gradient (read 4, write 4), then
+// autograd casts the fp32 gradient to the logits' dtype (read 4, write `logit_bytes`).
+// 16-bit logits: 38 forward + 14 backward = 52 bytes per logit. PyTorch's eager
+// F.cross_entropy(logits.float(), ...) (TorchTitan) moves the same total: cast 6, log_softmax
+// 16 forward; nll backward 8, log_softmax backward 16, cast 6.
+// HBM traffic of TorchTitan's eager modules (torchtitan/models/norms.py RMSNorm,
+// torchtitan/models/llama/model.py apply_rotary_emb and FeedForward, at the commit of its
+// docs/performance.md runs) over the fused kernel's, per element of 16-bit activations; each
+// eager op is one kernel reading and writing whole tensors:
+// - RMSNorm: x.float() (read 2, write 4), pow(2) (4 + 4), mean(-1) (4), x * rsqrt(..) (4 + 4),
+//   .type_as(x) (4 + 2), * weight (2 + 2) = 36 bytes; the fused kernel reads 2, writes 2: 9x.
+// - rotary: x.float() (2 + 4), complex multiply by freqs_cis (4 + 4; view_as_complex and
+//   view_as_real are views), .type_as(x) (4 + 2) = 20 bytes against 2 + 2: 5x.
+// - SwiGLU: F.silu(gate) (2 + 2) then * up (2 + 2 + 2) = 10 bytes per output element against
+//   the fused kernel's 2 + 2 + 2 = 6: 5/3.
+// Residual adds, F.gelu and nn.LayerNorm are one kernel either way (1). The backward gets the
+// same factor: autograd runs at least one kernel of like traffic per forward op
+// (tools/autograd/derivatives.yaml), so it is a lower bound there.
+constexpr double kEagerRmsNormBytesFactor = 36.0 / 4;
+constexpr double kEagerRotaryBytesFactor = 20.0 / 4;
+constexpr double kEagerSwigluBytesFactor = 10.0 / 6;
+
+double cross_entropy_fwd_bytes_per_logit(double logit_bytes);
+double cross_entropy_bwd_bytes_per_logit(double logit_bytes);
+
 enum class Saves {
   Nothing,  // residual adds, rotary, concatenation, views: the backward needs no tensor
   Input,    // GELU, SwiGLU, sigmoid-free activations that differentiate their input

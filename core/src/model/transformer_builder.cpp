@@ -268,6 +268,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(b * s * h);
     const double f = layer_norm ? kLayerNormFlops : kRmsNormFlops;
     g_.set_costs(op, f * n, 2 * f * n, kNormWeightGradFlops * n);
+    if (!layer_norm) g_.at(op).eager_bytes_factor = kEagerRmsNormBytesFactor;  // nn.LayerNorm: one kernel
     return y;
   }
 
@@ -318,6 +319,8 @@ class TransformerBuilder {
       Op& rk = g_.at(static_cast<int>(g_.tensor(kv).producer));
       rk.fwd_bytes /= 2;
       rk.bwd_input_bytes /= 2;
+      rk.eager_bytes_factor = kEagerRotaryBytesFactor;
+      g_.at(static_cast<int>(g_.tensor(q).producer)).eager_bytes_factor = kEagerRotaryBytesFactor;
     }
   }
 
@@ -346,6 +349,7 @@ class TransformerBuilder {
     if (!m_.learned_positions) {
       q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops,
                 Saves::Nothing);
+      g_.at(static_cast<int>(g_.tensor(q).producer)).eager_bytes_factor = kEagerRotaryBytesFactor;
     }
   }
 
@@ -359,6 +363,7 @@ class TransformerBuilder {
     const int y = g_.write(op, {b, s, width}, {"batch", "seq", dim});
     const double n = static_cast<double>(b * s * width);
     g_.set_costs(op, kRmsNormFlops * n, 2 * kRmsNormFlops * n, kNormWeightGradFlops * n);
+    g_.at(op).eager_bytes_factor = kEagerRmsNormBytesFactor;
     return y;
   }
 
@@ -373,6 +378,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(g_.tensor(x).elements()) * fraction;
     g_.set_costs(op, kRmsNormFlops * n, 2 * kRmsNormFlops * n, kNormWeightGradFlops * n);
     Op& o = g_.at(op);
+    o.eager_bytes_factor = kEagerRmsNormBytesFactor;
     o.fwd_bytes *= fraction;
     o.bwd_input_bytes *= fraction;
     o.bwd_weight_bytes *= fraction;
@@ -457,6 +463,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(g_.tensor(y).elements());
     const double f = swiglu ? kSwigluFlops : kGeluFlops;
     g_.set_costs(op, f * n, 2 * f * n, 0);
+    if (swiglu) g_.at(op).eager_bytes_factor = kEagerSwigluBytesFactor;  // F.gelu: one kernel
     return y;
   }
 
@@ -556,6 +563,10 @@ class TransformerBuilder {
     g_.write(loss, {b, s}, {"batch", "seq"}, kFp32Bytes);
     const double n = static_cast<double>(b * s * v);
     g_.set_costs(loss, kSoftmaxLossFlops * n, kSoftmaxLossBwdFlops * n, 0);
+    // Megatron's fp32 cross-entropy passes over the logits (layers.h), not one read of them.
+    Op& op = g_.at(loss);
+    op.fwd_bytes = cross_entropy_fwd_bytes_per_logit(g_.act_bytes()) * n;
+    op.bwd_input_bytes = cross_entropy_bwd_bytes_per_logit(g_.act_bytes()) * n;
     return weight;
   }
 

@@ -68,6 +68,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.grad_sync = s.grad_sync;
   c.cp_comm_type = s.cp_comm_type;
   c.tp_comm_overlap = s.tp_comm_overlap;
+  c.eager_elementwise = s.framework == Framework::Fsdp && !s.torch_compile;
   return c;
 }
 
