@@ -32,14 +32,15 @@ describe('lesson figures', () => {
 
   it('pipeline: bubble and memory of GPipe, 1F1B, more micro-batches, interleaving, ZB-H1', () => {
     // GPipe, p = 4, m = 8: (p−1)/(m+p−1) = 3/11 = 27% of pure compute idles; with the
-    // transfers and the optimizer step "about a third" of the iteration.
-    about(s['pipeline-0'].bubble_fraction, 0.32, 0.03, 'GPipe bubble');
+    // transfers, the optimizer step and the last stage's fp32 loss (52 bytes per logit of the
+    // 128K vocabulary) "about a third" of the iteration.
+    about(s['pipeline-0'].bubble_fraction, 0.34, 0.03, 'GPipe bubble');
     expect(Number(s['pipeline-0'].bubble_fraction)).toBeGreaterThanOrEqual(3 / 11 - 0.01);
     about(t('pipeline-1') / t('pipeline-0'), 1, 0.01, '1F1B time / GPipe time'); // "do not change"
     expect(mem('pipeline-1')).toBeLessThanOrEqual(0.6 * mem('pipeline-0')); // "halves": p of m micro-batches held
-    about(s['pipeline-2'].bubble_fraction, 0.17, 0.02, 'bubble with 32 micro-batches');
-    about(s['pipeline-3'].bubble_fraction, 0.23, 0.02, 'interleaved bubble');
-    about(s['pipeline-4'].bubble_fraction, 0.24, 0.02, 'ZB-H1 bubble');
+    about(s['pipeline-2'].bubble_fraction, 0.2, 0.02, 'bubble with 32 micro-batches');
+    about(s['pipeline-3'].bubble_fraction, 0.26, 0.02, 'interleaved bubble');
+    about(s['pipeline-4'].bubble_fraction, 0.27, 0.02, 'ZB-H1 bubble');
     about(mem('pipeline-4'), 18, 1, 'ZB-H1 peak GiB');
     about(mem('pipeline-1'), 15, 1, '1F1B peak GiB');
   });
@@ -67,7 +68,7 @@ describe('lesson figures', () => {
   it('network: a quarter of the bandwidth costs little, a slow network a lot', () => {
     about(s['network-0'].exposed_comm_fraction, 0.16, 0.01, 'default exposed communication');
     about(t('network-1') / t('network-0'), 1, 0.05, '12.5 GB/s time / 50 GB/s time'); // "only a little"
-    about(s['network-2'].exposed_comm_fraction, 0.31, 0.01, '3 GB/s exposed communication');
+    about(s['network-2'].exposed_comm_fraction, 0.29, 0.01, '3 GB/s exposed communication');
     expect(Number(s['network-2'].exposed_comm_fraction)).toBeGreaterThan(1.7 * Number(s['network-0'].exposed_comm_fraction)); // "almost doubles"
     about(t('network-2') / t('network-0'), 1.2, 0.03, '3 GB/s time / 50 GB/s time');
   });
