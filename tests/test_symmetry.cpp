@@ -28,7 +28,9 @@ void check_equal(const std::string& scenario, const std::string& extra = "", dou
   CHECK(t_reduced == doctest::Approx(t_full).epsilon(rel).scale(0));
   const double m_reduced = reduced["summary"]["peak_memory_GiB"];
   const double m_full = full["summary"]["peak_memory_GiB"];
-  CHECK(m_reduced == doctest::Approx(m_full).epsilon(1e-9).scale(0));
+  // Peak memory depends on timing only through transient buffers (gathered ZeRO-3 weights)
+  // live at the peak: equal where the times are, within the same tolerance where they are not.
+  CHECK(m_reduced == doctest::Approx(m_full).epsilon(rel).scale(0));
   // The reduced run simulates fewer ranks.
   CHECK(reduced["stats"]["simulated_ranks"] < full["stats"]["simulated_ranks"]);
 }
@@ -64,7 +66,10 @@ TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 6e-4") {
   // overlap the sends: 1.2e-4 (0.260229 vs 0.260260 s). With the measured efficiencies of
   // collectives inside a node (docs/fidelity.md, "Collectives inside a node") the TP4
   // collectives run at 0.62 of NVLink instead of 0.8, longer beside the sends: 4.6e-4
-  // (0.261659 vs 0.261780 s).
+  // (0.261659 vs 0.261780 s). Under framework fsdp the norms, rotary and SwiGLU now run as
+  // TorchTitan's eager kernels (docs/fidelity.md, "Eager PyTorch and torch.compile"); the shifted
+  // timing also changes which gathered weights are live at the memory peak: 9.76598 vs
+  // 9.76599 GiB (1e-6, about one 8 KB norm weight).
   check_equal(
       "default",
       R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"framework":"fsdp","schedule":"interleaved-1f1b","virtual_stages":2})",
