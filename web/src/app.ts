@@ -5,11 +5,11 @@ import { CompareView } from './compare';
 import { fittingDp, getPath, presetOf, setPath, strategyLabel, type Config } from './config_model';
 import { Controls } from './controls';
 import { $, download, h, nextFrame, nextTask, setChildren } from './dom';
-import type { Boot } from './boot';
-import { CallError, Engine } from './engine';
+import type { Boot, FirstRun } from './boot';
+import { CallError, Engine, type Progress } from './engine';
 import { formatDuration, formatInt } from './format';
 import type { PresetList } from './protocol';
-import type { ErrorInfo, FitChange, SimResult } from './result';
+import type { ErrorInfo, FitChange, SimAnswer, SimResult } from './result';
 import { renderFitAdvice, withoutAdviceLines } from './fit_advice';
 import { DEFAULT_RESERVE_GIB, getReserveGiB, renderCards, renderMemory, renderSplit, renderWarnings, setReserveGiB } from './results';
 import { decodeFragment, decodeState, encodeFragment, type PageState } from './share';
@@ -20,9 +20,7 @@ import { SweepView } from './sweep';
 import { TimelineView } from './timeline_view';
 import { ImportPage, showCustomBadge } from './import_page';
 
-/** The page shows at most this many spans unless the config sets simulation.max_timeline_spans. */
-export const PAGE_MAX_TIMELINE_SPANS = 200_000;
-const DEFAULT_SCENARIO = 'default';
+import { DEFAULT_SCENARIO, pageConfigText } from './page_config';
 /** Paths whose change re-fits dp when "keep all GPUs busy" is on. */
 const REFIT_DP = new Set(['strategy.tp', 'strategy.pp', 'strategy.cp', 'cluster.nodes', 'cluster']);
 
@@ -93,11 +91,42 @@ export class App {
 
   /** Milliseconds since navigation at which each startup step finished (for tests). */
   readonly timing: Record<string, number> = {};
+  private bootMarks: Record<string, number> = {};
+  /** The default scenario's run started by boot.ts, until the first simulate() takes it. */
+  private firstRun: FirstRun | null = null;
+
+  /**
+   * Start-up, step by step, in ms after navigation (scripts/startup-bench.mjs prints it):
+   * the .wasm response, its compilation, the worker's loader import and instantiation, the
+   * preset list, the first simulation posted, run in the worker (and its result parsed
+   * there), answered, its cards painted
+   * and its timeline drawn.
+   */
+  startupBreakdown(): Record<string, number> {
+    const t = this.timing;
+    return {
+      fetched: this.bootMarks.fetched,
+      compiled: this.bootMarks.compiled,
+      loader: this.sim?.startup?.loader ?? NaN,
+      ready: this.sim?.startup?.ready ?? NaN,
+      presets: t.presets,
+      posted: t.firstStart,
+      simStart: t.firstSimStart,
+      simEnd: t.firstSimEnd,
+      parsed: t.firstSimEnd + t.firstParse,
+      reply: t.firstReply,
+      cards: t.firstSummary,
+      timeline: t.firstResult,
+    };
+  }
 
   /** Starts the page on what main.ts booted (the module compiling, the worker starting). */
   async start(boot: Boot): Promise<void> {
     this.loaderUrl = boot.loaderUrl;
     this.module = boot.module;
+    this.bootMarks = boot.marks;
+    this.firstRun = boot.first;
+    if (boot.first) this.scenarioTexts.set(boot.first.name, boot.first.text);
     // One worker first: the others start after the first result, so that they do not
     // compete with it for the CPU.
     this.sim = boot.sim;
@@ -412,7 +441,11 @@ export class App {
   }
 
   private change(path: string, value: unknown): void {
-    this.setConfig(this.applyChange(this.config, path, value), { modified: true });
+    const next = this.applyChange(this.config, path, value);
+    // A change event with the value already in the config (a typed-in field losing focus
+    // after its change ran) must not simulate the same config again.
+    if (JSON.stringify(next) === JSON.stringify(this.config)) return;
+    this.setConfig(next, { modified: true });
     this.lastChanged = path;
   }
 
@@ -516,8 +549,7 @@ export class App {
 
   /** The config sent for the page's own run: the timeline capped unless the config says. */
   private pageConfigText(config: Config): string {
-    if (getPath(config, 'simulation.max_timeline_spans') !== undefined) return JSON.stringify(config);
-    return JSON.stringify(setPath(config, 'simulation.max_timeline_spans', PAGE_MAX_TIMELINE_SPANS));
+    return pageConfigText(config);
   }
 
   simulate(): void {
@@ -545,8 +577,7 @@ export class App {
     };
     delete $('#status').dataset.progress;
     this.progressSeen = [];
-    this.sim
-      .call({ op: 'simulate', config: this.pageConfigText(config), timeline: true }, progress)
+    this.runOnce(this.pageConfigText(config), progress)
       .then(async ({ text, resolved, result, ms: workerMs }) => {
         clearInterval(ticker);
         if (seq !== this.simSeq) return;
@@ -564,6 +595,8 @@ export class App {
           this.timing.firstSummary = performance.now();
           this.timing.firstSimulate = workerMs.simulate;
           this.timing.firstParse = workerMs.parse;
+          this.timing.firstSimStart = workerMs.startAt - performance.timeOrigin;
+          this.timing.firstSimEnd = workerMs.endAt - performance.timeOrigin;
           this.timing.firstStart = this.simStart;
         }
         await nextTask(); // after that frame's paint
@@ -595,9 +628,27 @@ export class App {
       });
   }
 
+  /**
+   * Simulates `text` on the page's worker. The first time, the run boot.ts started is taken
+   * instead when it simulated this very text (a plain visit); otherwise it is dropped and
+   * `text` runs after it.
+   */
+  private runOnce(text: string, progress: Progress): Promise<SimAnswer> {
+    const first = this.firstRun;
+    this.firstRun = null;
+    const run = () => this.sim.call({ op: 'simulate', config: text, timeline: true }, progress);
+    if (!first) return run();
+    first.progress.to = progress;
+    return first.answer.then(
+      (a) => (a.config === text ? a : run()),
+      (e: unknown) => (e instanceof CallError && e.info.code === 'cancelled' ? Promise.reject(e) : run()),
+    );
+  }
+
   /** Simulations the page asked of its workers so far (sweeps not counted). */
   simulationCount(): number {
-    return (this.sim?.calls.simulate ?? 0) + (this.auxEngine?.calls.simulate ?? 0) + (this.checkEngine?.calls.simulate ?? 0);
+    const n = (e: Engine | null) => (e?.calls.simulate ?? 0) + (e?.calls.simulate_scenario ?? 0);
+    return n(this.sim) + n(this.auxEngine) + n(this.checkEngine);
   }
 
   private stopWorkers(): void {

@@ -23,6 +23,8 @@ export class Engine {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   version = '';
+  /** When the worker imported its loader and instantiated the module (ms on the page's clock). */
+  startup: { loader: number; ready: number } | null = null;
   /** Calls made, by op (tests count simulations per change with it). */
   readonly calls: Record<string, number> = {};
 
@@ -48,6 +50,7 @@ export class Engine {
         const m = ev.data;
         if (m.type === 'ready') {
           this.version = m.version;
+          this.startup = { loader: m.loaderAt - performance.timeOrigin, ready: m.readyAt - performance.timeOrigin };
           started = true;
           resolve(m.version);
         } else if (m.type === 'fatal') {
@@ -134,16 +137,21 @@ export class Engine {
   }
 }
 
-/** Compiles the .wasm once (streaming where the server sends application/wasm). */
-export async function compileModule(wasmUrl: string): Promise<WebAssembly.Module> {
+/** Compiles the .wasm once (streaming where the server sends application/wasm). `marks`
+ *  gets when the response arrived (`fetched`) and the module was compiled (`compiled`). */
+export async function compileModule(wasmUrl: string, marks: Record<string, number> = {}): Promise<WebAssembly.Module> {
   const res = await fetch(wasmUrl);
+  marks.fetched = performance.now();
   if (!res.ok) throw new Error(`could not load ${wasmUrl}: HTTP ${res.status}`);
+  let module: WebAssembly.Module | null = null;
   if ((res.headers.get('content-type') ?? '').includes('application/wasm')) {
     try {
-      return await WebAssembly.compileStreaming(res.clone());
+      module = await WebAssembly.compileStreaming(res.clone());
     } catch {
       /* fall back below */
     }
   }
-  return WebAssembly.compile(await res.arrayBuffer());
+  module ??= await WebAssembly.compile(await res.arrayBuffer());
+  marks.compiled = performance.now();
+  return module;
 }

@@ -2,7 +2,7 @@ import './style.css';
 import { boot } from './boot';
 
 // The simulator first (compiling, its worker starting), then the page's code, in parallel.
-const booted = boot(document.baseURI);
+const booted = boot(document.baseURI, location.hash);
 
 // Dark or light: the visitor's last choice, else the system's (no inline script: CSP).
 try {

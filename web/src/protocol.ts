@@ -21,6 +21,8 @@ export type Op =
   | { op: 'check'; config: string }
   | { op: 'tree'; config: string }
   | { op: 'simulate'; config: string; timeline: boolean }
+  /** A scenario preset simulated as the page would send it (pageConfigText): start-up's first run. */
+  | { op: 'simulate_scenario'; name: string; timeline: boolean }
   | { op: 'trace'; config: string }
   | { op: 'import'; kind: 'megatron' | 'hf'; text: string; options: string }
   | { op: 'export_megatron'; config: string }
@@ -37,6 +39,8 @@ export interface Answers {
   check: { resolved: Record<string, any> };
   tree: string;
   simulate: SimAnswer;
+  /** `config`: the text that was simulated. */
+  simulate_scenario: SimAnswer & { config: string };
   trace: string;
   import: ImportAnswer;
   export_megatron: string;
@@ -71,7 +75,8 @@ export interface PresetList {
 }
 
 export type WorkerReply =
-  | { type: 'ready'; version: string }
+  /** `loaderAt`/`readyAt`: when the loader was imported and the module instantiated (epoch ms). */
+  | { type: 'ready'; version: string; loaderAt: number; readyAt: number }
   | { type: 'fatal'; message: string }
   /** How far call `id` (a simulation) is: tasks ended of all its tasks (the core's executor). */
   | { type: 'progress'; id: number; done: number; total: number }

@@ -113,7 +113,8 @@ export interface SimAnswer {
   text: string;
   resolved: Record<string, any>;
   result: SimResult;
-  ms: { simulate: number; parse: number };
+  /** Milliseconds in the wasm call and in parsing; `startAt`/`endAt`: the call's ends (epoch ms). */
+  ms: { simulate: number; parse: number; startAt: number; endAt: number };
 }
 
 class Interner {

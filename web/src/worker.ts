@@ -1,6 +1,7 @@
 // The simulation worker: owns one instance of the WebAssembly module and answers calls.
 // The page terminates and recreates it to cancel a running simulation.
 import { errorOf, parseResult, transferables, type SimAnswer } from './result';
+import { pageConfigText } from './page_config';
 import type { CallMessage, InitMessage, LoadMessage, ProteusModule, WorkerReply } from './protocol';
 
 const ctx = self as unknown as DedicatedWorkerGlobalScope;
@@ -8,6 +9,10 @@ let mod: ProteusModule | null = null;
 let loader: Promise<any> | null = null;
 /** Calls that arrived before the module was instantiated; answered, in order, once it is. */
 let waiting: CallMessage[] | null = [];
+/** When the loader import finished (epoch ms, for the page's start-up breakdown). */
+let loaderAt = 0;
+/** Epoch milliseconds: comparable with the page's clock (performance.timeOrigin differs). */
+const epochNow = () => performance.timeOrigin + performance.now();
 
 function post(m: WorkerReply, transfer: Transferable[] = []): void {
   ctx.postMessage(m, transfer);
@@ -37,7 +42,7 @@ async function init(m: InitMessage): Promise<void> {
       print: () => {},
       printErr: () => {},
     })) as ProteusModule;
-    post({ type: 'ready', version: mod.version() });
+    post({ type: 'ready', version: mod.version(), loaderAt, readyAt: epochNow() });
     const queued = waiting ?? [];
     waiting = null;
     for (const c of queued) call(c);
@@ -45,6 +50,24 @@ async function init(m: InitMessage): Promise<void> {
     waiting = null; // the page fails every pending call on 'fatal'
     post({ type: 'fatal', message: `The simulator could not start: ${String(e)}` });
   }
+}
+
+/**
+ * One simulation: the result (summary, devices, breakdown), the resolved config and the
+ * timeline as typed arrays, whose buffers move to the page without a copy.
+ */
+function simulate(config: string, timeline: boolean, id: number, fail: (j: any) => void, ok: (a: SimAnswer, transfer: Transferable[]) => void): void {
+  const t0 = performance.now();
+  // The core tells how many tasks have ended (at most ~100 times): posted at once, so the
+  // page shows a percentage while this call still runs.
+  const progress = (done: number, total: number) => post({ type: 'progress', id, done, total });
+  const out = mod!.simulate_columns(config, timeline, timeline, progress);
+  const t1 = performance.now();
+  if (out.error !== undefined) return fail(isErrorText(out.error) ?? { error: { code: 'internal', message: out.error } });
+  const parsed = parseResult(out.result!, out.timeline);
+  if (!parsed.ok) return fail({ error: parsed.error });
+  const ms = { simulate: t1 - t0, parse: performance.now() - t1, startAt: performance.timeOrigin + t0, endAt: performance.timeOrigin + t1 };
+  ok({ text: out.result!, resolved: JSON.parse(out.resolved!), result: parsed.result, ms }, transferables(parsed.result));
 }
 
 function call(m: CallMessage): void {
@@ -78,21 +101,14 @@ function call(m: CallMessage): void {
         const e = isErrorText(t);
         return e ? fail(e) : ok(t);
       }
-      case 'simulate': {
-        // One simulation: the result (summary, devices, breakdown), the resolved config and
-        // the timeline as typed arrays, whose buffers move to the page without a copy.
-        const t0 = performance.now();
-        // The core tells how many tasks have ended (at most ~100 times): posted at once, so
-        // the page shows a percentage while this call still runs.
-        const progress = (done: number, total: number) => post({ type: 'progress', id: m.id, done, total });
-        const out = mod.simulate_columns(m.config, m.timeline, m.timeline, progress);
-        const t1 = performance.now();
-        if (out.error !== undefined) return fail(isErrorText(out.error) ?? { error: { code: 'internal', message: out.error } });
-        const parsed = parseResult(out.result!, out.timeline);
-        if (!parsed.ok) return fail({ error: parsed.error });
-        const ms = { simulate: t1 - t0, parse: performance.now() - t1 };
-        const answer: SimAnswer = { text: out.result!, resolved: JSON.parse(out.resolved!), result: parsed.result, ms };
-        return ok(answer, transferables(parsed.result));
+      case 'simulate':
+        return simulate(m.config, m.timeline, m.id, fail, ok);
+      case 'simulate_scenario': {
+        const t = mod.preset_text('scenario', m.name);
+        const e = isErrorText(t);
+        if (e) return fail(e);
+        const config = pageConfigText(JSON.parse(t));
+        return simulate(config, m.timeline, m.id, fail, (answer: SimAnswer, transfer) => ok({ ...answer, config }, transfer));
       }
       case 'import': {
         const t = mod.import_json(m.kind, m.text, m.options);
@@ -132,7 +148,7 @@ ctx.onmessage = (ev: MessageEvent<LoadMessage | InitMessage | CallMessage>) => {
   const m = ev.data;
   if (m.type === 'load') {
     loader = import(/* @vite-ignore */ m.loaderUrl);
-    loader.catch(() => {}); // reported by init()
+    loader.then(() => (loaderAt = epochNow()), () => {}); // a failure is reported by init()
   } else if (m.type === 'init') void init(m);
   else if (m.type === 'call') {
     if (waiting) waiting.push(m);
