@@ -4,6 +4,7 @@
 // Chrome trace, each produced twice. stats.wall_ms is opt-in and left out, as results are by default.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include "proteus/api.h"
 #include "proteus/presets.h"
@@ -73,4 +74,32 @@ TEST_CASE("simulate_output: one run gives the same result and trace as simulatin
   CHECK(out.chrome_trace == proteus::chrome_trace_json(config));
   CHECK(out.resolved == proteus::show_json(config));
   CHECK(out.timeline.size() > 0);
+}
+
+TEST_CASE("simulate_output: memory curves as columns hold the JSON's memory_curves, bit for bit") {
+  // The page asks for the curves as columns (curve_columns): they must be exactly the
+  // numbers the CLI writes in "memory_curves", and the result JSON must then leave them out.
+  const std::string config = proteus::preset_text("scenario", "default");
+  proteus::SimulateOptions with_json;
+  with_json.memory_curve = true;
+  const auto json = nlohmann::json::parse(proteus::simulate_json(config, with_json));
+  proteus::SimulateOptions o;
+  o.memory_curve = true;
+  o.curve_columns = true;
+  const proteus::SimulationOutput out = proteus::simulate_output(config, o);
+  CHECK(out.result == proteus::simulate_json(config, proteus::SimulateOptions{}));
+  const auto& curves = json.at("memory_curves");
+  REQUIRE(out.memory_curves.size() == curves.size());
+  REQUIRE(curves.size() > 0);
+  for (size_t r = 0; r < curves.size(); ++r) {
+    const proteus::MemoryCurveColumns& c = out.memory_curves[r];
+    CHECK(c.rank == curves[r].at("rank").get<int>());
+    REQUIRE(c.t_s.size() == curves[r].at("t_s").size());
+    REQUIRE(c.GiB.size() == c.t_s.size());
+    CHECK(c.t_s.size() > 2);
+    for (size_t i = 0; i < c.t_s.size(); ++i) {
+      CHECK(c.t_s[i] == curves[r].at("t_s")[i].get<double>());  // the JSON prints round-trip digits
+      CHECK(c.GiB[i] == curves[r].at("GiB")[i].get<double>());
+    }
+  }
 }

@@ -51,6 +51,7 @@ std::string simulate_json(const std::string& config, bool timeline, bool memory_
     proteus::SimulateOptions options;
     options.timeline = timeline;
     options.memory_curve = memory_curve;
+    options.curve_columns = true;  // typed arrays below, not ~190 kB of JSON numbers
     options.wall_time = wall_time;
     return proteus::simulate_json(config, options);
   });
@@ -82,8 +83,9 @@ emscripten::val string_array(const std::vector<std::string>& list) {
   return a;
 }
 
-// One simulation for the page: {result, resolved, timeline: {columns..., tables...}} or
-// {error} (the error JSON text). The timeline is columns, never span JSON (DESIGN.md §7).
+// One simulation for the page: {result, resolved, curves: [{rank, t_s, GiB}], timeline:
+// {columns..., tables...}} or {error} (the error JSON text). The timeline and the memory
+// curves are typed arrays, never JSON numbers (DESIGN.md §7).
 // `progress`: null, or a function called with (tasks ended, tasks) as the executor advances
 // (the worker posts it to the page); it cannot change the result.
 emscripten::val simulate_columns(const std::string& config, bool timeline, bool memory_curve,
@@ -94,6 +96,7 @@ emscripten::val simulate_columns(const std::string& config, bool timeline, bool 
     proteus::SimulateOptions options;
     options.columns = timeline;
     options.memory_curve = memory_curve;
+    options.curve_columns = true;  // typed arrays below, not ~190 kB of JSON numbers
     if (progress.typeOf().as<std::string>() == "function")
       options.progress = [&progress](int64_t done, int64_t total) {
         progress(static_cast<double>(done), static_cast<double>(total));
@@ -107,6 +110,16 @@ emscripten::val simulate_columns(const std::string& config, bool timeline, bool 
   }
   out.set("result", run.result);
   out.set("resolved", run.resolved);
+  // The memory curves: result JSON's "memory_curves" as {rank, t_s, GiB} typed arrays.
+  emscripten::val curves = emscripten::val::array();
+  for (const proteus::MemoryCurveColumns& c : run.memory_curves) {
+    emscripten::val one = emscripten::val::object();
+    one.set("rank", c.rank);
+    one.set("t_s", typed_copy("Float64Array", c.t_s));
+    one.set("GiB", typed_copy("Float64Array", c.GiB));
+    curves.call<void>("push", one);
+  }
+  out.set("curves", curves);
   if (!timeline) return out;
   const proteus::TimelineColumns& c = run.timeline;
   emscripten::val t = emscripten::val::object();

@@ -59,7 +59,16 @@ export function timelineObjects(s: Spans): object[] {
   return out;
 }
 
-/** The result JSON with its timeline, keys in the core's order (timeline after stats). */
+/** The memory curves as the result JSON writes them ("memory_curves"), from the columns. */
+export function curveObjects(r: SimResult): object[] {
+  return r.curves.map((c) => ({ rank: c.rank, t_s: Array.from(c.t), GiB: Array.from(c.gib) }));
+}
+
+/**
+ * The result JSON with its timeline and memory curves, keys in the core's order (timeline
+ * after stats, memory_curves last): what `proteus simulate --timeline --memory-curve` writes.
+ * The page receives both as columns; a text that still holds its curves keeps them.
+ */
 export function resultWithTimeline(text: string, r: SimResult): string {
   const j0 = JSON.parse(text) as Record<string, unknown>;
   const out: Record<string, unknown> = {};
@@ -68,5 +77,6 @@ export function resultWithTimeline(text: string, r: SimResult): string {
     out[k] = v;
   }
   if (!('timeline' in out)) out.timeline = timelineObjects(r.spans);
+  if (!('memory_curves' in out) && r.curves.length > 0) out.memory_curves = curveObjects(r);
   return JSON.stringify(out, null, 2);
 }

@@ -1,5 +1,5 @@
 // Messages between the page and the simulation worker.
-import type { ColumnsFromModule, ErrorInfo, SimAnswer } from './result';
+import type { ColumnsFromModule, CurveColumnsFromModule, ErrorInfo, SimAnswer } from './result';
 
 /** Sent first, at once: the worker imports the loader while the page compiles the module. */
 export interface LoadMessage {
@@ -97,7 +97,7 @@ export interface ProteusModule {
   export_megatron_text(config: string): string;
   max_input_bytes(): number;
   /** One simulation: {result, resolved, timeline?} or {error} (wasm/bindings.cpp). */
-  simulate_columns(config: string, timeline: boolean, memoryCurve: boolean, progress: ((done: number, total: number) => void) | null): { error?: string; result?: string; resolved?: string; timeline?: ColumnsFromModule };
+  simulate_columns(config: string, timeline: boolean, memoryCurve: boolean, progress: ((done: number, total: number) => void) | null): { error?: string; result?: string; resolved?: string; curves?: CurveColumnsFromModule[]; timeline?: ColumnsFromModule };
   search_json(config: string, top: number, shard: number, shards: number): string;
   merge_search_json(shards: string[]): string;
 }

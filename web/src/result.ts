@@ -218,6 +218,13 @@ export function spansFromObjects(timeline: readonly SpanObject[] | undefined): S
   return s;
 }
 
+/** A memory curve as simulate_columns returns it (the result JSON's "memory_curves" entry). */
+export interface CurveColumnsFromModule {
+  rank: number;
+  t_s: Float64Array;
+  GiB: Float64Array;
+}
+
 export function curvesFromObjects(curves: readonly { rank: number; t_s: number[]; GiB: number[] }[] | undefined): MemoryCurve[] {
   return (curves ?? []).map((c) => ({ rank: c.rank, t: Float64Array.from(c.t_s ?? []), gib: Float64Array.from(c.GiB ?? []) }));
 }
@@ -232,8 +239,8 @@ export function transferables(r: SimResult): ArrayBuffer[] {
 }
 
 /** Parses a result text into a SimResult, or returns the error it carries. `columns`, when
- * given, is the timeline (the text then has none). */
-export function parseResult(text: string, columns?: ColumnsFromModule): { ok: true; result: SimResult } | { ok: false; error: ErrorInfo } {
+ * given, is the timeline and `curves` the memory curves (the text then has neither). */
+export function parseResult(text: string, columns?: ColumnsFromModule, curves?: CurveColumnsFromModule[]): { ok: true; result: SimResult } | { ok: false; error: ErrorInfo } {
   let j: any;
   try {
     j = JSON.parse(text);
@@ -251,7 +258,7 @@ export function parseResult(text: string, columns?: ColumnsFromModule): { ok: tr
       stats: j.stats ?? {},
       breakdown: j.breakdown ?? {},
       spans: columns ? spansFromColumns(columns) : spansFromObjects(j.timeline),
-      curves: curvesFromObjects(j.memory_curves),
+      curves: curves ? curves.map((c) => ({ rank: c.rank, t: c.t_s, gib: c.GiB })) : curvesFromObjects(j.memory_curves),
     },
   };
 }

@@ -64,7 +64,7 @@ function simulate(config: string, timeline: boolean, id: number, fail: (j: any) 
   const out = mod!.simulate_columns(config, timeline, timeline, progress);
   const t1 = performance.now();
   if (out.error !== undefined) return fail(isErrorText(out.error) ?? { error: { code: 'internal', message: out.error } });
-  const parsed = parseResult(out.result!, out.timeline);
+  const parsed = parseResult(out.result!, out.timeline, out.curves);
   if (!parsed.ok) return fail({ error: parsed.error });
   const ms = { simulate: t1 - t0, parse: performance.now() - t1, startAt: performance.timeOrigin + t0, endAt: performance.timeOrigin + t1 };
   ok({ text: out.result!, resolved: JSON.parse(out.resolved!), result: parsed.result, ms }, transferables(parsed.result));

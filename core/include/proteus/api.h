@@ -13,6 +13,9 @@ struct SimulateOptions {
   bool memory_curve = false;  // include per-rank memory curves
   bool wall_time = false;     // include stats.wall_ms (off by default: results stay byte-identical)
   bool columns = false;       // simulate_output: the timeline as columns (not in the JSON)
+  // simulate_output with memory_curve: the curves as columns (out.memory_curves), not in the
+  // result JSON (the page; the numbers are the same, DESIGN.md §7 "The page receives columns").
+  bool curve_columns = false;
   bool chrome_trace = false;  // simulate_output: the Chrome trace of the same run
   // When the run does not fit: "fit_advice", the three fastest changes of one or two knobs
   // that fit (a few bounded simulations; docs/search.md). Off: the result has no advice.
@@ -29,6 +32,7 @@ struct SimulationOutput {
   std::string resolved;
   std::string chrome_trace;
   TimelineColumns timeline;
+  std::vector<MemoryCurveColumns> memory_curves;  // with curve_columns and memory_curve
 };
 
 std::string version();

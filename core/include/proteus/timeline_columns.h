@@ -41,4 +41,14 @@ std::vector<int> timeline_selection(const ReportInputs& in, std::string* warning
 
 TimelineColumns timeline_columns(const ReportInputs& in);
 
+// One simulated rank's memory curve as columns: the result JSON's "memory_curves" entry
+// {"rank", "t_s", "GiB"} (result_json writes it from these), handed to the page as typed
+// arrays instead of ~190 kB of JSON numbers for the default scenario.
+struct MemoryCurveColumns {
+  int32_t rank = 0;  // GPU id
+  std::vector<double> t_s, GiB;
+};
+
+std::vector<MemoryCurveColumns> memory_curve_columns(const ReportInputs& in);
+
 }  // namespace proteus

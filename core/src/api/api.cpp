@@ -140,7 +140,10 @@ SimulationOutput simulate_output(const std::string& config_text, const SimulateO
   const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);
   if (computed) in.fit_advice = &advice;
   SimulationOutput out;
-  out.result = result_json(in, options);
+  SimulateOptions json_options = options;
+  if (options.curve_columns) json_options.memory_curve = false;  // they go to out.memory_curves
+  out.result = result_json(in, json_options);
+  if (options.curve_columns && options.memory_curve) out.memory_curves = memory_curve_columns(in);
   out.resolved = config_to_json(s.config);
   if (options.columns) out.timeline = timeline_columns(in);
   if (options.chrome_trace) out.chrome_trace = chrome_trace(in);

@@ -324,19 +324,14 @@ ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& war
   return spans;
 }
 
-ordered_json memory_curves_json(const ExecGraph& g, const Trace& trace) {
+ordered_json memory_curves_json(const ReportInputs& in) {
   ordered_json curves = ordered_json::array();
-  for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r) {
-    ordered_json c;
-    c["rank"] = g.ranks[r].gpu;
-    ordered_json t = ordered_json::array(), gib = ordered_json::array();
-    for (const MemorySample& s : trace.ranks[r].memory_curve) {
-      t.push_back(s.time_s);
-      gib.push_back(s.bytes / kBytesPerGiB);
-    }
-    c["t_s"] = std::move(t);
-    c["GiB"] = std::move(gib);
-    curves.push_back(std::move(c));
+  for (MemoryCurveColumns& c : memory_curve_columns(in)) {
+    ordered_json j;
+    j["rank"] = c.rank;
+    j["t_s"] = std::move(c.t_s);
+    j["GiB"] = std::move(c.GiB);
+    curves.push_back(std::move(j));
   }
   return curves;
 }
@@ -379,7 +374,7 @@ std::string result_json(const ReportInputs& in, const SimulateOptions& options) 
   if (options.wall_time) stats["wall_ms"] = in.wall_ms;
   out["stats"] = std::move(stats);
   if (options.timeline) out["timeline"] = std::move(timeline);
-  if (options.memory_curve) out["memory_curves"] = memory_curves_json(in.graph, in.trace);
+  if (options.memory_curve) out["memory_curves"] = memory_curves_json(in);
   return out.dump(2);
 }
 

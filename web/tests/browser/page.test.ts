@@ -109,6 +109,10 @@ describe('the page in Chromium', () => {
     expect(result.ok).toBe(true);
     for (const k of CARD_KEYS) expect(result.summary[k]).toBe(native[k]);
     expect(result.timeline.length).toBeGreaterThan(1000);
+    // the memory curves reach the page as typed arrays; the download writes them as the CLI does
+    expect(result.memory_curves.length).toBeGreaterThan(0);
+    expect(result.memory_curves[0].t_s.length).toBe(result.memory_curves[0].GiB.length);
+    expect(result.memory_curves[0].t_s.length).toBeGreaterThan(2);
     const trace = await get('#dl-trace');
     expect(trace.name).toMatch(/\.trace\.json$/);
     expect(JSON.parse(trace.text).traceEvents.length).toBeGreaterThan(1000);

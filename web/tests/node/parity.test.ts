@@ -65,6 +65,26 @@ describe('WebAssembly module against the native CLI', () => {
     expect(wasm + '\n' === native.stdout).toBe(true);
   });
 
+  it('hands the page the memory curves as columns holding the CLI\'s memory_curves exactly', () => {
+    const text = mod.preset_text('scenario', 'default');
+    const file = join(dir, 'default-curves.json');
+    writeFileSync(file, text);
+    const native = JSON.parse(cli(['simulate', file, '--memory-curve']).stdout);
+    const out = mod.simulate_columns(text, false, true, null);
+    const { memory_curves: nativeCurves, ...rest } = native;
+    // the result text leaves the curves out; everything else is the CLI's result
+    expect(JSON.parse(out.result!)).toEqual(rest);
+    expect(nativeCurves.length).toBeGreaterThan(0);
+    expect(out.curves!.length).toBe(nativeCurves.length);
+    out.curves!.forEach((c, i) => {
+      expect(c.rank).toBe(nativeCurves[i].rank);
+      expect(c.t_s).toBeInstanceOf(Float64Array);
+      // the CLI prints round-trip digits: the parsed numbers are the same doubles
+      expect(Array.from(c.t_s)).toEqual(nativeCurves[i].t_s);
+      expect(Array.from(c.GiB)).toEqual(nativeCurves[i].GiB);
+    });
+  });
+
   it('returns errors as JSON instead of aborting', () => {
     const bad = JSON.parse(mod.show_json('{"model": '));
     expect(bad.ok).toBe(false);
