@@ -148,3 +148,170 @@ TEST_CASE("dualpipe-v: errors name the field") {
   CHECK(path_of(moe_config(R"({"stages":[["&F0"],["F0"]],"placement":"v"})")) ==
         "strategy.schedule.stages[0][0]");
 }
+
+// DualPipe itself (deepseek-ai/DualPipe dualpipe.py): PP = p ranks, two copies of the model.
+// Rank r holds copy A's stage r (chunk 0; micro-batches 0 .. m/2-1 enter at rank 0) and copy
+// B's stage p-1-r (chunk ".1"; micro-batches m/2 .. m-1 enter at rank p-1).
+namespace {
+
+PipelineSchedule dualpipe(int p, int m) {
+  return make_schedule(Schedule::DualPipe, p, m, chunk_placement(p, 2, true));
+}
+
+}  // namespace
+
+TEST_CASE("dualpipe: DeepSeek-V3 Table 2 bubble (PP/2-1)(F&B+B-3W) and PP+1 activations") {
+  for (auto [p, m] :
+       {std::pair{2, 4}, std::pair{4, 8}, std::pair{8, 16}, std::pair{8, 20}, std::pair{8, 32}}) {
+    const PipelineSchedule sc = dualpipe(p, m);
+    CAPTURE(p);
+    CAPTURE(m);
+    CHECK(sc.copies == 2);
+    validate_schedule(sc, "strategy.schedule");
+    // Unit passes F = B_input = W = 1, so the whole backward B = 2 and the unshortened F&B =
+    // F + B = 3: (PP/2 - 1)(F&B + B - 3W) = (p/2 - 1)(3 + 2 - 3) = p - 2 (6 for the report's
+    // Figure 5, 8 ranks and 20 micro-batches), the largest bubble of any rank.
+    const SchedulePlay play = play_schedule(sc, {1, 1, 1});
+    CHECK(play.max_bubble() == doctest::Approx(p - 2.0));
+    for (int s = 0; s < p; ++s) {
+      CAPTURE(s);
+      // Each rank: 2 chunks x m/2 micro-batches each x (F + B_input + W) = 3m.
+      CHECK(play.busy[static_cast<size_t>(s)] == doctest::Approx(3.0 * m));
+      // Activations PP + 1: chunk forwards whose backward has not finished, on every rank.
+      CHECK(play.peak_held[static_cast<size_t>(s)] == p + 1);
+    }
+    // The two ends are mirror images: rank 0 and rank p-1 idle alike.
+    CHECK(play.bubble(0) == doctest::Approx(play.bubble(p - 1)));
+  }
+}
+
+TEST_CASE("dualpipe: the order is dualpipe.py's, each copy with its half of the micro-batches") {
+  // p = 4, m = 8, rank 0 (half_rank h = 0, first half: phase 0 = copy A = chunk 0 with
+  // micro-batches 0-3, phase 1 = copy B = chunk ".1" with 4-7), num_half_ranks n = 2,
+  // half_num_chunks 4. Step 1, (n-h-1)*2 = 2: F0 F1. Step 2, h+1 = 1: F2 F4.1. Step 3, n-h-1 = 1:
+  // B4.1 (zero bubble, its W popped at once) W4.1 F5.1. Step 4, 4 - p + h + 1 = 1 (rank 0 is not
+  // a middle rank): F3&B5.1&W5.1, F6.1&B0&W0. Step 5, 1: B6.1 W6.1, F7.1&B1&W1. Step 6, h+1 = 1
+  // (h even: zero bubble after B1): B7.1 W7.1, B2. Step 7: W2 B3. Step 8: W3.
+  CHECK(to_string(dualpipe(4, 8).order[0]) ==
+        "F0 F1 F2 F4.1 B4.1 W4.1 F5.1 F3&B5.1&W5.1 F6.1&B0&W0 B6.1 W6.1 F7.1&B1&W1 B7.1 W7.1 B2 W2 B3 W3");
+  // Rank 3 (second half, h = 0): `phase ^= is_in_second_half`, so phase 0 is copy B there (it
+  // feeds copy B's micro-batches in) and phase 1 copy A (its last stage, the loss).
+  CHECK(to_string(dualpipe(4, 8).order[3]) ==
+        "F4.1 F5.1 F6.1 F0 B0 W0 F1 F7.1&B1&W1 F2&B4.1&W4.1 B2 W2 F3&B5.1&W5.1 B3 W3 B6.1 W6.1 B7.1 W7.1");
+  // Rank 1, a middle rank (h = p/2 - 1 = 1): step 2, twice: F0 F4.1 F1 F5.1; steps 1 and 3 none;
+  // step 4, 4 - 4 + 1 + 1 = 2 times, the first F0 and B1 not overlapped: F2 B4.1 W4.1,
+  // F6.1&B0&W0, then F3&B5.1&W5.1 F7.1&B1&W1; step 6, twice (h odd: zero bubble from i = 1, before
+  // B1): B6.1 W6.1 B2 W2, B7.1 B3; step 8: W7.1 W3 (FIFO).
+  CHECK(to_string(dualpipe(4, 8).order[1]) ==
+        "F0 F4.1 F1 F5.1 F2 B4.1 W4.1 F6.1&B0&W0 F3&B5.1&W5.1 F7.1&B1&W1 B6.1 W6.1 B2 W2 B7.1 B3 W7.1 W3");
+}
+
+TEST_CASE("dualpipe: a micro-batch runs only through its copy's chunks") {
+  PipelineSchedule sc = dualpipe(4, 8);
+  // Stage 0's chunk 0 is copy A (micro-batches 0-3): "F4" (copy B's micro-batch) is refused.
+  sc.order[0][0].micro_batch = 4;
+  try {
+    validate_schedule(sc, "strategy.schedule");
+    FAIL("accepted a micro-batch of the other copy");
+  } catch (const Error& e) {
+    CHECK(e.path == "strategy.schedule.stages[0][0]");
+    CHECK(std::string(e.what()).find("copy 1") != std::string::npos);
+  }
+}
+
+namespace {
+
+// An 8-layer GPT (hidden 1024, untied embeddings so that each weight belongs to one stage) on
+// one dgx-h100 node: pp 4 x dp 2, global batch 16 = 8 micro-batches of 1 (2 x pp, dualpipe's least).
+std::string gpt_pp4(const std::string& schedule, int64_t global_batch = 16, int pp = 4) {
+  std::string model = test::gpt_model(8, 1024, 8, 512, 32000);
+  model.replace(model.find("\"tied_embeddings\":true"), 22, "\"tied_embeddings\":false");
+  return test::config_json(
+      model, R"({"preset":"dgx-h100","nodes":1,"gpus_per_node":)" + std::to_string(2 * pp) + "}",
+      global_batch, R"({"pp":)" + std::to_string(pp) + R"(,"dp":2,"schedule":")" + schedule + "\"}");
+}
+
+double static_bytes(const CompiledModel& m, int stage, MemCategory category) {
+  for (const SimRank& r : m.exec.ranks)
+    if (r.stage == stage) return r.static_bytes[static_cast<size_t>(category)];
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("dualpipe compiled: each rank holds two stages' parameters and sums them with its pair") {
+  const CompiledModel dp = test::compile_text(gpt_pp4("dualpipe"));
+  const CompiledModel ofob = test::compile_text(gpt_pp4("1f1b"));
+  // The tree: 4 model chunks of 2 layers, each held twice (copy A's chunk c on stage c, copy
+  // B's on stage 3 - c); the pipeline's 8 chunks placed in a V.
+  CHECK(dp.tree.copies == 2);
+  CHECK(dp.tree.chunk_layers == std::vector<int>{2, 2, 2, 2});
+  CHECK(dp.tree.chunk_stage == std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0});
+  for (int s = 0; s < 4; ++s) {
+    CAPTURE(s);
+    // Parameters 2x (DeepSeek-V3 Table 2): rank s holds 1F1B's stage s and stage 3 - s, so the
+    // weights, gradients and optimizer states of two 1F1B stages.
+    for (MemCategory c : {MemCategory::Weights, MemCategory::Gradients, MemCategory::OptimizerStates})
+      CHECK(static_bytes(dp, s, c) ==
+            doctest::Approx(static_bytes(ofob, s, c) + static_bytes(ofob, 3 - s, c)));
+    // The copies' gradients are summed once, over the pair {s, 3 - s}: one all-reduce of every
+    // fp32 gradient of the rank (4 bytes per parameter; the bf16 weights are 2).
+    const test::CollCount pair = test::count_collectives(dp, CollectiveKind::AllReduce, axis_bit(kAxisPp),
+                                                         Phase::Sync, "model_copies", s);
+    CHECK(pair.count == 1);
+    CHECK(pair.bytes == doctest::Approx(2 * static_bytes(dp, s, MemCategory::Weights)));
+    CHECK(test::count_collectives(ofob, CollectiveKind::AllReduce, axis_bit(kAxisPp), Phase::Sync,
+                                  "model_copies", s)
+              .count == 0);
+  }
+  // Stage 1 by hand: 4 layers (model chunks 1 and 2) of 12h^2 + 13h parameters (q 1, kv 2, o 1,
+  // fc1 4, fc2 4 times h^2; biases h + 2h + h + 4h + h; two layer norms 4h) at h = 1024:
+  // 12,596,224 each; bf16 weights 2 bytes: 100,769,792 bytes, twice 1F1B's stage 1.
+  CHECK(static_bytes(dp, 1, MemCategory::Weights) == doctest::Approx(4 * 12596224.0 * 2));
+  CHECK(static_bytes(ofob, 1, MemCategory::Weights) == doctest::Approx(2 * 12596224.0 * 2));
+  // The pair reduction is between the ranks of stages 1 and 2 of the same data-parallel replica.
+  for (const Task& t : dp.exec.tasks) {
+    if (t.kind != TaskKind::Collective || t.rank != 1 || dp.exec.labels[t.label] != "model_copies") continue;
+    const Collective& col = dp.exec.collectives[t.collective];
+    REQUIRE(col.group.size() == 2);
+    CHECK(dp.tree.mesh.coords_of(col.group[0])[kAxisPp] == 1);
+    CHECK(dp.tree.mesh.coords_of(col.group[1])[kAxisPp] == 2);
+  }
+}
+
+TEST_CASE("dualpipe compiled: every micro-batch passes each model chunk once, in its direction") {
+  const CompiledModel dp = test::compile_text(gpt_pp4("dualpipe"));
+  // Per rank: 2 chunks x 4 micro-batches x (F, B, W) = 24 passes; compute tasks of micro-batch 0
+  // (copy A, enters at stage 0) run forward on stages 0, 1, 2, 3 and those of micro-batch 4
+  // (copy B) on 3, 2, 1, 0 -- found through the pipeline sends: micro-batch 0's forward sends go
+  // from stage s to s + 1, micro-batch 4's from s to s - 1.
+  for (const Task& t : dp.exec.tasks) {
+    if (t.kind != TaskKind::Collective || t.stream != Stream::PpComm || t.phase != Phase::Forward) continue;
+    const Collective& col = dp.exec.collectives[t.collective];
+    const int from = dp.tree.mesh.coords_of(col.group[0])[kAxisPp];
+    const int to = dp.tree.mesh.coords_of(col.group[1])[kAxisPp];
+    CAPTURE(t.micro_batch);
+    CHECK(to == (t.micro_batch < 4 ? from + 1 : from - 1));
+  }
+  const json r = simulate(gpt_pp4("dualpipe"));
+  CHECK(r["summary"]["iteration_time_s"].get<double>() > 0);
+}
+
+TEST_CASE("dualpipe: errors name the field (dualpipe.py's asserts)") {
+  const auto path_of = [](const std::string& cfg) {
+    try {
+      test::compile_text(cfg);
+    } catch (const Error& e) {
+      return e.path;
+    }
+    return std::string();
+  };
+  // assert num_ranks % 2 == 0: pp 3 (x dp 2 on a node of 6 GPUs).
+  CHECK(path_of(gpt_pp4("dualpipe", 16, 3)) == "strategy.pp");
+  // assert num_chunks % 2 == 0: 18 / dp 2 = 9 micro-batches.
+  CHECK(path_of(gpt_pp4("dualpipe", 18)) == "strategy.schedule");
+  // assert num_chunks >= num_ranks * 2: 12 / 2 = 6 < 8.
+  CHECK(path_of(gpt_pp4("dualpipe", 12)) == "strategy.schedule");
+  // The least: 16 / 2 = 8 = 2 pp compiles.
+  CHECK(path_of(gpt_pp4("dualpipe", 16)).empty());
+}

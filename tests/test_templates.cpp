@@ -136,6 +136,10 @@ TEST_CASE("templates: every rank simulated, overlap switched off, uneven stages"
   // DualPipeV: F&B groups re-ordered on every queue after their passes are emitted, alike
   // whether the passes came from templates or op by op.
   CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"dualpipe-v"})")) > 0);
+  // DualPipe: two copies, each a template of its own per rank; each copy's last micro-batch
+  // (not the iteration's) completes its weights' gradients, so it is built op by op.
+  CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"dualpipe"})")) > 0);
+  CHECK(check_same_graph(preset("gpt2-1.5b-proteus", R"(,"strategy":{"schedule":"dualpipe","zero":1})")) > 0);
 }
 
 TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel, Llama)") {

@@ -18,6 +18,11 @@
 //                     the parameters); in its steady state the forward of one micro-batch
 //                     and the whole backward of another run as one overlapped F&B group, so
 //                     that each one's communication hides behind the other's compute.
+//   dualpipe          DualPipe itself (deepseek-ai/DualPipe dualpipe.py, DeepSeek-V3 section
+//                     3.2.1): two copies of the model, each split into p stages; copy A runs
+//                     stage s on rank s and takes the first half of the micro-batches from
+//                     rank 0, copy B runs stage s on rank p-1-s and takes the second half
+//                     from rank p-1; the same eight steps and F&B groups as dualpipe-v.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -49,6 +54,11 @@ struct PipelineSchedule {
   // chunk_stage[c]: the stage that runs model chunk c, chunks in pipeline order (the forward
   // visits 0, 1, ..., stages * chunks_per_stage - 1). Megatron: c % stages; V: see zb-v.
   std::vector<int> chunk_stage;
+  // Copies of the model (DualPipe: 2). The chunks form `copies` pipelines of equal length L =
+  // chunks() / copies, copy k holding chunks kL .. kL + L - 1 (chunk kL + j runs the layers of
+  // model chunk j), and the micro-batches as many equal runs: run k goes through copy k only
+  // (its forward visits kL, ..., kL + L - 1). The copies' weight gradients are summed.
+  int copies = 1;
   bool split_backward = false;           // W passes of their own (else B computes W too)
   std::vector<std::vector<Pass>> order;  // per stage, in issue order
   // The limit the order keeps: at most this many (micro-batch, chunk) forwards whose B has
@@ -56,6 +66,9 @@ struct PipelineSchedule {
   std::vector<int> max_in_flight;
 
   int chunks() const { return stages * chunks_per_stage; }
+  int chunks_per_copy() const { return chunks() / copies; }
+  int copy_of_chunk(int chunk) const { return chunk / chunks_per_copy(); }
+  int copy_of_micro_batch(int mb) const { return mb / (micro_batches / copies); }
   // Global chunk of a stage's local chunk k: its k-th chunk in pipeline order.
   int global_chunk(int stage, int local) const;
 };

@@ -10,7 +10,7 @@
 namespace proteus {
 
 // Named schedules (schedule.h); Explicit: the per-stage order given in the config.
-enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, DualPipeV, Explicit };
+enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, DualPipeV, DualPipe, Explicit };
 enum class Recompute { None, Selective, Full };
 // Whose semantics a ZeRO stage follows (docs/frameworks.md): Megatron-Core (DDP, distributed
 // optimizer), DeepSpeed ZeRO, PyTorch FSDP2.
@@ -28,7 +28,7 @@ enum class MoeDispatcher { AllToAll, AllGather };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
 // (Explicit, an order given in the config, is not a generator: the search does not try it;
-// nor DualPipeV, whose bounds the search does not model yet.)
+// nor DualPipeV and DualPipe, whose bounds the search does not model yet.)
 inline constexpr Schedule kSchedules[] = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
                                           Schedule::ZbH1,  Schedule::ZbH2,     Schedule::ZbV};
 inline constexpr Recompute kRecomputes[] = {Recompute::None, Recompute::Selective, Recompute::Full};
@@ -92,6 +92,10 @@ const char* to_string(Schedule);
 int chunks_per_stage(const StrategySpec& s);
 // Chunks placed in a V (zb-v, an explicit schedule with "placement": "v") rather than round robin.
 bool v_placement(const StrategySpec& s);
+// Copies of the model the schedule holds (DualPipe: 2, one per direction; else 1), and the
+// chunks one copy is cut into: pp * chunks_per_stage / copies (what stage_layers lists).
+int model_copies(const StrategySpec& s);
+int model_chunks(const StrategySpec& s);
 // Any of Megatron-Core's uneven-pipeline options is set (megatron_stage_layers applies).
 bool uneven_pipeline(const StrategySpec& s);
 const char* to_string(Recompute);

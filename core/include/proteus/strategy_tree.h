@@ -57,12 +57,22 @@ struct StrategyTree {
   int64_t micro_batch = 1;
   bool sequence_parallel = false;
   std::vector<StrategyNode> nodes;  // one per OpGraph module, same index
-  std::vector<int> chunk_layers;    // layers per chunk (pp * v entries)
-  std::vector<int> chunk_stage;     // stage of each chunk, chunks in pipeline order (pp * v entries)
+  // Copies of the model (DualPipe: 2; PipelineSchedule::copies). Ops carry a model chunk
+  // (0..model_chunks()-1); copy k's chunk c is the pipeline's chunk k * model_chunks() + c and
+  // runs the micro-batches of run k (copy_of_micro_batch).
+  int copies = 1;
+  std::vector<int> chunk_layers;  // layers per model chunk (model_chunks() entries)
+  std::vector<int> chunk_stage;   // stage of each chunk, chunks in pipeline order (pp * v entries)
   int chunks() const { return stages * virtual_stages; }
+  int model_chunks() const { return chunks() / copies; }
+  int micro_batches_per_copy() const { return micro_batches / copies; }
+  int copy_of_micro_batch(int mb) const { return mb / micro_batches_per_copy(); }
   // The root module's configuration: the knobs that act once per rank.
   const ParallelConfig& root() const { return nodes.front().config; }
-  int stage_of_chunk(int chunk) const { return chunk_stage[static_cast<size_t>(chunk)]; }
+  // The stage that runs model chunk `chunk` of copy `copy`.
+  int stage_of_chunk(int chunk, int copy = 0) const {
+    return chunk_stage[static_cast<size_t>(copy * model_chunks() + chunk)];
+  }
 };
 
 // The op dim (index into op.dims) each mesh axis splits for `op` under `config`: the first

@@ -26,7 +26,7 @@ void Emitter::make_ranks() {
   exec_.queues.assign(exec_.ranks.size() * kNumStreams, {});
   stats_.static_bytes_per_stage.assign(static_cast<size_t>(tree_.stages), {});
   stats_.activation_bytes_per_microbatch_per_stage.assign(static_cast<size_t>(tree_.stages), 0);
-  stats_.p2p_bytes_per_boundary.assign(static_cast<size_t>(std::max(0, tree_.chunks() - 1)), 0);
+  stats_.p2p_bytes_per_boundary.assign(static_cast<size_t>(std::max(0, tree_.model_chunks() - 1)), 0);
 }
 
 void Emitter::begin_rank(int r) {
@@ -67,9 +67,15 @@ bool Emitter::is_stats_rank() const {
   return gpu() == mesh_.gpu_of(c);
 }
 
-int Emitter::gpu_of_chunk(int chunk) const {
+bool Emitter::holds_chunk(int chunk) const {
+  for (int copy = 0; copy < tree_.copies; ++copy)
+    if (tree_.stage_of_chunk(chunk, copy) == stage_) return true;
+  return false;
+}
+
+int Emitter::gpu_of_chunk(int chunk, int mb) const {
   auto c = mesh_.coords_of(gpu());
-  c[kAxisPp] = tree_.stage_of_chunk(chunk);
+  c[kAxisPp] = tree_.stage_of_chunk(chunk, tree_.copy_of_micro_batch(mb));
   return mesh_.gpu_of(c);
 }
 
@@ -191,7 +197,7 @@ int Emitter::send(int dst_gpu, int tensor, int mb, bool backward, double bytes, 
   exec_.collectives[cid].member_tasks.push_back(id);
   sends_.set(send_key(dst_gpu, tensor, mb, backward), id);
   count(CollectiveKind::SendRecv, axis_bit(kAxisPp), "pipeline", 2, bytes);
-  if (is_stats_rank() && mb == 0 && !backward && chunk + 1 < tree_.chunks() &&
+  if (is_stats_rank() && mb == 0 && !backward && chunk + 1 < tree_.model_chunks() &&
       stats_.p2p_bytes_per_boundary[chunk] == 0)
     stats_.p2p_bytes_per_boundary[chunk] = bytes;
   return id;

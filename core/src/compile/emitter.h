@@ -50,8 +50,13 @@ class Emitter {
   int stage() const { return stage_; }
   int gpu() const { return exec_.ranks[rank_].gpu; }
   bool is_stats_rank() const;  // the stage's representative: its program is what `compile` reports
-  bool chunk_is_local(int chunk) const { return tree_.stage_of_chunk(chunk) == stage_; }
-  int gpu_of_chunk(int chunk) const;  // this rank's peer on the stage that runs `chunk`
+  // Whether this rank runs model chunk `chunk` for micro-batch mb (DualPipe: each copy of the
+  // chunk runs its own micro-batches, StrategyTree::copy_of_micro_batch), and for any of them.
+  bool chunk_is_local(int chunk, int mb) const {
+    return tree_.stage_of_chunk(chunk, tree_.copy_of_micro_batch(mb)) == stage_;
+  }
+  bool holds_chunk(int chunk) const;
+  int gpu_of_chunk(int chunk, int mb) const;  // this rank's peer on the stage that runs `chunk` for mb
   ExecGraph& exec() { return exec_; }
   void set_observer(EmitObserver* o) { observer_ = o; }
 

@@ -57,8 +57,8 @@ void IterationTail::plan_buckets() {
   const double cap = knobs_.grad_bucket_MB * kBytesPerMB;
   double filled = 0;
   const bool per_mb = knobs_.grad_sync == GradSync::PerMicroBatch;
-  for (int c = tree_.chunks() - 1; c >= 0; --c) {
-    if (!emit_.chunk_is_local(c)) continue;
+  for (int c = tree_.model_chunks() - 1; c >= 0; --c) {
+    if (!emit_.holds_chunk(c)) continue;
     bool new_chunk = per_mb;  // per micro-batch: a new bucket per chunk (one pass each)
     for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
       for (const WeightPlan& w : plans_[*it].weights) {
@@ -82,8 +82,8 @@ void IterationTail::plan_buckets() {
   for (Bucket& b : buckets_) b.mb_pending = static_cast<int>(b.tensors.size());
   // Which weight plan describes each tensor (first use wins; tied uses share layouts per stage).
   weight_plan_of_tensor_.assign(g_.tensors.size(), nullptr);
-  for (int c = 0; c < tree_.chunks(); ++c) {
-    if (!emit_.chunk_is_local(c)) continue;
+  for (int c = 0; c < tree_.model_chunks(); ++c) {
+    if (!emit_.holds_chunk(c)) continue;
     for (int op : index_.chunk_ops[c])
       for (const WeightPlan& w : plans_[op].weights)
         if (!weight_plan_of_tensor_[w.tensor]) weight_plan_of_tensor_[w.tensor] = &w;
@@ -93,7 +93,7 @@ void IterationTail::plan_buckets() {
 void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
   if (knobs_.grad_sync == GradSync::PerMicroBatch)
     micro_batch_grad_done(op, w_task, mb);
-  else if (uses == tree_.micro_batches)
+  else if (uses == tree_.micro_batches_per_copy())  // DualPipe: each copy runs half of them
     weights_final(op, w_task);
 }
 
@@ -147,27 +147,46 @@ void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps, Phase ph
         emit_.collective(s.kind, s.axes, s.bytes, Stream::DpComm, phase, mb, label, deps, "gradient"));
 }
 
+// A weight used by ops on several stages (tied input/output embedding) keeps a copy per stage;
+// their gradients are summed across those stages (Megatron's embedding group), one all-reduce
+// per weight. Under DualPipe every weight of a rank is also held by its pair (copy A's stage r
+// is copy B's stage p-1-r), and the two copies' gradients are summed before the step, as
+// deepseek-ai/DualPipe's example does (examples/example_dualpipe.py: p.grad += the pair's
+// gradient, gathered over the pipeline group; modelled as the all-reduce of the pair that sum
+// is): one all-reduce of all the rank's gradients over the pair, the tied embedding's included.
 void IterationTail::tied_weight_reduce() {
-  // A weight used by ops on several stages (tied input/output embedding) keeps a copy per
-  // stage; their gradients are summed across those stages (Megatron's embedding group).
+  struct Reduction {
+    std::vector<int> stages;
+    double bytes = 0;
+  };
+  std::vector<Reduction> reductions;
   for (size_t t = 0; t < g_.tensors.size(); ++t) {
     if (!weight_plan_of_tensor_[t]) continue;
     const std::vector<int>& stages = index_.weight_stages[t];
     if (stages.size() < 2) continue;
-    std::vector<int> group;
-    auto c = mesh_.coords_of(emit_.gpu());
-    for (int s : stages) {
-      c[kAxisPp] = s;
-      group.push_back(mesh_.gpu_of(c));
-    }
     const WeightPlan& w = *weight_plan_of_tensor_[t];
     const double bytes =
         static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) * kGradBytes;
+    auto same = std::find_if(reductions.begin(), reductions.end(),
+                             [&](const Reduction& r) { return r.stages == stages; });
+    if (tree_.copies > 1 && same != reductions.end())
+      same->bytes += bytes;
+    else
+      reductions.push_back({stages, bytes});
+  }
+  const char* purpose = tree_.copies > 1 ? "model_copies" : "tied_embedding";
+  for (const Reduction& r : reductions) {
+    std::vector<int> group;
+    auto c = mesh_.coords_of(emit_.gpu());
+    for (int s : r.stages) {
+      c[kAxisPp] = s;
+      group.push_back(mesh_.gpu_of(c));
+    }
     std::vector<int> deps = grad_sync_tasks_;
     if (deps.empty() && state_.last_compute >= 0) deps.push_back(state_.last_compute);
-    grad_sync_tasks_.push_back(
-        emit_.collective(CollectiveKind::AllReduce, axis_bit(kAxisPp), bytes, Stream::DpComm, Phase::Sync, -1,
-                         emit_.exec().label_id("tied_embedding"), deps, "tied_embedding", group));
+    grad_sync_tasks_.push_back(emit_.collective(CollectiveKind::AllReduce, axis_bit(kAxisPp), r.bytes,
+                                                Stream::DpComm, Phase::Sync, -1,
+                                                emit_.exec().label_id(purpose), deps, purpose, group));
   }
 }
 
@@ -246,8 +265,8 @@ void IterationTail::param_gathers(bool at_start) {
   if (!at_start) return;
   // Overlapped with the forward (Megatron's overlap_param_gather): each op's forward waits
   // for the all-gather of its weights' bucket.
-  for (int c = 0; c < tree_.chunks(); ++c) {
-    if (!emit_.chunk_is_local(c)) continue;
+  for (int c = 0; c < tree_.model_chunks(); ++c) {
+    if (!emit_.holds_chunk(c)) continue;
     for (int op : index_.chunk_ops[c])
       for (const WeightPlan& w : plans_[op].weights) {
         const int task = gather_of_bucket[bucket_of_tensor_[w.tensor]];

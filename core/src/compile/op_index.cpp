@@ -27,7 +27,7 @@ double optimizer_state_bytes_per_param(Optimizer opt, bool mixed) {
 }  // namespace
 
 OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_(in.tree), plans_(in.plans) {
-  const int chunks = tree_.chunks();
+  const int chunks = tree_.model_chunks();
   chunk_ops.assign(static_cast<size_t>(chunks), {});
   for (size_t i = 0; i < g_.ops.size(); ++i) {
     const int c = plans_[i].chunk;
@@ -46,11 +46,12 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
   build_segments();
   weight_stages.assign(g_.tensors.size(), {});
   for (size_t i = 0; i < g_.ops.size(); ++i)
-    for (const TensorUse& w : g_.ops[i].weights) {
-      auto& st = weight_stages[w.tensor];
-      const int s = tree_.stage_of_chunk(plans_[i].chunk);
-      if (std::find(st.begin(), st.end(), s) == st.end()) st.push_back(s);
-    }
+    for (const TensorUse& w : g_.ops[i].weights)
+      for (int copy = 0; copy < tree_.copies; ++copy) {  // DualPipe: each copy's stage holds it
+        auto& st = weight_stages[w.tensor];
+        const int s = tree_.stage_of_chunk(plans_[i].chunk, copy);
+        if (std::find(st.begin(), st.end(), s) == st.end()) st.push_back(s);
+      }
   for (auto& st : weight_stages) std::sort(st.begin(), st.end());
   const bool mixed = is_mixed_precision(in.training.precision);
   weight_bytes = mixed ? 2 : 4;

@@ -18,7 +18,7 @@ class OpIndex {
  public:
   OpIndex(const ProgramInputs& in, ExecGraph* exec);
 
-  std::vector<std::vector<int>> chunk_ops;                  // ops of each chunk, forward order
+  std::vector<std::vector<int>> chunk_ops;                  // ops of each model chunk, forward order
   std::vector<std::vector<std::pair<int, int>>> consumers;  // per tensor: (op, input index)
   std::vector<int> labels;                                  // per op: ExecGraph label id
   std::vector<Segment> segments;

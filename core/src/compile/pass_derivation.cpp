@@ -46,7 +46,7 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   if (!at_src && ns == kRecompute) at_src = state_.provider(mb, provider_key(mb, kFwd, t, src));
   if (at_src) {
     src_task = *at_src;
-  } else if (!emit_.chunk_is_local(plans_[prod].chunk)) {
+  } else if (!emit_.chunk_is_local(plans_[prod].chunk, mb)) {
     src_task = emit_.pending_ref(send_key(emit_.gpu(), t, mb, false));
     state_.set_provider(provider_key(mb, kFwd, t, src), src_task);
   } else {
@@ -264,10 +264,11 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   std::vector<int> sent;
   for (const auto& [c_op, k] : index_.consumers[out]) {
     const int c = plans_[c_op].chunk;
-    if (emit_.chunk_is_local(c) || std::find(sent.begin(), sent.end(), c) != sent.end()) continue;
+    if (emit_.chunk_is_local(c, mb) || std::find(sent.begin(), sent.end(), c) != sent.end()) continue;
     sent.push_back(c);
-    emit_.send(emit_.gpu_of_chunk(c), out, mb, false, tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_),
-               index_.labels[op], id, plans_[op].chunk);
+    emit_.send(emit_.gpu_of_chunk(c, mb), out, mb, false,
+               tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_), index_.labels[op], id,
+               plans_[op].chunk);
   }
 }
 
@@ -300,7 +301,7 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, doubl
   std::vector<int> remote_chunks;
   for (const auto& [c_op, k] : index_.consumers[out]) {
     const int c = plans_[c_op].chunk;
-    if (emit_.chunk_is_local(c)) {
+    if (emit_.chunk_is_local(c, mb)) {
       const int* grad = state_.grad_provider(mb, grad_key(mb, out, c_op));
       if (!grad) throw Error("internal", "", "gradient of " + g_.tensors[out].name + " missing");
       add(plans_[c_op].input_grad[k], *grad, c_op);
@@ -378,7 +379,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   for (size_t k = 0; k < o.inputs.size(); ++k) {
     const int t = o.inputs[k].tensor;
     const int prod = g_.tensors[t].producer;
-    if (prod < 0 || emit_.chunk_is_local(plans_[prod].chunk)) continue;
+    if (prod < 0 || emit_.chunk_is_local(plans_[prod].chunk, mb)) continue;
     int first_consumer = -1;
     for (const auto& [c_op, kk] : index_.consumers[t])
       if (plans_[c_op].chunk == p.chunk) {
@@ -401,7 +402,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
 
 void PassDeriver::end_backward_pass(int mb) {
   for (const GradSend& gs : pending_grad_sends_)
-    emit_.send(emit_.gpu_of_chunk(plans_[gs.producer].chunk), gs.tensor, mb, true, gs.bytes, gs.label,
+    emit_.send(emit_.gpu_of_chunk(plans_[gs.producer].chunk, mb), gs.tensor, mb, true, gs.bytes, gs.label,
                state_.last_compute, plans_[gs.producer].chunk);
   pending_grad_sends_.clear();
 }

@@ -90,7 +90,7 @@ void PassReplayer::run_pass(const Pass& pass, int chunk, bool split_w) {
 // backward completes the weight gradients and starts their reduction.
 void PassReplayer::build_recorded(const Pass& pass, int chunk, bool split_w, PassTemplate* tp) {
   apply_deferred_writes(pass.micro_batch);
-  const bool record = enabled_ && !tp->failed && !tp->verified && pass.micro_batch != tree_.micro_batches - 1;
+  const bool record = enabled_ && !tp->failed && !tp->verified && !last_of_copy(pass.micro_batch);
   if (!record) {
     deriver_.build_pass(pass, chunk, split_w);
     return;
@@ -219,7 +219,7 @@ void PassReplayer::on_weight_use(int op) { record_item(ReplayItem::kWeightUse, n
 // cannot be: the passes it refers to are missing or differ, or a weight would get its last
 // gradient (which the op-by-op path must see).
 bool PassReplayer::replay_if_possible(PassRecording& r, int mb) {
-  if (mb == tree_.micro_batches - 1) return false;
+  if (last_of_copy(mb)) return false;
   other_begin_.clear();
   for (const OtherPass& o : r.other_passes) {
     const int* index = pass_index_.find(pass_key(static_cast<PassKind>(o.kind), o.chunk, mb));
@@ -229,7 +229,8 @@ bool PassReplayer::replay_if_possible(PassRecording& r, int mb) {
     other_begin_.push_back(p.begin);
   }
   for (const ReplayItem& item : r.items)
-    if (item.kind == ReplayItem::kWeightUse && state_.weight_uses(item.op) + 1 >= tree_.micro_batches)
+    if (item.kind == ReplayItem::kWeightUse &&
+        state_.weight_uses(item.op) + 1 >= tree_.micro_batches_per_copy())
       return false;
   replay(r, mb);
   return true;

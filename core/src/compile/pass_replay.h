@@ -109,6 +109,11 @@ class PassReplayer : public EmitObserver, public StateObserver {
   void on_weight_use(int op) override;
 
  private:
+  // The last micro-batch through its copy of the model (DualPipe: two runs of m/2): its
+  // backward completes the weight gradients on this rank.
+  bool last_of_copy(int mb) const {
+    return mb % tree_.micro_batches_per_copy() == tree_.micro_batches_per_copy() - 1;
+  }
   // A micro-batch template of this rank and where each pass's tasks are.
   struct PassTemplate {
     PassRecording recording;  // of the first instance

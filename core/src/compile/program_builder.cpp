@@ -38,9 +38,12 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       if (stats->stage_orders.size() <= static_cast<size_t>(stage)) stats->stage_orders.resize(stage + 1);
       stats->stage_orders[stage] = to_string(passes);
     }
-    std::vector<int> chunk_of_local;  // this stage's chunks, in pipeline order
+    // This stage's chunks in pipeline order, as model chunks (DualPipe: copy B's chunk kL + j
+    // runs model chunk j; a stage never holds both copies of one chunk, pp being even).
+    std::vector<int> chunk_of_local;
     for (int c = 0; c < tree.chunks(); ++c)
-      if (tree.stage_of_chunk(c) == stage) chunk_of_local.push_back(c);
+      if (tree.chunk_stage[static_cast<size_t>(c)] == stage)
+        chunk_of_local.push_back(c % tree.model_chunks());
     for (size_t i = 0; i < passes.size();) {
       // A pass and those overlapped with it (DualPipe's F&B): emitted in turn, then interleaved.
       size_t end = i + 1;

@@ -111,6 +111,8 @@ const char* to_string(Schedule schedule) {
       return "zb-v";
     case Schedule::DualPipeV:
       return "dualpipe-v";
+    case Schedule::DualPipe:
+      return "dualpipe";
     case Schedule::Explicit:
       return "explicit";
     case Schedule::ZbH1:

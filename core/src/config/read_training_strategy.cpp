@@ -191,9 +191,10 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   if (in.has("schedule") && in.at("schedule").is_object()) {
     read_explicit_schedule(in.at("schedule"), in.path_of("schedule"), &strategy);
   } else {
-    strategy.schedule = in.enumeration("schedule", Schedule::OneFOneB,
-                                       {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
-                                        Schedule::ZbH1, Schedule::ZbH2, Schedule::ZbV, Schedule::DualPipeV});
+    strategy.schedule =
+        in.enumeration("schedule", Schedule::OneFOneB,
+                       {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B, Schedule::ZbH1,
+                        Schedule::ZbH2, Schedule::ZbV, Schedule::DualPipeV, Schedule::DualPipe});
   }
   strategy.virtual_stages = static_cast<int>(in.integer("virtual_stages", 1, 1, L::kMaxVirtualStages));
   strategy.microbatch_group_size = static_cast<int>(in.integer("microbatch_group_size", 0, 0, L::kMaxBatch));

@@ -11,6 +11,7 @@ int chunks_per_stage(const StrategySpec& s) {
       return std::max(1, s.virtual_stages);
     case Schedule::ZbV:
     case Schedule::DualPipeV:
+    case Schedule::DualPipe:  // copy A's stage r and copy B's stage pp-1-r
       return 2;
     case Schedule::Explicit: {
       int chunks = 1;
@@ -33,8 +34,12 @@ int chunks_per_stage(const StrategySpec& s) {
 
 bool v_placement(const StrategySpec& s) {
   return s.schedule == Schedule::ZbV || s.schedule == Schedule::DualPipeV ||
-         (s.schedule == Schedule::Explicit && s.schedule_v_placement);
+         s.schedule == Schedule::DualPipe || (s.schedule == Schedule::Explicit && s.schedule_v_placement);
 }
+
+int model_copies(const StrategySpec& s) { return s.schedule == Schedule::DualPipe ? 2 : 1; }
+
+int model_chunks(const StrategySpec& s) { return s.pp * chunks_per_stage(s) / model_copies(s); }
 
 bool uneven_pipeline(const StrategySpec& s) {
   return s.first_stage_layers > 0 || s.last_stage_layers > 0 || s.embedding_as_layer || s.loss_as_layer;

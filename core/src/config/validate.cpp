@@ -85,7 +85,12 @@ void check_pipeline(const Config& c) {
                                                          to_string(s.schedule_stages.size()) +
                                                          " stages but pp=" + to_string(s.pp));
   }
-  const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s);
+  if (s.schedule == Schedule::DualPipe && s.pp % 2 != 0) {  // DualPipe.step: assert num_ranks % 2 == 0
+    throw invalid_config(
+        "strategy.pp",
+        "dualpipe needs an even pp (half the ranks lead each direction); pp=" + to_string(s.pp));
+  }
+  const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s) / model_copies(s);
   if (units > 0 && chunks > units) {
     throw invalid_config(
         s.schedule == Schedule::Interleaved1F1B ? "strategy.virtual_stages" : "strategy.schedule",
@@ -174,6 +179,15 @@ void check_batch(const Config& c) {
                          "dualpipe-v needs at least 2*pp=" + to_string(2 * int64_t{s.pp}) +
                              " micro-batches (global_batch / (dp*micro_batch)); there are " +
                              to_string(micro_batches));
+  }
+  // DualPipe.step asserts num_chunks % 2 == 0 and num_chunks >= num_ranks * 2 (dualpipe.py):
+  // half the micro-batches enter at each end.
+  if (s.schedule == Schedule::DualPipe && (micro_batches % 2 != 0 || micro_batches < 2 * int64_t{s.pp})) {
+    throw invalid_config(
+        "strategy.schedule",
+        "dualpipe needs an even number of micro-batches (global_batch / (dp*micro_batch)), at "
+        "least 2*pp=" +
+            to_string(2 * int64_t{s.pp}) + "; there are " + to_string(micro_batches));
   }
   if (s.schedule == Schedule::Interleaved1F1B && group == 0 && micro_batches % s.pp != 0) {
     throw invalid_config("strategy.schedule",

@@ -49,6 +49,7 @@ PipelineShape pipeline_shape(Schedule s) {
     case Schedule::ZbH2:  // warm-up forwards fill the head; no head/tail term is proven for
     case Schedule::ZbV:   // these (or for a given order): the plain compute bound, still a
     case Schedule::DualPipeV:
+    case Schedule::DualPipe:
     case Schedule::Explicit:  // lower bound
       return {};
   }

@@ -5,6 +5,7 @@
 // overlapped group: F of chunk a, then B (and W) of chunk b marked with_previous.
 #include "dualpipe.h"
 
+#include <algorithm>
 #include <deque>
 
 namespace proteus {
@@ -83,6 +84,25 @@ class DualPipeVStage {
 
 std::vector<Pass> dualpipe_v_stage(int stages, int micro_batches, int rank) {
   return DualPipeVStage(stages, micro_batches, rank).order();
+}
+
+// DualPipe.step runs the same eight steps as DualPipeV.step with num_half_ranks = p/2 ranks,
+// half_rank = min(r, p-1-r) and half_num_chunks = m/2 micro-batches per direction (step 4:
+// half_num_chunks - num_ranks + half_rank + 1 = m/2 - 2(p/2) + h + 1, DualPipeV's count at
+// n = p/2, m/2, rank h). Its "phase" 0 is, on the first half of the ranks, the forward
+// direction (module[0], copy A: the rank is near that pipeline's start) and on the second half
+// the reverse one (`phase ^= self.is_in_second_half`); the middle ranks (h = p/2 - 1) do not
+// overlap their first F0 and B1, as DualPipeV's last rank. So rank r's order is DualPipeV's
+// order of rank h, its chunk k the phase, mapped to the copy and its half of the micro-batches.
+std::vector<Pass> dualpipe_stage(int stages, int micro_batches, int rank) {
+  const int half = micro_batches / 2, h = std::min(rank, stages - 1 - rank);
+  const bool second_half = rank >= stages / 2;
+  std::vector<Pass> out = DualPipeVStage(stages / 2, half, h).order();
+  for (Pass& pass : out) {
+    pass.chunk = second_half ? 1 - pass.chunk : pass.chunk;  // the copy: 0 = A, 1 = B
+    pass.micro_batch += pass.chunk == 1 ? half : 0;
+  }
+  return out;
 }
 
 }  // namespace proteus

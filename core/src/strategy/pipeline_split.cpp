@@ -79,7 +79,7 @@ std::vector<int> first_last_rank_layers(const StrategySpec& s, int layers) {
 }  // namespace
 
 std::vector<int> megatron_stage_layers(const StrategySpec& s, int layers) {
-  const int v = chunks_per_stage(s), chunks = s.pp * v;
+  const int v = chunks_per_stage(s), chunks = model_chunks(s);
   const bool first_last = s.first_stage_layers > 0 || s.last_stage_layers > 0;
   const bool e = s.embedding_as_layer, l = s.loss_as_layer;
   // get_num_layers_to_build asserts "Does not support standalone embedding stage and standalone

@@ -153,10 +153,15 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
   sc.chunks_per_stage = static_cast<int>(chunk_stage.size()) / std::max(1, stages);
   sc.chunk_stage = chunk_stage;
   sc.split_backward = kind == Schedule::ZbH1 || kind == Schedule::ZbH2 || kind == Schedule::ZbV ||
-                      kind == Schedule::DualPipeV;
+                      kind == Schedule::DualPipeV || kind == Schedule::DualPipe;
   const int p = stages, m = micro_batches;
   if (kind == Schedule::DualPipeV) {
     for (int s = 0; s < p; ++s) sc.order.push_back(dualpipe_v_stage(p, m, s));
+    return sc;
+  }
+  if (kind == Schedule::DualPipe) {  // two copies over V-placed chunks (chunk p + j: copy B's j)
+    sc.copies = 2;
+    for (int s = 0; s < p; ++s) sc.order.push_back(dualpipe_stage(p, m, s));
     return sc;
   }
   GreedyLimits lim;
@@ -249,7 +254,7 @@ namespace proteus {
 
 std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, int virtual_stages,
                                  int stage) {
-  const bool v = kind == Schedule::ZbV || kind == Schedule::DualPipeV;
+  const bool v = kind == Schedule::ZbV || kind == Schedule::DualPipeV || kind == Schedule::DualPipe;
   const int per_stage = v ? 2 : (kind == Schedule::Interleaved1F1B ? virtual_stages : 1);
   return make_schedule(kind, stages, micro_batches, chunk_placement(stages, per_stage, v))
       .order[static_cast<size_t>(stage)];

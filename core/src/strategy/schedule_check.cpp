@@ -24,14 +24,16 @@ struct Finished {
 };
 
 // What a pass waits for, besides its stage being free: the forward of the chunk before, the
-// backward of the chunk after (or the forward of the same chunk), the B before its W.
+// backward of the chunk after (or the forward of the same chunk), the B before its W -- within
+// the micro-batch's copy of the model (PipelineSchedule::copies), whose chunks are consecutive.
 int dependencies(const PipelineSchedule& sc, PassKind kind, int chunk, int mb, PassKind* kinds, int* chunks) {
   int n = 0;
+  const int per_copy = sc.chunks_per_copy();
   if (kind == PassKind::F) {
-    if (chunk > 0) kinds[n] = PassKind::F, chunks[n++] = chunk - 1;
+    if (chunk % per_copy > 0) kinds[n] = PassKind::F, chunks[n++] = chunk - 1;
   } else if (kind == PassKind::B) {
     kinds[n] = PassKind::F, chunks[n++] = chunk;
-    if (chunk + 1 < sc.chunks()) kinds[n] = PassKind::B, chunks[n++] = chunk + 1;
+    if ((chunk + 1) % per_copy != 0) kinds[n] = PassKind::B, chunks[n++] = chunk + 1;
   } else {
     kinds[n] = PassKind::B, chunks[n++] = chunk;
   }
@@ -182,6 +184,14 @@ void validate_schedule(const PipelineSchedule& sc, const std::string& where) {
   if (static_cast<int>(sc.order.size()) != p)
     throw invalid_config(where + ".stages", "has " + std::to_string(sc.order.size()) +
                                                 " stage lists, but pp = " + std::to_string(p));
+  if (sc.copies < 1 || sc.chunks() % sc.copies != 0 || m % sc.copies != 0)
+    throw invalid_config(where, std::to_string(sc.copies) + " copies of the model need the " +
+                                    std::to_string(sc.chunks()) + " chunks and " + std::to_string(m) +
+                                    " micro-batches to split evenly among them");
+  // A chunk runs the micro-batches of its copy only.
+  const auto runs = [&](int s, int local, int mb) {
+    return sc.copy_of_micro_batch(mb) == sc.copy_of_chunk(sc.global_chunk(s, local));
+  };
   // Every pass exactly once: where each (kind, local chunk, micro-batch) of a stage was seen.
   for (int s = 0; s < p; ++s) {
     const auto& order = sc.order[static_cast<size_t>(s)];
@@ -196,6 +206,13 @@ void validate_schedule(const PipelineSchedule& sc, const std::string& where) {
       if (pass.chunk < 0 || pass.chunk >= v)
         throw invalid_config(path, "\"" + to_string(pass) + "\": chunk " + std::to_string(pass.chunk) +
                                        " is outside 0.." + std::to_string(v - 1) + " (chunks per stage)");
+      if (!runs(s, pass.chunk, pass.micro_batch))
+        throw invalid_config(path, "\"" + to_string(pass) + "\": micro-batch " +
+                                       std::to_string(pass.micro_batch) + " goes through copy " +
+                                       std::to_string(sc.copy_of_micro_batch(pass.micro_batch)) +
+                                       " of the model, chunk " + std::to_string(pass.chunk) + " of stage " +
+                                       std::to_string(s) + " belongs to copy " +
+                                       std::to_string(sc.copy_of_chunk(sc.global_chunk(s, pass.chunk))));
       if (pass.kind == PassKind::W && !sc.split_backward)
         throw invalid_config(path,
                              "\"" + to_string(pass) + "\": a W pass in a schedule without split backward");
@@ -211,7 +228,8 @@ void validate_schedule(const PipelineSchedule& sc, const std::string& where) {
     for (int k = 0; k < (sc.split_backward ? 3 : 2); ++k)
       for (int c = 0; c < v; ++c)
         for (int mb = 0; mb < m; ++mb)
-          if (seen[(static_cast<size_t>(k) * static_cast<size_t>(v) + static_cast<size_t>(c)) *
+          if (runs(s, c, mb) &&
+              seen[(static_cast<size_t>(k) * static_cast<size_t>(v) + static_cast<size_t>(c)) *
                        static_cast<size_t>(m) +
                    static_cast<size_t>(mb)] < 0)
             throw invalid_config(

@@ -132,7 +132,7 @@ void apply_override(const OverrideSpec& o, StrategyNode* node) {
 // Chunk of each module: layers by the split; other modules before the first layer go to the
 // first chunk, those after the last layer to the last chunk.
 void assign_chunks(const OpGraph& graph, StrategyTree* tree) {
-  const int chunks = tree->chunks();
+  const int chunks = tree->model_chunks();
   std::vector<int> chunk_of_layer;
   for (int c = 0; c < chunks; ++c)
     for (int k = 0; k < tree->chunk_layers[c]; ++k) chunk_of_layer.push_back(c);
@@ -168,11 +168,12 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   tree.stages = s.pp;
   tree.virtual_stages = chunks_per_stage(s);
   tree.chunk_stage = chunk_placement(s.pp, tree.virtual_stages, v_placement(s));
+  tree.copies = model_copies(s);
   tree.micro_batch = s.micro_batch;
   tree.micro_batches =
       static_cast<int>(config.training.global_batch / (static_cast<int64_t>(s.dp) * s.micro_batch));
   tree.sequence_parallel = s.sequence_parallel;
-  const int chunks = tree.chunks();
+  const int chunks = tree.model_chunks();
   if (!s.stage_layers.empty())
     tree.chunk_layers = s.stage_layers;
   else if (uneven_pipeline(s))
@@ -227,6 +228,7 @@ std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph) {
   out << "; schedule " << to_string(tree.schedule) << ", " << tree.micro_batches << " micro-batches of "
       << tree.micro_batch << ", " << tree.stages << " stages";
   if (tree.virtual_stages > 1) out << " x " << tree.virtual_stages << " chunks";
+  if (tree.copies > 1) out << ", " << tree.copies << " copies of the model";
   out << "\n";
   auto describe = [&](const ParallelConfig& c) {
     std::string d;
@@ -248,6 +250,8 @@ std::string tree_to_text(const StrategyTree& tree, const OpGraph& graph) {
   };
   auto where = [&](const StrategyNode& node) {
     std::string w = "[stage " + std::to_string(tree.stage_of_chunk(node.config.chunk));
+    for (int copy = 1; copy < tree.copies; ++copy)
+      w += " and " + std::to_string(tree.stage_of_chunk(node.config.chunk, copy));
     if (tree.virtual_stages > 1) w += ", chunk " + std::to_string(node.config.chunk);
     return w + "]";
   };
