@@ -15,6 +15,7 @@ import { DEFAULT_RESERVE_GIB, getReserveGiB, renderCards, renderMemory, renderSp
 import { decodeFragment, decodeState, encodeFragment, type PageState } from './share';
 import { findLesson, LESSONS, LessonPanel } from './lessons';
 import { chromeTraceParts, resultWithTimeline } from './downloads';
+import { pickSchedule } from './schedules';
 import { SearchView } from './search';
 import { SweepView } from './sweep';
 import { TimelineView } from './timeline_view';
@@ -416,12 +417,10 @@ export class App {
       c = setPath(c, 'cluster', value === undefined ? c.cluster : { preset: c.cluster, nodes: value });
     } else c = setPath(c, path, value);
     const keep = (document.getElementById('keep-gpus') as HTMLInputElement | null)?.checked ?? true;
-    // Dependent knobs: virtual stages only mean something under the interleaved schedule.
-    const vs = Number(getPath(c, 'strategy.virtual_stages') ?? this.resolved?.strategy?.virtual_stages ?? 1);
-    if (path === 'strategy.schedule') {
-      if (value === 'interleaved-1f1b' && vs <= 1) c = setPath(c, 'strategy.virtual_stages', 2);
-      else if (value !== 'interleaved-1f1b' && vs > 1) c = setPath(c, 'strategy.virtual_stages', 1);
-    } else if (path === 'strategy.virtual_stages' && Number(value) > 1 && (getPath(c, 'strategy.schedule') ?? this.resolved?.strategy?.schedule) !== 'interleaved-1f1b')
+    // Dependent knobs: a schedule sets what it needs (virtual stages, micro-batch count:
+    // schedules.ts); virtual stages only mean something under the interleaved schedule.
+    if (path === 'strategy.schedule') c = pickSchedule(c, this.resolved, String(value));
+    else if (path === 'strategy.virtual_stages' && Number(value) > 1 && (getPath(c, 'strategy.schedule') ?? this.resolved?.strategy?.schedule) !== 'interleaved-1f1b')
       c = setPath(c, 'strategy.schedule', 'interleaved-1f1b');
     if (refit && keep && REFIT_DP.has(path)) {
       const gpus = this.gpusOf(c);
@@ -568,10 +567,17 @@ export class App {
       if (seq === this.simSeq && this.running) this.setStatus(`Simulating… ${share}${formatDuration((performance.now() - this.simStart) / 1000)}`, 'busy');
     };
     const ticker = window.setInterval(status, 250);
+    let shownAt = -Infinity;
     const progress = (done: number, total: number) => {
       if (seq !== this.simSeq) return;
       this.progressSeen.push([done, total]);
       share = `${Math.floor((100 * done) / Math.max(1, total))}% · `;
+      // Up to ~100 reports a run, each redraw a layout of the page on the main thread (the
+      // one that must then take the result): at most one redraw per 100 ms, the ticker's
+      // between them.
+      const now = performance.now();
+      if (now - shownAt < 100) return;
+      shownAt = now;
       $('#status').dataset.progress = String(done / Math.max(1, total));
       status();
     };

@@ -4,6 +4,7 @@ import { getPath, presetOf, type Config } from './config_model';
 import { h } from './dom';
 import type { PresetList } from './protocol';
 import type { ErrorInfo } from './result';
+import { explainSchedule, SCHEDULES } from './schedules';
 
 type Kind = 'int' | 'number' | 'select' | 'bool' | 'model' | 'cluster';
 
@@ -15,6 +16,10 @@ export interface ControlSpec {
   help: string;
   kind: Kind;
   options?: [string, string][];
+  /** Select: a tooltip per option value. */
+  optionTitles?: Record<string, string>;
+  /** Select: a line on the chosen value, shown under the control and kept up to date. */
+  explain?: (value: string) => string;
   min?: number;
   max?: number;
   step?: number;
@@ -73,13 +78,10 @@ export const SECTIONS: Section[] = [
         path: 'strategy.schedule',
         label: 'Schedule',
         kind: 'select',
-        options: [
-          ['gpipe', 'GPipe (all forwards, then all backwards)'],
-          ['1f1b', '1F1B (one forward, one backward)'],
-          ['interleaved-1f1b', 'Interleaved 1F1B (virtual stages)'],
-          ['zb-h1', 'Zero-bubble ZB-H1'],
-        ],
-        help: 'Order of the passes in the pipeline: 1F1B caps activation memory, interleaving shrinks the bubble, ZB-H1 fills it with weight-gradient work.',
+        options: SCHEDULES.map((s) => [s.value, s.label]),
+        optionTitles: Object.fromEntries(SCHEDULES.map((s) => [s.value, s.explain])),
+        explain: explainSchedule,
+        help: 'Order of the passes in the pipeline. Picking one sets what it needs: virtual stages for interleaving, enough micro-batches (global batch) for interleaving and DualPipeV.',
       },
       { path: 'strategy.virtual_stages', label: 'Virtual stages', tag: 'per GPU', kind: 'int', min: 1, help: 'Model chunks per GPU for the interleaved schedule: more chunks shrink the bubble but send more pipeline messages.' },
       { path: 'strategy.sequence_parallel', label: 'Sequence parallel', kind: 'bool', help: 'Splits norms and dropout along the sequence over the TP group: less activation memory for the same traffic.' },
@@ -144,6 +146,8 @@ interface Bound {
   input: HTMLInputElement | HTMLSelectElement;
   error: HTMLElement;
   box: HTMLElement;
+  /** The line on the chosen value (spec.explain), if the control has one. */
+  explain: HTMLElement | null;
 }
 
 export class Controls {
@@ -196,17 +200,18 @@ export class Controls {
           : spec.kind === 'cluster'
             ? presets.clusters.map((c) => [c.name, c.title ? `${c.title}` : c.name])
             : (spec.options ?? []);
-      for (const [v, label] of options) sel.append(h('option', { value: v }, label));
+      for (const [v, label] of options) sel.append(h('option', { value: v, title: spec.optionTitles?.[v] }, label));
       input = sel;
     }
     const error = h('p', { class: 'ctl-error', role: 'alert', hidden: true, 'data-error-for': spec.path });
+    const explain = spec.explain ? h('p', { class: 'ctl-help ctl-explain', 'aria-live': 'polite' }) : null;
     const labelEl = h('label', { for: id }, spec.label, spec.tag ? h('span', { class: 'ctl-tag' }, spec.tag) : null);
     const box =
       spec.kind === 'bool'
         ? h('div', { class: 'ctl ctl-bool', 'data-path': spec.path }, h('div', { class: 'ctl-row' }, input, labelEl), h('p', { class: 'ctl-help' }, spec.help), error)
-        : h('div', { class: `ctl${spec.kind === 'model' || spec.kind === 'cluster' ? ' ctl-wide' : ''}`, 'data-path': spec.path }, h('div', { class: 'ctl-row' }, labelEl, input), h('p', { class: 'ctl-help' }, spec.help), error);
+        : h('div', { class: `ctl${spec.kind === 'model' || spec.kind === 'cluster' ? ' ctl-wide' : ''}`, 'data-path': spec.path }, h('div', { class: 'ctl-row' }, labelEl, input), explain, h('p', { class: 'ctl-help' }, spec.help), error);
     input.addEventListener('change', () => this.onChange(spec.path, this.read(spec, input)));
-    this.bound.set(spec.path, { spec, input, error, box });
+    this.bound.set(spec.path, { spec, input, error, box, explain });
     return box;
   }
 
@@ -247,6 +252,8 @@ export class Controls {
       }
       v = getPath(config, spec.path);
       if (v === undefined && resolved) v = getPath(resolved, spec.path);
+      const explain = this.bound.get(spec.path)?.explain;
+      if (explain && spec.explain) explain.textContent = spec.explain(String(v ?? ''));
       if (document.activeElement === input) continue;
       if (spec.kind === 'bool') (input as HTMLInputElement).checked = Boolean(v);
       else input.value = v === undefined || v === null ? '' : String(v);

@@ -10,6 +10,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CONTROLS } from '../../src/controls';
 import { LESSONS } from '../../src/lessons';
+import { SCHEDULES } from '../../src/schedules';
 import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
@@ -117,6 +118,40 @@ describe('teaching and analysis features', () => {
     } finally {
       await fresh.close();
     }
+  });
+
+  it('picks a schedule from all the core accepts, each explained, and fixes the knobs it needs', async () => {
+    await page.goto(s.url);
+    await waitForResult(page);
+    const options = await page.$$eval('#ctl-strategy-schedule option', (os) => os.map((o) => [(o as HTMLOptionElement).value, (o as HTMLOptionElement).title]));
+    expect(options.map(([v]) => v)).toEqual(SCHEDULES.map((x) => x.value));
+    for (const [, title] of options) expect(title.length).toBeGreaterThan(30);
+    // default: dp 4, micro-batch 1, pp 2; global batch 8 = 2 micro-batches per pipeline
+    let n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill('#ctl-training-global_batch', '8');
+    await page.dispatchEvent('#ctl-training-global_batch', 'change');
+    await waitForNew(page, n);
+    // DualPipeV needs 2 x pp = 4 micro-batches: the picker raises the global batch to 16
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.focus('#ctl-strategy-schedule'); // as a click would (a focused field keeps what is typed in it)
+    await page.selectOption('#ctl-strategy-schedule', 'dualpipe-v');
+    await waitForNew(page, n);
+    expect(await page.evaluate(() => (window as any).proteus.config.training.global_batch)).toBe(16);
+    expect(await page.inputValue('#ctl-training-global_batch')).toBe('16');
+    expect(await page.evaluate(() => (window as any).proteus.resolved.strategy.schedule)).toBe('dualpipe-v');
+    expect(await page.textContent('[data-path="strategy.schedule"] .ctl-explain')).toMatch(/DeepSeek-V3/);
+    // interleaving: 2 virtual stages; back to 1F1B: 1 again
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.selectOption('#ctl-strategy-schedule', 'interleaved-1f1b');
+    await waitForNew(page, n);
+    expect(await page.inputValue('#ctl-strategy-virtual_stages')).toBe('2');
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.selectOption('#ctl-strategy-schedule', '1f1b');
+    await waitForNew(page, n);
+    expect(await page.inputValue('#ctl-strategy-virtual_stages')).toBe('1');
+    await page.$eval('#sec-schedule', (e) => e.scrollIntoView({ block: 'start' }));
+    await shot(page, 'f00-schedule-picker');
+    copyFileSync(join(ARTIFACTS, 'f00-schedule-picker.png'), join(DOCS_IMAGES, 'schedule-picker-1440x900.png'));
   });
 
   it('selects a span (details with bytes, group, link, bandwidth, dependencies) and a range (time per category)', async () => {

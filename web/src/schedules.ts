@@ -1,0 +1,55 @@
+// The pipeline schedules the core accepts (docs/config.md, strategy.schedule; "explicit" is an
+// order given as data, not offered here), each with one line on what it does, and the knobs a
+// schedule needs adjusted when it is picked (the core's validation, core/src/config/validate.cpp).
+import { getPath, setPath, type Config } from './config_model';
+
+export interface ScheduleInfo {
+  value: string;
+  label: string;
+  /** One line: what the schedule does, and its cost. */
+  explain: string;
+}
+
+/** In the order of the select; `value` is the core's name (core/src/config/enum_names.cpp). */
+export const SCHEDULES: ScheduleInfo[] = [
+  { value: 'gpipe', label: 'GPipe', explain: 'All forwards, then all backwards: every micro-batch\'s activations are held at once (Huang et al. 2019).' },
+  { value: '1f1b', label: '1F1B', explain: 'One forward, one backward: the same bubble as GPipe, activations of at most pp micro-batches (PipeDream-Flush, Megatron-LM).' },
+  { value: 'interleaved-1f1b', label: 'Interleaved 1F1B', explain: 'Several model chunks per GPU (virtual stages): the bubble shrinks by their number, for more pipeline messages (Narayanan et al. 2021).' },
+  { value: 'zb-h1', label: 'Zero bubble ZB-H1', explain: 'The backward split into input (B) and weight (W) gradients; W fills the bubble at about 1F1B\'s memory (Qi et al. 2024).' },
+  { value: 'zb-h2', label: 'Zero bubble ZB-H2', explain: 'More forwards started early so that W work fills the bubble almost entirely, for more activation memory (Qi et al. 2024).' },
+  { value: 'zb-v', label: 'Zero bubble ZB-V', explain: 'Two chunks per GPU placed in a V (stage s holds chunks s and 2pp−1−s), B/W split: a near-zero bubble (Qi et al. 2024).' },
+  { value: 'dualpipe-v', label: 'DualPipeV', explain: 'DeepSeek-V3\'s schedule: two chunks in a V, the forward of one micro-batch overlapped with the backward of another; needs at least 2 × pp micro-batches.' },
+];
+
+/** Micro-batches per pipeline: global_batch / (dp × micro_batch). */
+function microBatches(gb: number, dp: number, mb: number): number {
+  return Math.floor(gb / Math.max(1, dp * mb));
+}
+
+/**
+ * The config after picking `schedule`, with the knobs that schedule needs: virtual stages 2
+ * for interleaving (1 otherwise: only interleaving reads them); for interleaving a micro-batch
+ * count that pp divides, for DualPipeV at least 2 × pp micro-batches (global batch raised to
+ * the nearest that works). `resolved` supplies the values the config leaves to defaults.
+ */
+export function pickSchedule(config: Config, resolved: Config | null, schedule: string): Config {
+  const get = (path: string, fallback: number) => Number(getPath(config, path) ?? getPath(resolved, path) ?? fallback);
+  let c = setPath(config, 'strategy.schedule', schedule);
+  const vs = get('strategy.virtual_stages', 1);
+  if (schedule === 'interleaved-1f1b' && vs <= 1) c = setPath(c, 'strategy.virtual_stages', 2);
+  else if (schedule !== 'interleaved-1f1b' && vs > 1) c = setPath(c, 'strategy.virtual_stages', 1);
+  const pp = get('strategy.pp', 1);
+  const dp = get('strategy.dp', 1);
+  const mb = get('strategy.micro_batch', 1);
+  const m = microBatches(get('training.global_batch', 1), dp, mb);
+  let want = m;
+  if (schedule === 'interleaved-1f1b' && getPath(c, 'strategy.microbatch_group_size') === undefined && m % pp !== 0) want = Math.ceil(m / pp) * pp;
+  if (schedule === 'dualpipe-v' && m < 2 * pp) want = 2 * pp;
+  if (want !== m) c = setPath(c, 'training.global_batch', want * dp * mb);
+  return c;
+}
+
+/** The explanation of a schedule by its core name ('' for one the page does not list). */
+export function explainSchedule(value: string): string {
+  return SCHEDULES.find((s) => s.value === value)?.explain ?? '';
+}

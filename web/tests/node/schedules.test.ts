@@ -1,0 +1,40 @@
+// The schedule picker against the core: it lists exactly the schedules the core accepts (the
+// names its own error message lists for an unknown one), and picking any of them from the
+// default scenario, even with too few micro-batches, gives a config the core compiles.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { setPath } from '../../src/config_model';
+import { pickSchedule, SCHEDULES } from '../../src/schedules';
+import { loadModule, type ProteusModule } from '../support/module';
+
+describe('schedule picker against the core', () => {
+  let mod: ProteusModule;
+  let base: Record<string, any>;
+  beforeAll(async () => {
+    mod = await loadModule();
+    base = JSON.parse(mod.preset_text('scenario', 'default'));
+  });
+
+  it('offers every schedule the core accepts, and only those', () => {
+    const bad = JSON.parse(mod.show_json(JSON.stringify(setPath(base, 'strategy.schedule', 'no-such-schedule'))));
+    expect(bad.ok).toBe(false);
+    expect(bad.error.path).toBe('strategy.schedule');
+    // "schedule "no-such-schedule" is not one of: gpipe, 1f1b, ..."
+    const accepted = String(bad.error.message).split('one of:')[1].split(',').map((x) => x.trim());
+    expect(SCHEDULES.map((s) => s.value)).toEqual(accepted);
+  });
+
+  it('leaves a config the core compiles after picking any schedule, however few the micro-batches', () => {
+    // default: dp 4, micro-batch 1, pp 2. global batch 8 = 2 micro-batches per pipeline (too
+    // few for DualPipeV, 2*pp = 4); 12 = 3 (not a multiple of pp for interleaving).
+    for (const gb of [8, 12, 128]) {
+      let from = setPath(base, 'training.global_batch', gb);
+      for (const s of SCHEDULES) {
+        const resolved = JSON.parse(mod.show_json(JSON.stringify(from)));
+        const picked = pickSchedule(from, resolved, s.value);
+        const compiled = JSON.parse(mod.compile_json(JSON.stringify(picked)));
+        expect(compiled.ok, `global batch ${gb}, ${s.value}: ${compiled.error?.path}: ${compiled.error?.message}`).toBe(true);
+        from = picked; // the next pick starts from this one (virtual stages set, batch raised)
+      }
+    }
+  });
+});

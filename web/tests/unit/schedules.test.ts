@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { pickSchedule, SCHEDULES } from '../../src/schedules';
+
+// The default scenario's strategy: pp 2, dp 4, micro-batch 1 (core/presets/scenarios/default.json).
+const base = { training: { global_batch: 128 }, strategy: { pp: 2, dp: 4, micro_batch: 1, schedule: '1f1b', virtual_stages: 1 } };
+
+describe('schedule picker', () => {
+  it('lists every named schedule the core accepts (docs/config.md strategy.schedule), each explained', () => {
+    expect(SCHEDULES.map((s) => s.value)).toEqual(['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-h2', 'zb-v', 'dualpipe-v']);
+    for (const s of SCHEDULES) expect(s.explain.length).toBeGreaterThan(30);
+  });
+
+  it('sets virtual stages for interleaving and back to 1 for the others', () => {
+    expect(pickSchedule(base, null, 'interleaved-1f1b').strategy.virtual_stages).toBe(2);
+    const inter = { ...base, strategy: { ...base.strategy, schedule: 'interleaved-1f1b', virtual_stages: 3 } };
+    expect(pickSchedule(inter, null, 'zb-v').strategy.virtual_stages).toBe(1); // zb-v's two chunks are its own
+    expect(pickSchedule(inter, null, 'interleaved-1f1b').strategy.virtual_stages).toBe(3); // kept
+  });
+
+  it('raises the global batch to what the schedule needs, and only then', () => {
+    // 8 / (dp 4 × micro-batch 1) = 2 micro-batches per pipeline
+    const small = { ...base, training: { global_batch: 8 } };
+    expect(pickSchedule(small, null, 'interleaved-1f1b').training.global_batch).toBe(8); // 2 % pp 2 == 0
+    expect(pickSchedule(small, null, 'dualpipe-v').training.global_batch).toBe(16); // 2 × pp = 4 micro-batches × dp 4
+    const odd = { ...base, training: { global_batch: 12 } }; // 3 micro-batches
+    expect(pickSchedule(odd, null, 'interleaved-1f1b').training.global_batch).toBe(16); // 4 = next multiple of pp
+    expect(pickSchedule(odd, null, '1f1b').training.global_batch).toBe(12);
+    // values the config leaves out come from the resolved config
+    const bare = { strategy: { schedule: '1f1b' } };
+    expect(pickSchedule(bare, base, 'dualpipe-v').training?.global_batch).toBeUndefined(); // 32 ≥ 4
+  });
+});
