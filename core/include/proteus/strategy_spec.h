@@ -71,6 +71,10 @@ struct StrategySpec {
   // Inductor fuses each chain of pointwise ops and reductions into one kernel; without it the
   // norms, rotary and SwiGLU run as eager PyTorch ops (Op::eager_bytes_factor, docs/fidelity.md).
   bool torch_compile = false;
+  // FP8 weights gathered in FP8 (1 byte per parameter): Megatron-Core --fp8-param-gather (the
+  // distributed optimizer's parameter buffer holds the FP8 weights, no 16-bit copy), TorchTitan
+  // / torchao enable_fsdp_float8_all_gather (FSDP2 casts the shard, then gathers). FP8 only.
+  bool fp8_param_gather = false;
   // Expert tensor parallelism (--expert-tensor-parallel-size): tp (experts split like the dense
   // MLP, Megatron's default) or 1 (experts whole; the tp ranks join the expert-parallel group,
   // Megatron-Core's MoE parallel folding). 0: not given, the same as tp (expert_tp_of).

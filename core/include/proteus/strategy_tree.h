@@ -36,6 +36,7 @@ struct ParallelConfig {
   // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): their
   // bytes times Op::eager_bytes_factor.
   bool eager_elementwise = false;
+  bool fp8_param_gather = false;  // FP8 weights gathered in FP8 (root)
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool experts_fold_tp = false;

@@ -71,7 +71,9 @@ void IterationTail::plan_buckets() {
         }
         bucket_of_tensor_[w.tensor] = static_cast<int>(buckets_.size()) - 1;
         buckets_.back().tensors.push_back(w.tensor);
-        if (gathered_after_step(w)) buckets_.back().param_bytes_16 += w.local_params * index_.weight_bytes;
+        if (gathered_after_step(w))
+          buckets_.back().param_gather_bytes +=
+              w.local_params * gather_bytes_per_element(w, index_.weight_bytes, knobs_.fp8_param_gather);
         ++buckets_.back().pending;
         filled += w.local_params * kGradBytes;
       }
@@ -206,7 +208,11 @@ void IterationTail::static_memory_and_optimizer() {
     const double d = data_replication(*w);
     const double p = w->local_params;
     const int zero = w->zero;
-    bytes[static_cast<int>(MemCategory::Weights)] += p * index_.weight_bytes / (zero >= 3 ? d : 1);
+    // fp8_param_gather with ZeRO-1/2: the weights exist only as FP8 (Megatron's fp8_model_init;
+    // the fp32 main copy is the optimizer's), with their transpose: the 1 + 1 bytes below.
+    const bool fp8_only = w->fp8_copy && zero < 3 && knobs_.fp8_param_gather;
+    if (!fp8_only)
+      bytes[static_cast<int>(MemCategory::Weights)] += p * index_.weight_bytes / (zero >= 3 ? d : 1);
     // FP8: Transformer Engine's FP8 weight copy and its transpose, 1 + 1 bytes, made from the
     // 16-bit weights once per iteration (read 2, write 2 bytes); under ZeRO-3 made per gather.
     if (w->fp8_copy && zero < 3) {
@@ -258,8 +264,8 @@ void IterationTail::param_gathers(bool at_start) {
     std::vector<int> deps;
     if (!at_start && state_.last_compute >= 0) deps.push_back(state_.last_compute);
     const int id =
-        emit_.collective(CollectiveKind::AllGather, axes, b.param_bytes_16, Stream::DpComm, Phase::Sync, -1,
-                         emit_.exec().label_id("param_gather_" + std::to_string(bi)), deps, "weight");
+        emit_.collective(CollectiveKind::AllGather, axes, b.param_gather_bytes, Stream::DpComm, Phase::Sync,
+                         -1, emit_.exec().label_id("param_gather_" + std::to_string(bi)), deps, "weight");
     gather_of_bucket[bi] = id;
   }
   if (!at_start) return;

@@ -33,8 +33,8 @@ class IterationTail {
  private:
   struct Bucket {
     std::vector<int> tensors;
-    double param_bytes_16 = 0;  // of its ZeRO-1/2 weights, for the parameter all-gather
-    int pending = 0;            // weights not yet final
+    double param_gather_bytes = 0;  // of its ZeRO-1/2 weights (16-bit, or FP8), for the parameter all-gather
+    int pending = 0;                // weights not yet final
     std::vector<int> ready_tasks;
     int mb_pending = 0;  // per_micro_batch: weights whose gradient this micro-batch still lacks
     std::vector<int> mb_ready_tasks;

@@ -22,6 +22,13 @@ struct WeightPlan {
   int zero = 0;                       // ZeRO stage of the module that uses it (strategy tree)
 };
 
+// Bytes per element a weight's all-gather moves (ZeRO-1/2 after the step, ZeRO-3 before each
+// use): the 16-bit weight, or its FP8 copy when strategy.fp8_param_gather gathers FP8 weights
+// (docs/frameworks.md "FP8 parameter all-gather").
+inline double gather_bytes_per_element(const WeightPlan& w, double weight_bytes, bool fp8_param_gather) {
+  return fp8_param_gather && w.fp8_copy ? 1.0 : weight_bytes;
+}
+
 struct OpPlan {
   int op = -1;
   int chunk = 0;

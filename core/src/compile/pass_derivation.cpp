@@ -80,9 +80,12 @@ int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* de
   double gathered_bytes = 0;
   for (const WeightPlan& w : plans_[op].weights) {
     if (w.storage == w.use) continue;
+    // The gathered copy: 16-bit, or FP8 plus the transpose its GEMMs make (same 2 bytes).
     gathered_bytes += w.local_params * index_.weight_bytes;
+    const double element_bytes =
+        gather_bytes_per_element(w, index_.weight_bytes, tree_.root().fp8_param_gather);
     for (const CollectiveStep& s :
-         redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * index_.weight_bytes, mesh_)) {
+         redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_)) {
       auto it = std::find_if(merged.begin(), merged.end(),
                              [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
       if (it == merged.end())

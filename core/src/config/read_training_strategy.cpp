@@ -172,6 +172,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "cp_a2a_size",
                    "tp_comm_overlap",
                    "torch_compile",
+                   "fp8_param_gather",
                    "first_stage_layers",
                    "last_stage_layers",
                    "account_for_embedding_in_pipeline_split",
@@ -216,6 +217,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.cp_a2a_size = static_cast<int>(in.integer("cp_a2a_size", 0, 0, L::kMaxParallel));
   strategy.tp_comm_overlap = in.boolean("tp_comm_overlap", false);
   strategy.torch_compile = in.boolean("torch_compile", false);
+  strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   if (in.has("overrides")) {
     const Json& overrides =
         as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));

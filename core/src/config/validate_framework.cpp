@@ -56,6 +56,15 @@ void check_overlaps(const Config& c) {
                              to_string(s.tp) +
                              ", sequence_parallel=" + (s.sequence_parallel ? "true" : "false"));
   }
+  // Megatron asserts --fp8-param-gather runs with the distributed optimizer or FSDP
+  // (arguments.py); torchao's float8 all-gather is an FSDP2 option: both need sharded weights
+  // or optimizer states, and FP8 training.
+  if (s.fp8_param_gather && (c.training.precision != Precision::Fp8 || s.zero < 1)) {
+    throw invalid_config("strategy.fp8_param_gather",
+                         "gathering parameters in FP8 needs training.precision \"fp8\" and zero >= 1 "
+                         "(Megatron's distributed optimizer or FSDP); precision is \"" +
+                             std::string(to_string(c.training.precision)) + "\", zero=" + to_string(s.zero));
+  }
   if (s.cp_a2a_size > 0 && s.cp_comm_type != CpCommType::A2aP2p) {
     throw invalid_config("strategy.cp_a2a_size",
                          "cp_a2a_size is the inner group of cp_comm_type \"a2a+p2p\"; "
