@@ -6,7 +6,7 @@ const base = { training: { global_batch: 128 }, strategy: { pp: 2, dp: 4, micro_
 
 describe('schedule picker', () => {
   it('lists every named schedule the core accepts (docs/config.md strategy.schedule), each explained', () => {
-    expect(SCHEDULES.map((s) => s.value)).toEqual(['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-h2', 'zb-v', 'dualpipe-v']);
+    expect(SCHEDULES.map((s) => s.value)).toEqual(['gpipe', '1f1b', 'interleaved-1f1b', 'zb-h1', 'zb-h2', 'zb-v', 'dualpipe-v', 'dualpipe']);
     for (const s of SCHEDULES) expect(s.explain.length).toBeGreaterThan(30);
   });
 
@@ -25,6 +25,10 @@ describe('schedule picker', () => {
     const odd = { ...base, training: { global_batch: 12 } }; // 3 micro-batches
     expect(pickSchedule(odd, null, 'interleaved-1f1b').training.global_batch).toBe(16); // 4 = next multiple of pp
     expect(pickSchedule(odd, null, '1f1b').training.global_batch).toBe(12);
+    // DualPipe: an even number, at least 2 × pp = 4: 3 -> 4 micro-batches (16); 5 -> 6 (24); 6 stays
+    expect(pickSchedule(odd, null, 'dualpipe').training.global_batch).toBe(16);
+    expect(pickSchedule({ ...base, training: { global_batch: 20 } }, null, 'dualpipe').training.global_batch).toBe(24);
+    expect(pickSchedule({ ...base, training: { global_batch: 24 } }, null, 'dualpipe').training.global_batch).toBe(24);
     // values the config leaves out come from the resolved config
     const bare = { strategy: { schedule: '1f1b' } };
     expect(pickSchedule(bare, base, 'dualpipe-v').training?.global_batch).toBeUndefined(); // 32 ≥ 4
