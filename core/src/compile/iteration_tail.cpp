@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collective_steps.h"
 #include "proteus/units.h"
 
 namespace proteus {
@@ -133,15 +134,7 @@ void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps, Phase ph
   std::vector<CollectiveStep> merged;
   for (int t : b.tensors) {
     const WeightPlan& w = *weight_plan_of_tensor_[t];
-    for (const CollectiveStep& s :
-         redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_)) {
-      auto it = std::find_if(merged.begin(), merged.end(),
-                             [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
-      if (it == merged.end())
-        merged.push_back(s);
-      else
-        it->bytes += s.bytes;
-    }
+    add_steps(&merged, redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_));
   }
   const int label = emit_.exec().label_id("grad_bucket_" + std::to_string(bi));
   for (const CollectiveStep& s : merged)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collective_steps.h"
 #include "iteration_tail.h"
 #include "proteus/error.h"
 #include "userbuffers.h"
@@ -84,15 +85,8 @@ int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* de
     gathered_bytes += w.local_params * index_.weight_bytes;
     const double element_bytes =
         gather_bytes_per_element(w, index_.weight_bytes, tree_.root().fp8_param_gather);
-    for (const CollectiveStep& s :
-         redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_)) {
-      auto it = std::find_if(merged.begin(), merged.end(),
-                             [&](const CollectiveStep& m) { return m.kind == s.kind && m.axes == s.axes; });
-      if (it == merged.end())
-        merged.push_back(s);
-      else
-        it->bytes += s.bytes;
-    }
+    add_steps(&merged,
+              redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_));
   }
   if (merged.empty()) return -1;
   std::vector<int> gdeps;
