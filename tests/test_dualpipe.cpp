@@ -13,6 +13,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/api.h"
 #include "proteus/error.h"
 #include "proteus/schedule.h"
@@ -132,12 +133,7 @@ TEST_CASE("dualpipe-v: F&B groups hide one micro-batch's all-to-all behind the o
 
 TEST_CASE("dualpipe-v: errors name the field") {
   const auto path_of = [](const std::string& cfg) {
-    try {
-      test::compile_text(cfg);
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string();
+    return test::error_path([&] { test::compile_text(cfg); });
   };
   // 64 / (dp 8 x micro_batch 4) = 2 micro-batches < 2 pp = 4: DualPipeV.step asserts
   // num_chunks >= num_ranks * 2.
@@ -299,12 +295,7 @@ TEST_CASE("dualpipe compiled: every micro-batch passes each model chunk once, in
 
 TEST_CASE("dualpipe: errors name the field (dualpipe.py's asserts)") {
   const auto path_of = [](const std::string& cfg) {
-    try {
-      test::compile_text(cfg);
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string();
+    return test::error_path([&] { test::compile_text(cfg); });
   };
   // assert num_ranks % 2 == 0: pp 3 (x dp 2 on a node of 6 GPUs).
   CHECK(path_of(gpt_pp4("dualpipe", 16, 3)) == "strategy.pp");
@@ -313,5 +304,5 @@ TEST_CASE("dualpipe: errors name the field (dualpipe.py's asserts)") {
   // assert num_chunks >= num_ranks * 2: 12 / 2 = 6 < 8.
   CHECK(path_of(gpt_pp4("dualpipe", 12)) == "strategy.schedule");
   // The least: 16 / 2 = 8 = 2 pp compiles.
-  CHECK(path_of(gpt_pp4("dualpipe", 16)).empty());
+  CHECK(path_of(gpt_pp4("dualpipe", 16)) == test::kNoError);
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "error_path.h"
 #include "proteus/config.h"
 #include "proteus/error.h"
 #include "proteus/import.h"
@@ -16,6 +17,7 @@
 
 using nlohmann::json;
 using namespace proteus;
+using proteus::test::error_path;
 
 namespace {
 
@@ -40,17 +42,6 @@ Config import_config(const std::string& text, const std::string& cluster, int no
   o.cluster_json = cluster;
   o.nodes = nodes;
   return parse_config(import_megatron(text, o).config_json);
-}
-
-// The path of the error an import throws ("" if none).
-template <class F>
-std::string error_path(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.path;
-  }
-  return "<no error>";
 }
 
 MegatronImportOptions on(const std::string& cluster, int nodes) {

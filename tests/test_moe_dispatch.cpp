@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/error.h"
 #include "proteus/import.h"
 #include "proteus/strategy_tree.h"
@@ -21,16 +22,6 @@ const std::string kTinyMoe =
     R"({"kind":"transformer","name":"tiny-moe","layers":2,"hidden":256,"heads":4,"kv_heads":4,
     "ffn_hidden":512,"seq_len":128,"vocab":1000,"mlp":"swiglu","norm":"rmsnorm","tied_embeddings":false,
     "bias":false,"dropout":false,"learned_positions":false,"moe":{"experts":4,"top_k":2}})";
-
-template <class F>
-std::string error_path(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.path;
-  }
-  return "<no error>";
-}
 
 }  // namespace
 

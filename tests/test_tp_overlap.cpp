@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/api.h"
 #include "proteus/compile.h"
 #include "proteus/config.h"
@@ -61,17 +62,14 @@ double tp_bytes(const CompiledModel& c, const char* kind) {
 
 TEST_CASE("tp_comm_overlap: needs tensor and sequence parallelism, else an error naming it") {
   auto path = [](const std::string& strategy) {
-    try {
+    return test::error_path([&] {
       parse_config(test::config_json(test::gpt_model(2, 512, 8, 256, 8000),
                                      R"({"preset":"dgx-a100-80g","nodes":1})", 8, strategy));
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string("(parsed)");
+    });
   };
   CHECK(path(R"({"dp":4,"tp":2,"tp_comm_overlap":true})") == "strategy.tp_comm_overlap");
   CHECK(path(R"({"dp":8,"sequence_parallel":true,"tp_comm_overlap":true})") == "strategy.tp_comm_overlap");
-  CHECK(path(R"({"dp":4,"tp":2,"sequence_parallel":true,"tp_comm_overlap":true})") == "(parsed)");
+  CHECK(path(R"({"dp":4,"tp":2,"sequence_parallel":true,"tp_comm_overlap":true})") == test::kNoError);
 }
 
 TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEMM that reads them") {
