@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "error_path.h"
 #include "proteus/collective_flows.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
@@ -194,13 +195,10 @@ TEST_CASE("collective calibration: across nodes the links keep bus_efficiency") 
 
 TEST_CASE("collective calibration: a bad collective_efficiency names its field") {
   auto error_path = [](const std::string& table) {
-    try {
+    return test::error_path([&] {
       cluster_of(R"({"preset": "dgx-h100", "nodes": 1, "intra_node": {"collective_efficiency": )" + table +
                  "}}");
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string("parsed");
+    });
   };
   const std::string kinds = R"("all_gather": [0.5], "reduce_scatter": [0.5], "all_to_all": [0.5])";
   CHECK(error_path(R"({"members": [2], "all_reduce": [0.5, 0.6], )" + kinds + "}") ==

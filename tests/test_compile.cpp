@@ -5,6 +5,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/error.h"
 #include "proteus/layout.h"
 #include "proteus/schedule.h"
@@ -201,19 +202,12 @@ TEST_CASE(
 }
 
 TEST_CASE("invalid strategies name their JSON path") {
-  auto path_of = [](const std::string& json) {
-    try {
-      compile_text(json);
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string("no error");
-  };
+  auto path_of = [](const std::string& json) { return test::error_path([&] { compile_text(json); }); };
   const std::string model = gpt_model(4, 512, 8, 256, 8000);
   const std::string node = R"({"preset":"dgx-a100-80g","nodes":1})";
-  CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"tp":3})")) != "no error");
+  CHECK(path_of(config_json(model, node, 16, R"({"dp":8,"tp":3})")) != test::kNoError);
   CHECK(path_of(config_json(gpt_model(4, 512, 32, 256, 8000), node, 16,
-                            R"({"dp":8,"micro_batch":1,"tp":1,"pp":1})")) == "no error");
+                            R"({"dp":8,"micro_batch":1,"tp":1,"pp":1})")) == test::kNoError);
   CHECK(path_of(config_json(model, node, 16, R"({"dp":1,"tp":1,"pp":8})")) == "strategy.pp");
   CHECK(path_of(config_json(model, node, 16, R"({"dp":4,"tp":1,"pp":1})")).rfind("strategy", 0) == 0);
   CHECK(path_of(config_json(model, node, 12, R"({"dp":8})")) == "training.global_batch");

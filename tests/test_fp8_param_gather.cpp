@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/api.h"
 #include "proteus/compile.h"
 #include "proteus/error.h"
@@ -33,12 +34,7 @@ double gathered_weight_bytes(const CompiledModel& c) {
 }
 
 std::string error_path(const std::string& text) {
-  try {
-    parse_config(text);
-  } catch (const Error& e) {
-    return e.path;
-  }
-  return "(parsed)";
+  return test::error_path([&] { parse_config(text); });
 }
 
 // FP8 GEMM weights per layer (TE linears; the tied output layer stays 16-bit): q 512 x 512,

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include "error_path.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/det_math.h"
@@ -103,12 +104,7 @@ TEST_CASE("gemm table: a malformed table is an error naming the field") {
            table + R"(}}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})";
   };
   const auto message = [&](const std::string& table) {
-    try {
-      parse_config(config_with(table));
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string("no error");
+    return test::error_path([&] { parse_config(config_with(table)); });
   };
   CHECK(message(R"({"m": [256, 256], "n": [1, 2], "k": [1, 2], "TFLOPS": {"bf16": []}})") ==
         "cluster.gpu.gemm_table.m[1]");

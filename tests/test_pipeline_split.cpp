@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/error.h"
 #include "proteus/strategy_tree.h"
 
@@ -26,14 +27,9 @@ StrategySpec pipeline(int pp, Schedule schedule = Schedule::OneFOneB, int v = 1)
   return s;
 }
 
-// The JSON path of the error megatron_stage_layers throws (empty when it does not throw).
+// The JSON path of the error megatron_stage_layers throws (test::kNoError when it does not throw).
 std::string error_path(const StrategySpec& s, int layers) {
-  try {
-    megatron_stage_layers(s, layers);
-  } catch (const Error& e) {
-    return e.path;
-  }
-  return "";
+  return test::error_path([&] { megatron_stage_layers(s, layers); });
 }
 
 }  // namespace
@@ -139,12 +135,7 @@ TEST_CASE("pipeline split: through a config") {
                        doctest::Contains("14 do not divide evenly into pp x chunks = 4"), Error);
   // Megatron-Core refuses the combination and counts below 1; stage_layers excludes them too.
   const auto path_of = [&](const std::string& extra) {
-    try {
-      test::compile_text(config(extra));
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string();
+    return test::error_path([&] { test::compile_text(config(extra)); });
   };
   CHECK(path_of(R"(,"first_stage_layers":3,"account_for_loss_in_pipeline_split":true)") ==
         "strategy.account_for_loss_in_pipeline_split");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../core/src/search/bounds.h"
+#include "error_path.h"
 #include "proteus/api.h"
 #include "proteus/compile.h"
 #include "proteus/error.h"
@@ -203,22 +204,19 @@ TEST_CASE("search: a space where nothing remains gets an error naming the constr
 
 TEST_CASE("search: the search object is checked like the rest of the config") {
   auto error_path = [](const std::string& search) {
-    try {
+    return test::error_path([&] {
       parse_config_sections(
           R"({"model": "gpt3-1.3b", "cluster": "dgx-a100-80g", "training": {"global_batch": 8},
         "search": )" +
           search + "}");
-    } catch (const Error& e) {
-      return e.path;
-    }
-    return std::string();
+    });
   };
   CHECK(error_path(R"({"tp": []})") == "search.tp");
   CHECK(error_path(R"({"tpp": [1]})") == "search.tpp");
   CHECK(error_path(R"({"schedule": ["1f1b", "zb-h9"]})") == "search.schedule[1]");
   CHECK(error_path(R"({"memory_reserve": 1.5})") == "search.memory_reserve");
   CHECK(error_path(R"({"zero": [4]})") == "search.zero[0]");
-  CHECK(error_path(R"({"tp": [1], "memory_reserve": 0.05})").empty());
+  CHECK(error_path(R"({"tp": [1], "memory_reserve": 0.05})") == test::kNoError);
 }
 
 TEST_CASE("simulate: a config that does not fit lists the three fastest changes that do") {
