@@ -85,6 +85,10 @@ TEST_CASE("validation: the wider set is reported per GPU type and precision") {
   // 16 A100 runs + 12 NeMo 24.07 H100 FP8 + 9 NeMo long-sequence + 18 TorchTitan + 4 zero-bubble.
   const size_t listed = v["cases"].size() + v["not_run"].size();
   CHECK(listed >= 45);
+  // Issue 14 asks for at least 45 cases checked: all but the 4 zero-bubble rows (no stated
+  // model shape) simulate, 55 of 59.
+  CHECK(v["cases"].size() >= 45);
+  CHECK(v["not_run"].size() <= 4);
   CHECK(v["all"]["cases"].get<size_t>() == v["cases"].size());
   for (const auto& c : v["not_run"]) {
     CAPTURE(c["id"].get<std::string>());

@@ -133,18 +133,58 @@ TITAN_SRC = ("pytorch/torchtitan docs/performance.md (commit eaea6f6), Llama 3.1
              "AC (op policy: every second matmul recomputed, attention saved) is modelled as Megatron's selective "
              "recompute.")
 
+# The FP8 rows: what TorchTitan's Float8 runs do and how Proteus expresses it.
+TITAN_FP8 = (" Float8 (torchao at eab345c): Float8Linear with torchao's default tensorwise dynamic scaling, i.e. "
+             "training.fp8_recipe 'current' (docs/frameworks.md, 'torchao tensorwise is TE's current recipe'); "
+             "attention and the output layer stay bf16. Assumed (the table does not list the float8 flags): "
+             "the launch command of torchtitan docs/float8.md, --float8.enable_fsdp_float8_all_gather "
+             "--float8.precompute_float8_dynamic_scale_for_fsdp, i.e. strategy.fp8_param_gather. Not modelled: "
+             "torchao's float8 all-gather of the TP input (Proteus gathers it in bf16).")
+TITAN_NO_GA = (" TorchTitan at 9dec370 runs the local batch as one forward and backward (no gradient "
+               "accumulation without PP): micro_batch = local batch.")
+TITAN_PP = (" Under PP, TorchTitan's apply_fsdp sets reshard_after_forward=False ('For PP, do not reshard after "
+            "forward to avoid per-microbatch all-gathers'): the weights are gathered once and kept, gradients "
+            "reduce-scattered after the last micro-batch = FSDP's SHARD_GRAD_OP, zero 2 with grad_sync "
+            "at_boundary. Micro-batches: experimental.pipeline_parallel_microbatches defaults to the PP degree "
+            "(8), so micro_batch = local batch / 8; Interleaved1F1B gets 2 stages per rank "
+            "(generate_split_points: PipelineScheduleMulti -> 2), virtual_stages 2.")
+TITAN_ASYNC_TP = (" AsyncTP (experimental.enable_async_tensor_parallel: torch.compile's micro-pipelined TP, "
+                  "symmetric-memory all-gather-matmul and matmul-reduce-scatter decomposed per TP rank over the "
+                  "copy engines) is approximated by Transformer Engine's userbuffers overlap "
+                  "(strategy.tp_comm_overlap): the same all-gather ring inside the consuming GEMM, while the "
+                  "reduce-scatter is pipelined in 4 chunks on 16 SMs (TE) rather than tp chunks.")
+
+TITAN_CP = (" CP is PyTorch's context_parallel (torch at 1963fc8): its default rotate method is ALL_GATHER "
+            "(torch/distributed/tensor/experimental/_attention.py, _ContextParallelOptions.rotate_method), one "
+            "all-gather of K/V over cp per attention, i.e. cp_comm_type 'all_gather' (it overlaps only the "
+            "local block's attention); round-robin load balancing of the causal work.")
+
 
 def titan_row(rid, model, table, row, gpus, local_bs, seq, tps, strategy, precision, needs=None):
+    notes = ""
+    if precision == "fp8":
+        notes += TITAN_FP8
+    notes += TITAN_PP if strategy.get("pp", 1) > 1 else TITAN_NO_GA
+    if strategy.get("tp_comm_overlap"):
+        notes += TITAN_ASYNC_TP
+    if strategy.get("cp", 1) > 1:
+        notes += TITAN_CP
     # The local batch is per data-parallel (FSDP) rank: global = local x dp (Table 4: 16 x 32 = 512).
     gbs = local_bs * gpus // (strategy.get("tp", 1) * strategy.get("pp", 1) * strategy.get("cp", 1))
     t = gbs * seq / (tps * gpus)
+    training = dict(global_batch=gbs, seq_len=seq, precision=precision, optimizer="adam")
+    if precision == "fp8":
+        training["fp8_recipe"] = "current"
+        strategy = dict(strategy, fp8_param_gather=True)
+    if strategy.get("cp", 1) > 1:
+        strategy = dict(strategy, cp_comm_type="all_gather")
     case = dict(id="torchtitan-" + rid, gpu="H100",
-                source=TITAN_SRC.format(model=model, table=table, row=row, tps=tps, seq=seq),
+                source=TITAN_SRC.format(model=model, table=table, row=row, tps=tps, seq=seq) + notes,
                 config=dict(model=dict(preset={"8B": "llama3-8b", "70B": "llama3-70b", "405B": "llama3-405b"}[model],
                                        seq_len=seq),
                             cluster=dict(preset="dgx-h100", nodes=max(1, gpus // 8),
                                          gpu=dict(memory_GiB=96, hbm_GBps=2400)),
-                            training=dict(global_batch=gbs, seq_len=seq, precision=precision, optimizer="adam"),
+                            training=training,
                             strategy=strategy),
                 expect=dict(iteration_time_s=round(t, 4)),
                 published=dict(tokens_per_s_per_gpu=tps,
@@ -152,7 +192,8 @@ def titan_row(rid, model, table, row, gpus, local_bs, seq, tps, strategy, precis
     if needs:
         case["needs"] = needs
     else:
-        case["reported_only"] = "H100 BF16 FSDP runs: reported per GPU type and precision (issue 14)"
+        case["reported_only"] = "H100 %s TorchTitan runs: reported per GPU type and precision (issue 14)" % (
+            precision.upper())
     return case
 
 
@@ -163,8 +204,9 @@ def fsdp(dp, **kw):
     return s
 
 
-F8 = "torchao Float8 linears with bf16 attention (the FP8 recipe, issue 13)"
-ASYNC_TP = "; async TP (issue 13)"
+def fsdp_pp(dp, local_bs, **kw):
+    # FSDP2 under torch.distributed.pipelining (TITAN_PP): SHARD_GRAD_OP, pp micro-batches.
+    return fsdp(dp, pp=8, micro_batch=local_bs // 8, zero=2, grad_sync="at_boundary", **kw)
 
 
 def titan_rows():
@@ -174,36 +216,35 @@ def titan_rows():
     rows.append(titan_row("8b-8-fsdp-compile", "8B", "Table 1", "FSDP + torch.compile", 8, 2, 8192, 6667,
                           fsdp(8, micro_batch=2, torch_compile=True), "bf16"))
     rows.append(titan_row("8b-8-fsdp-compile-fp8", "8B", "Table 1", "FSDP + torch.compile + Float8", 8, 2, 8192, 8532,
-                          fsdp(8, micro_batch=2, torch_compile=True), "fp8", F8))
+                          fsdp(8, micro_batch=2, torch_compile=True), "fp8"))
     # Table 3: 8B, 128 GPUs, local batch 2, global 256.
     rows.append(titan_row("8b-128-fsdp", "8B", "Table 3", "FSDP", 128, 2, 8192, 5605, fsdp(128, micro_batch=2), "bf16"))
     rows.append(titan_row("8b-128-fsdp-compile", "8B", "Table 3", "FSDP + torch.compile", 128, 2, 8192, 6514,
                           fsdp(128, micro_batch=2, torch_compile=True), "bf16"))
     rows.append(titan_row("8b-128-fsdp-compile-fp8", "8B", "Table 3", "FSDP + torch.compile + Float8", 128, 2, 8192,
-                          8380, fsdp(128, micro_batch=2, torch_compile=True), "fp8", F8))
+                          8380, fsdp(128, micro_batch=2, torch_compile=True), "fp8"))
     # Table 2: 8B, 8 GPUs, FSDP + CP, compile + Float8, local batch 1, full AC.
     for seq, dp, cp, tps in [(32768, 8, 1, 3890), (65536, 4, 2, 2540), (131072, 2, 4, 1071), (262144, 1, 8, 548)]:
         rows.append(titan_row(f"8b-8-cp{cp}-{seq // 1024}k", "8B", "Table 2", f"FSDP {dp}, CP {cp}", 8, 1, seq, tps,
-                              fsdp(dp, cp=cp, recompute="full", torch_compile=True), "fp8", F8))
-    # Table 4: 70B, 256 GPUs, FSDP 32 x TP 8, local batch 16, full AC.
-    for rid, row, tps, extra in [("2d", "2D", 829, ""), ("2d-asynctp", "2D + AsyncTP", 876, ASYNC_TP)]:
+                              fsdp(dp, cp=cp, recompute="full", torch_compile=True), "fp8"))
+    # Table 4: 70B, 256 GPUs, FSDP 32 x TP 8, local batch 16 (one micro-batch), full AC.
+    for rid, row, tps, async_tp in [("2d", "2D", 829, False), ("2d-asynctp", "2D + AsyncTP", 876, True)]:
+        extra = dict(tp_comm_overlap=True) if async_tp else {}
         rows.append(titan_row("70b-256-" + rid, "70B", "Table 4", row, 256, 16, 8192, tps,
-                              fsdp(32, tp=8, micro_batch=1, recompute="full", sequence_parallel=True,
-                                   torch_compile=True), "fp8",
-                              F8 + extra))
-    # Table 5: 405B, 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32, full AC.
-    for rid, row, tps, sched in [("1f1b", "1F1B", 100, "1f1b"), ("interleaved", "Interleaved 1F1B", 128,
-                                                                   "interleaved-1f1b")]:
+                              fsdp(32, tp=8, micro_batch=16, recompute="full", sequence_parallel=True,
+                                   torch_compile=True, **extra), "fp8"))
+    # Table 5: 405B, 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32, full AC, AsyncTP.
+    for rid, row, tps, sched, chunks in [("1f1b", "1F1B", 100, "1f1b", 1),
+                                         ("interleaved", "Interleaved 1F1B", 128, "interleaved-1f1b", 2)]:
+        extra = dict(virtual_stages=chunks) if chunks > 1 else {}
         rows.append(titan_row("405b-512-" + rid, "405B", "Table 5", row, 512, 32, 8192, tps,
-                              fsdp(8, tp=8, pp=8, recompute="full", sequence_parallel=True, schedule=sched,
-                                   torch_compile=True),
-                              "fp8", F8 + ASYNC_TP))
-    # Table 6: 405B, 512 GPUs, TP 8 x PP 8, FSDP x CP, local batch 8, full AC, 1F1B.
+                              fsdp_pp(8, 32, tp=8, recompute="full", sequence_parallel=True, schedule=sched,
+                                      torch_compile=True, tp_comm_overlap=True, **extra), "fp8"))
+    # Table 6: 405B, 512 GPUs, TP 8 x PP 8, FSDP x CP, local batch 8, full AC, 1F1B, AsyncTP.
     for seq, dp, cp, tps in [(32768, 8, 1, 76), (65536, 4, 2, 47), (131072, 2, 4, 31), (262144, 1, 8, 16)]:
         rows.append(titan_row(f"405b-512-cp{cp}-{seq // 1024}k", "405B", "Table 6", f"FSDP {dp}, CP {cp}", 512, 8, seq,
-                              tps, fsdp(dp, tp=8, pp=8, cp=cp, recompute="full", sequence_parallel=True,
-                                        torch_compile=True), "fp8",
-                              F8 + ASYNC_TP))
+                              tps, fsdp_pp(dp, 8, tp=8, cp=cp, recompute="full", sequence_parallel=True,
+                                           schedule="1f1b", torch_compile=True, tp_comm_overlap=True), "fp8"))
     return rows
 
 
