@@ -66,6 +66,9 @@ CompiledModel compile(OpGraph graph, StrategyTree tree, const TrainingSpec& trai
 // The stages before it, then compile: the op graph, the strategy tree and the schedule of a
 // config (symmetric and max_tasks taken from config.simulation).
 CompiledModel compile(const Config& config, const CompileOptions& options = {});
+// What a waiting W holds relative to a chunk forward, as the zero-bubble generators of this
+// config's schedule count it (zb_w_memory_fraction of a transformer; 0 for other models).
+double schedule_w_memory_fraction(const Config& config);
 std::string compile_stats_json(const CompiledModel& compiled);
 
 }  // namespace proteus

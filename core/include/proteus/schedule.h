@@ -64,6 +64,10 @@ struct PipelineSchedule {
   // The limit the order keeps: at most this many (micro-batch, chunk) forwards whose B has
   // not run, per stage (0: none stated). Checked by validate_schedule.
   std::vector<int> max_in_flight;
+  // What a waiting W holds, as a fraction of what a chunk forward keeps (Qi et al.'s M_W / M_B):
+  // the zero-bubble generators count it against max_in_flight, as the zero-bubble runtime's
+  // schedulers count memory (see zb_w_memory_fraction). 0: a waiting W is not counted.
+  double w_memory_fraction = 0;
 
   int chunks() const { return stages * chunks_per_stage; }
   int chunks_per_copy() const { return chunks() / copies; }
@@ -76,11 +80,21 @@ struct PipelineSchedule {
 // The generator of a named schedule over chunks placed as `chunk_stage` says (the strategy
 // tree's). `microbatch_group_size` is Megatron-Core's microbatch_group_size_per_vp_stage (0:
 // the number of stages).
+// `w_memory_fraction`: PipelineSchedule::w_memory_fraction (the zero-bubble generators).
 PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
-                               const std::vector<int>& chunk_stage, int microbatch_group_size = 0);
+                               const std::vector<int>& chunk_stage, int microbatch_group_size = 0,
+                               double w_memory_fraction = 0);
+// M_W / M_B as the zero-bubble runtime estimates it for its schedulers
+// (sail-sg/zero-bubble-pipeline-parallelism, get_zero_bubble_forward_backward_func in
+// megatron/core/pipeline_parallel/zb_schedules.py): per token of a transformer layer, a forward
+// keeps 34 h + 5 a s bytes (Korthikanti et al.'s count, 16-bit, no flash attention: the runtime
+// uses it either way) and B leaves 32 h for W (f_mem_approx, w_mem_approx there). Returns
+// 32 h / (34 h + 5 a s); 0 where hidden, heads or seq_len is not positive.
+double zb_w_memory_fraction(int64_t hidden, int64_t heads, int64_t seq_len);
 // The strategy's schedule: generated, or the config's explicit order (parsed and validated;
 // errors name "strategy.schedule.stages[s][i]").
-PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree);
+PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree,
+                             double w_memory_fraction = 0);
 // One stage's order of a named schedule (tests, `proteus compile`).
 std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, int virtual_stages, int stage);
 
@@ -112,6 +126,8 @@ struct SchedulePlay {
   std::vector<double> busy, span_start, span_end;  // per stage
   std::vector<int> peak_in_flight;                 // per stage: forwards whose B has not run
   std::vector<int> peak_held;                      // ... whose W (or whole backward) has not run
+  // Per stage: forwards whose B has not run + w_memory_fraction x waiting W (chunk units).
+  std::vector<double> peak_memory;
   double bubble(int stage) const {
     const auto s = static_cast<size_t>(stage);
     return span_end[s] - span_start[s] - busy[s];

@@ -75,6 +75,15 @@ CompiledModel compile(OpGraph graph, StrategyTree tree, const TrainingSpec& trai
   return out;
 }
 
+// The M_W / M_B the zero-bubble runtime's schedulers assume for a transformer (schedule.h);
+// other models have no zero-bubble runtime to follow: a waiting W is not counted (0).
+double schedule_w_memory_fraction(const Config& config) {
+  const ModelSpec& m = config.model;
+  if (m.kind != ModelKind::Transformer) return 0;
+  return zb_w_memory_fraction(m.hidden, m.heads,
+                              config.training.seq_len > 0 ? config.training.seq_len : m.seq_len);
+}
+
 CompiledModel compile(const Config& config, const CompileOptions& options) {
   const StrategySpec& s = config.strategy;
   // One micro-batch of every data-parallel replica: dp (which contains ep) splits the batch.
@@ -84,7 +93,7 @@ CompiledModel compile(const Config& config, const CompileOptions& options) {
   o.symmetric = config.simulation.symmetry;
   o.max_tasks = config.simulation.max_tasks;
   refuse_if_too_big(graph, tree, o);
-  const PipelineSchedule schedule = schedule_of(s, tree);
+  const PipelineSchedule schedule = schedule_of(s, tree, schedule_w_memory_fraction(config));
   return compile(std::move(graph), std::move(tree), config.training, schedule, o);
 }
 

@@ -228,7 +228,10 @@ double activation_change(const ExecGraph& g, int task) {
 std::vector<std::vector<Pass>> stage_orders(const Config& c) {
   const StrategySpec& s = c.strategy;
   const int m = static_cast<int>(c.training.global_batch / (int64_t{s.dp} * s.micro_batch));
-  return make_schedule(s.schedule, s.pp, m, chunk_placement(s.pp, chunks_per_stage(s), v_placement(s))).order;
+  // The order compile() makes (the zero-bubble ones count waiting W as compile does).
+  return make_schedule(s.schedule, s.pp, m, chunk_placement(s.pp, chunks_per_stage(s), v_placement(s)),
+                       s.microbatch_group_size, schedule_w_memory_fraction(c))
+      .order;
 }
 
 double held_activation_bytes(const Config& c, const std::vector<Pass>& passes,

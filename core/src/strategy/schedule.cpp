@@ -74,11 +74,21 @@ std::vector<Pass> interleaved(int p, int m, int v, int n, int s) {
 // (Qi et al., section 2: the handcrafted schedules assume T_F = T_B = T_W). Each stage, when
 // free, runs: a W when more than `w_limit` wait (their inputs stay in memory); else a B whose
 // gradient has arrived (the critical path; lowest micro-batch, later chunk first); else an F
-// while fewer than `in_flight` forwards await their B (later chunk first: finish the V);
-// else a waiting W, which thus fills what would have been a bubble.
+// while fewer than `in_flight` forwards await their B and the memory it would hold fits
+// `memory` chunk forwards, counting each waiting W as `w_fraction` of one (later chunk first:
+// finish the V); else a waiting W, which thus fills what would have been a bubble or frees
+// the memory the next F needs. The zero-bubble runtime's schedulers keep the same account
+// (zbv.py PipelineGraph.put: mem += f_mem, b_mem or w_mem, never above max_mem; "check mem
+// before putting f": put_w until it fits), with one limit for every stage.
 struct GreedyLimits {
-  std::vector<int> in_flight, w_limit;  // per stage
+  std::vector<int> in_flight, memory, w_limit;  // per stage
+  double w_fraction = 0;                        // PipelineSchedule::w_memory_fraction
 };
+
+// Whether one more chunk forward fits the stage's memory limit (chunk-forward units).
+bool forward_fits(int in_flight, size_t waiting_w, double w_fraction, int limit) {
+  return in_flight + w_fraction * static_cast<double>(waiting_w) + 1 <= limit;
+}
 
 std::vector<std::vector<Pass>> unit_time_order(const PipelineSchedule& sc, const GreedyLimits& lim) {
   const int p = sc.stages, m = sc.micro_batches, v = sc.chunks_per_stage, chunks = sc.chunks();
@@ -114,7 +124,8 @@ std::vector<std::vector<Pass>> unit_time_order(const PipelineSchedule& sc, const
         }
         if (best_k >= 0) {
           pass = {PassKind::B, next_b[su][static_cast<size_t>(best_k)]++, best_k};
-        } else if (in_flight[su] < lim.in_flight[su]) {
+        } else if (in_flight[su] < lim.in_flight[su] &&
+                   forward_fits(in_flight[su], waiting_w[su].size(), lim.w_fraction, lim.memory[su])) {
           for (int k = v - 1; k >= 0 && best_k < 0; --k) {  // F: the later chunk first
             const int c = local[su][static_cast<size_t>(k)], mb = next_f[su][static_cast<size_t>(k)];
             if (mb < m && (c == 0 || f_done[c - 1][mb] <= t)) best_k = k;
@@ -145,8 +156,15 @@ std::vector<std::vector<Pass>> unit_time_order(const PipelineSchedule& sc, const
 
 }  // namespace
 
+double zb_w_memory_fraction(int64_t hidden, int64_t heads, int64_t seq_len) {
+  if (hidden <= 0 || heads <= 0 || seq_len <= 0) return 0;
+  const double h = static_cast<double>(hidden);
+  return 32 * h / (34 * h + 5 * static_cast<double>(heads) * static_cast<double>(seq_len));
+}
+
 PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
-                               const std::vector<int>& chunk_stage, int microbatch_group_size) {
+                               const std::vector<int>& chunk_stage, int microbatch_group_size,
+                               double w_memory_fraction) {
   PipelineSchedule sc;
   sc.stages = stages;
   sc.micro_batches = micro_batches;
@@ -165,11 +183,15 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
     return sc;
   }
   GreedyLimits lim;
+  lim.w_fraction = sc.split_backward ? w_memory_fraction : 0;
+  sc.w_memory_fraction = lim.w_fraction;
   for (int s = 0; s < p; ++s) {
     if (kind == Schedule::ZbH1) {
       // 1F1B's in-flight forwards (p - s); up to p - 1 deferred W, each holding only what
-      // the weight gradient reads (the paper's M_W), so the peak stays 1F1B's.
+      // the weight gradient reads (the paper's M_W), within the first stage's memory (p M_B)
+      // on every stage: the later stages' slack is where W waits (Qi et al. section 2.1).
       lim.in_flight.push_back(p - s);
+      lim.memory.push_back(p);
       lim.w_limit.push_back(p - 1);
     } else if (kind == Schedule::ZbH2) {
       // Up to 2p - 1 micro-batches in flight on the first stage (the paper's (2p-1) M_B), and
@@ -178,14 +200,17 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
       // (6.2B GPT on 8 GPUs: 20 GiB of activations at m 24, 31 GiB at m 64); the paper's
       // ZB-H2 memory does not depend on m.
       lim.in_flight.push_back(2 * (p - s) - 1);
+      lim.memory.push_back(2 * p - 1);
       lim.w_limit.push_back(2 * p - 1);
     } else if (kind == Schedule::ZbV) {
-      // 2p chunk forwards in flight: p stages' worth of activations, 1F1B's first stage; up to
-      // 2p - 1 waiting W (ZB-H1's rule over the 2p chunk stages). Before, W could wait for
-      // up to 2m: nearly every W went to the end and the memory grew with m (6.2B GPT on 8
-      // GPUs, m 64: 25 GiB of activations against 1F1B's 9), unlike the paper's ZB-V. p - 1
+      // 2p chunk forwards in flight: p stages' worth of activations, 1F1B's first stage, and
+      // the same memory limit with the waiting W counted (zbv.py: max_mem = 2 n_stage f_mem);
+      // up to 2p - 1 waiting W (ZB-H1's rule over the 2p chunk stages). Before, W could wait
+      // for up to 2m: nearly every W went to the end and the memory grew with m (6.2B GPT on
+      // 8 GPUs, m 64: 25 GiB of activations against 1F1B's 9), unlike the paper's ZB-V. p - 1
       // leaves a bubble at T_F = T_B = T_W (7 units at p 8); 2p - 1 none.
       lim.in_flight.push_back(2 * p);
+      lim.memory.push_back(2 * p);
       lim.w_limit.push_back(2 * p - 1);
     }
   }
@@ -260,10 +285,10 @@ std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, i
       .order[static_cast<size_t>(stage)];
 }
 
-PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree) {
+PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree, double w_memory_fraction) {
   if (spec.schedule != Schedule::Explicit)
     return make_schedule(spec.schedule, tree.stages, tree.micro_batches, tree.chunk_stage,
-                         spec.microbatch_group_size);
+                         spec.microbatch_group_size, w_memory_fraction);
   PipelineSchedule sc;
   sc.stages = tree.stages;
   sc.micro_batches = tree.micro_batches;

@@ -122,6 +122,7 @@ bool play(const PipelineSchedule& sc, const ScheduleTimes& times, SchedulePlay* 
   // Activations: counted in issue order, which on one stage is time order.
   out->peak_in_flight.assign(static_cast<size_t>(p), 0);
   out->peak_held.assign(static_cast<size_t>(p), 0);
+  out->peak_memory.assign(static_cast<size_t>(p), 0);
   for (int s = 0; s < p; ++s) {
     int in_flight = 0, held = 0;
     for (const Pass& pass : sc.order[static_cast<size_t>(s)]) {
@@ -137,6 +138,8 @@ bool play(const PipelineSchedule& sc, const ScheduleTimes& times, SchedulePlay* 
       out->peak_in_flight[static_cast<size_t>(s)] =
           std::max(out->peak_in_flight[static_cast<size_t>(s)], in_flight);
       out->peak_held[static_cast<size_t>(s)] = std::max(out->peak_held[static_cast<size_t>(s)], held);
+      const double memory = in_flight + sc.w_memory_fraction * (held - in_flight);
+      out->peak_memory[static_cast<size_t>(s)] = std::max(out->peak_memory[static_cast<size_t>(s)], memory);
     }
   }
   return true;
