@@ -68,6 +68,9 @@ struct Op {
   std::vector<TensorUse> saved_extra;
   bool saves_inputs = true;          // backward needs the inputs (false for adds, dropout)
   bool selective_recompute = false;  // Megatron selective recompute drops what this op saves
+  // Its backward reads its own output (flash attention's O), which the consumer saves: a
+  // consumer keeping only an FP8 copy (an FP8 linear) leaves the 16-bit tensor held too.
+  bool backward_reads_output = false;
   // Cost, for the whole global op (the compiler divides by the shards of its dims).
   double fwd_flops = 0;
   double fwd_bytes = 0;        // HBM traffic (reads + writes)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fp8_plan.h"
 #include "proteus/error.h"
 #include "userbuffers.h"
 
@@ -91,59 +92,6 @@ void keep_kv_local(const OpGraph& g, const std::vector<OpPlan>& plans, const Op&
   }
 }
 
-// HBM bytes per element of one FP8 cast of a 16-bit tensor (docs/frameworks.md, "FP8"): read
-// 2, write the FP8 copy 1 and its transpose 1 (Hopper FP8 GEMMs take only the TN layout; MXFP8
-// writes a column-wise copy instead, plus one E8M0 scale per 32 values); current scaling reads
-// the tensor once more for its amax first (TE "FP8 Current Scaling" vs "Delayed Scaling").
-double fp8_cast_bytes_per_element(Fp8Recipe recipe) {
-  switch (recipe) {
-    case Fp8Recipe::Delayed:
-      return 2 + 1 + 1;
-    case Fp8Recipe::Current:
-      return 2 + 2 + 1 + 1;
-    case Fp8Recipe::Mxfp8:
-      return 2 + 1 + 1 + 2.0 / 32;
-  }
-  return 4;
-}
-
-// Transformer Engine's FP8 linears (te.Linear, LayerNormLinear, LayerNormMLP, GroupedLinear)
-// are the GEMMs with weights inside transformer layers; Megatron's output layer and the MoE
-// router stay 16-bit. An FP8 GEMM casts its activation input before the forward GEMM and the
-// output gradient before the data-gradient GEMM (cast_transpose: the weight-gradient GEMM
-// reuses both transposes); its weight gets an FP8 copy (cast once per iteration).
-// `cast` marks the tensors already cast (TE's fused QKV LayerNormLinear casts its input once,
-// where the op graph has separate q and kv projections reading it).
-void apply_fp8_recipe(const PlanContext& ctx, const Op& op, OpPlan* p, std::vector<char>* cast) {
-  const bool gemm = op.kind == OpKind::Matmul || op.kind == OpKind::Router;
-  if (!gemm || p->weights.empty() || op.inputs.empty()) return;
-  const bool in_layer = ctx.graph.modules[op.module].layer >= 0;
-  if (!in_layer || op.kind == OpKind::Router) {
-    p->fwd.high_precision = p->bwd_input.high_precision = p->bwd_weight.high_precision = true;
-    return;
-  }
-  const double per_element = fp8_cast_bytes_per_element(ctx.training.fp8_recipe);
-  const ComputeWork& f = p->fwd;
-  const double batch = static_cast<double>(f.gemm_batch);
-  char& input_cast = (*cast)[static_cast<size_t>(op.inputs.front().tensor)];
-  const Fp8Recipe recipe = ctx.training.fp8_recipe;
-  if (!input_cast) {
-    p->fwd.side_bytes = static_cast<double>(f.gemm_m) * static_cast<double>(f.gemm_k) * batch * per_element;
-    if (recipe == Fp8Recipe::Delayed) p->fp8_amax_gemms = static_cast<int>(f.gemm_batch);
-    // TE Linear._customize_quantizers_float8_current_scaling: sequence_parallel and column mode
-    // (the input arrives as the sequence shard and is gathered) -> input amax reduced over tp.
-    p->fp8_amax_tp_fwd = recipe == Fp8Recipe::Current &&
-                         p->input_saved[0].placement[kAxisTp] != p->input_required[0].placement[kAxisTp];
-  }
-  input_cast = 1;
-  // ... sequence_parallel and row mode (the output is reduce-scattered, its gradient gathered).
-  p->fp8_amax_tp_bwd = recipe == Fp8Recipe::Current && ctx.tree.mesh.size[kAxisTp] > 1 &&
-                       ctx.tree.sequence_parallel && p->output.placement[kAxisTp] == kPartial;
-  p->bwd_input.side_bytes =
-      static_cast<double>(f.gemm_m) * static_cast<double>(f.gemm_n) * batch * per_element;
-  for (WeightPlan& w : p->weights) w.fp8_copy = true;
-}
-
 // tp_comm_overlap, TE's bulk overlaps (userbuffers.h): a linear in a transformer layer (TE's
 // linears; not Megatron's output layer) whose input is kept as the
 // sequence-parallel shard gathers it again during its data-gradient GEMM, and one whose input
@@ -169,6 +117,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
   // both stages that read it.
   std::vector<std::vector<int>> saved_in_chunks(g.tensors.size());
   std::vector<char> fp8_cast(g.tensors.size(), 0);
+  const bool fp8 = ctx.training.precision == Precision::Fp8;
+  const std::vector<char> fp8_only = fp8 ? tensors_read_only_by_fp8_linears(g) : std::vector<char>{};
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
     const ParallelConfig& cfg = ctx.tree.nodes[op.module].config;
@@ -240,7 +190,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
       p.fwd.bytes *= op.eager_bytes_factor;
       p.bwd_input.bytes *= op.eager_bytes_factor;
     }
-    if (ctx.training.precision == Precision::Fp8) apply_fp8_recipe(ctx, op, &p, &fp8_cast);
+    if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
     if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
 
     // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
@@ -250,7 +200,10 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         auto& chunks = saved_in_chunks[t];
         if (std::find(chunks.begin(), chunks.end(), p.chunk) != chunks.end()) continue;
         chunks.push_back(p.chunk);
-        p.saved_input_bytes += tensor_bytes_per_rank(g.tensors[t], p.input_saved[k], mesh);
+        const double bytes = tensor_bytes_per_rank(g.tensors[t], p.input_saved[k], mesh);
+        p.saved_input_bytes += k == 0 && p.fp8_input_bytes_per_element > 0
+                                   ? fp8_saved_input_bytes(g, plans, op, p, bytes)
+                                   : bytes;
       }
     }
     for (const TensorUse& ex : op.saved_extra)

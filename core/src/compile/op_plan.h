@@ -52,8 +52,27 @@ struct OpPlan {
   // or of the output gradient (row-parallel) is all-reduced over tp before the cast.
   int fp8_amax_gemms = 0;
   bool fp8_amax_tp_fwd = false, fp8_amax_tp_bwd = false;
+  // An FP8 linear (fp8_plan.h): bytes per element of the FP8 copy of input 0 that TE gathers
+  // over tp (forward, and again for the weight gradient) and saves, and of its output
+  // gradient's all-gather (row-parallel under sequence parallelism); 0 for other ops.
+  double fp8_input_bytes_per_element = 0;
+  double fp8_grad_bytes_per_element = 0;
   bool has_weights() const { return !weights.empty(); }
 };
+
+// Bytes of tensor t that moving input k of an op moves: the tensor's own, or its FP8 copy's
+// for an FP8 linear's input (fp8_plan.h).
+inline double input_move_bytes(const Tensor& t, const OpPlan& p, size_t k) {
+  return k == 0 && p.fp8_input_bytes_per_element > 0
+             ? static_cast<double>(t.elements()) * p.fp8_input_bytes_per_element
+             : t.bytes();
+}
+
+// ... and of its output gradient's all-gather over tp (the FP8 copy for an FP8 linear).
+inline double output_grad_gather_bytes(const Tensor& t, const OpPlan& p) {
+  return p.fp8_grad_bytes_per_element > 0 ? static_cast<double>(t.elements()) * p.fp8_grad_bytes_per_element
+                                          : t.bytes();
+}
 
 struct PlanContext {
   const OpGraph& graph;

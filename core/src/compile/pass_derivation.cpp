@@ -35,7 +35,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
 // Returns INT32_MIN when no task is needed (a model input).
-int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& want) {
+int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& want, double move_bytes) {
   const int prod = g_.tensors[t].producer;
   if (prod < 0) return INT32_MIN;
   const int* found = state_.provider(mb, provider_key(mb, ns, t, want));
@@ -55,7 +55,15 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   }
   if (src == want) return src_task;
   int last = src_task;
-  for (const CollectiveStep& step : redistribute(src, want, g_.tensors[t].bytes(), mesh_))
+  std::vector<CollectiveStep> steps = redistribute(src, want, g_.tensors[t].bytes(), mesh_);
+  // An FP8 copy is what a gather moves (TE casts before its sequence-parallel all-gather);
+  // reductions of partial sums stay 16-bit.
+  const bool gathers_only = std::all_of(steps.begin(), steps.end(), [](const CollectiveStep& s) {
+    return s.kind == CollectiveKind::AllGather;
+  });
+  if (move_bytes >= 0 && gathers_only)
+    for (CollectiveStep& s : steps) s.bytes *= move_bytes / g_.tensors[t].bytes();
+  for (const CollectiveStep& step : steps)
     last = emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm,
                             ns == kFwd ? Phase::Forward : Phase::Recompute, mb, index_.labels[prod], {last},
                             "activation");
@@ -214,7 +222,8 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
       ring_input = k;
       continue;
     }
-    add_dep(&deps, tensor_in_layout(mb, ns, o.inputs[k].tensor, p.input_required[k]));
+    const int t = o.inputs[k].tensor;
+    add_dep(&deps, tensor_in_layout(mb, ns, t, p.input_required[k], input_move_bytes(g_.tensors[t], p, k)));
   }
   if (ns == kFwd && tail_.param_gather_ready(op) >= 0) deps.push_back(tail_.param_gather_ready(op));
   const Phase phase = ns == kFwd ? Phase::Forward : Phase::Recompute;
@@ -313,10 +322,13 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, doubl
       deps->insert(deps->end(), tasks.begin(), tasks.end());
       continue;
     }
-    const auto steps = redistribute(gr.layout, want, g_.tensors[out].bytes(), mesh_);
-    if (ring_shard_bytes && *ring_shard_bytes == 0 && uses_userbuffers(op) &&
-        is_single(steps, CollectiveKind::AllGather, axis_bit(kAxisTp))) {
-      *ring_shard_bytes = tensor_bytes_per_rank(g_.tensors[out], gr.layout, mesh_);
+    auto steps = redistribute(gr.layout, want, g_.tensors[out].bytes(), mesh_);
+    // A sequence-parallel gather of the gradient moves TE's FP8 copy for an FP8 linear.
+    const bool tp_gather = is_single(steps, CollectiveKind::AllGather, axis_bit(kAxisTp));
+    const double ratio = output_grad_gather_bytes(g_.tensors[out], plans_[op]) / g_.tensors[out].bytes();
+    if (tp_gather) steps.front().bytes *= ratio;
+    if (ring_shard_bytes && *ring_shard_bytes == 0 && uses_userbuffers(op) && tp_gather) {
+      *ring_shard_bytes = tensor_bytes_per_rank(g_.tensors[out], gr.layout, mesh_) * ratio;
       deps->insert(deps->end(), tasks.begin(), tasks.end());
       continue;
     }
@@ -428,7 +440,7 @@ void PassDeriver::regather_inputs(int op, int mb, Phase phase, std::vector<int>*
     if (!known) {
       std::vector<int> d;
       for (const CollectiveStep& step :
-           redistribute(p.input_saved[k], p.input_required[k], g_.tensors[t].bytes(), mesh_))
+           redistribute(p.input_saved[k], p.input_required[k], input_move_bytes(g_.tensors[t], p, k), mesh_))
         d = {emit_.collective(
             step.kind, step.axes, step.bytes, Stream::TpComm, phase, mb, index_.labels[op], d,
             uses_userbuffers(op) && step.axes == axis_bit(kAxisTp) ? kUserbuffersPurpose : "activation")};

@@ -38,7 +38,8 @@ class PassDeriver {
     int label;
   };
 
-  int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want);
+  // `move_bytes`: what the redistribution moves, when not the tensor's own bytes (an FP8 copy).
+  int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want, double move_bytes = -1);
   // Returns the gather task (-1: the op's weights are not sharded). With keep_gathered the
   // gathered copy is not freed when the task ends (a recompute whose backward follows).
   int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,

@@ -84,7 +84,9 @@ double PassDeriver::ring_exchange_input(int op, int mb, Namespace ns, size_t k, 
     return 0;
   const int made = tensor_in_layout(mb, ns, t, src);
   if (made != INT32_MIN) deps->push_back(made);  // INT32_MIN: a model input, nothing to wait for
-  return tensor_bytes_per_rank(g_.tensors[t], src, mesh_);
+  // Under FP8 the ring moves TE's FP8 copy (initialize_ub's fp8_buf: qkv_fprop, fc1_fprop).
+  return tensor_bytes_per_rank(g_.tensors[t], src, mesh_) * input_move_bytes(g_.tensors[t], plans_[op], k) /
+         g_.tensors[t].bytes();
 }
 
 // tp_comm_overlap: the layout op's output is reduce-scattered to over tp for a consumer (TE's

@@ -414,6 +414,7 @@ class TransformerBuilder {
     double score_traffic = 0;
     if (m_.flash_attention) {
       g_.save(attn, o, {"batch", "seq", "heads"});
+      g_.at(attn).backward_reads_output = true;
       g_.save_new(attn, "logsumexp", {b, a, s}, {"batch", "heads", "seq"}, kFp32Bytes);
     } else {
       g_.save_new(attn, "probs", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, ab);
