@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/compile.h"
 
 using namespace proteus;
@@ -133,4 +134,29 @@ TEST_CASE("fp8 amax: current scaling reduces one amax over tp per sequence-paral
       fp8_config(2, R"({"tp":2,"dp":4,"micro_batch":1,"sequence_parallel":true})", "mxfp8"));
   CHECK(amax_reductions(mx, Phase::Forward).count == 0);
   CHECK(amax_reductions(mx, Phase::BackwardInput).count == 0);
+}
+
+TEST_CASE(
+    "fp8 amax: --tp-only-amax-red reduces delayed scaling's amaxes over tp x cp only; errors name the field") {
+  // Megatron get_amax_reduction_group(with_context_parallel=True, tp_only_amax_red=True) =
+  // _TENSOR_AND_CONTEXT_PARALLEL_GROUP. tp 2 x cp 2 x dp 2 on 8 H100, 2 layers, micro-batch 1,
+  // global batch 8: m = 8 / 2 = 4 micro-batches, 4 GEMMs per layer, 2 layers on the one stage:
+  // 8 GEMMs x 3 x 4 = 96 bytes forward, 8 x 2 x 4 = 64 backward, as without the flag; the group
+  // drops dp: tp | cp instead of tp | cp | dp.
+  const std::string mesh = R"("tp":2,"cp":2,"dp":2,"micro_batch":1)";
+  const CompiledModel all = test::compile_text(fp8_config(2, "{" + mesh + "}", "delayed"));
+  const CompiledModel tp =
+      test::compile_text(fp8_config(2, "{" + mesh + ",\"tp_only_amax_red\":true}", "delayed"));
+  const Amax a = amax_reductions(all, Phase::Forward), t = amax_reductions(tp, Phase::Forward);
+  CHECK(a.axes == (axis_bit(kAxisTp) | axis_bit(kAxisCp) | axis_bit(kAxisDp)));
+  CHECK(t.axes == (axis_bit(kAxisTp) | axis_bit(kAxisCp)));
+  CHECK(t.count == 4);
+  CHECK(t.bytes == 96);
+  CHECK(amax_reductions(tp, Phase::BackwardInput).bytes == 64);
+  CHECK(amax_reductions(tp, Phase::BackwardInput).axes == (axis_bit(kAxisTp) | axis_bit(kAxisCp)));
+  // Without FP8 the flag is an error naming it.
+  std::string bf16 = fp8_config(2, "{" + mesh + ",\"tp_only_amax_red\":true}", "delayed");
+  const std::string fp8 = "\"precision\":\"fp8\",\"fp8_recipe\":\"delayed\"";
+  bf16.replace(bf16.find(fp8), fp8.size(), "\"precision\":\"bf16\"");
+  CHECK(test::error_path([&] { test::compile_text(bf16); }) == "strategy.tp_only_amax_red");
 }

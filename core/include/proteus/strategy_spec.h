@@ -75,6 +75,10 @@ struct StrategySpec {
   // distributed optimizer's parameter buffer holds the FP8 weights, no 16-bit copy), TorchTitan
   // / torchao enable_fsdp_float8_all_gather (FSDP2 casts the shard, then gathers). FP8 only.
   bool fp8_param_gather = false;
+  // Megatron-Core --tp-only-amax-red: delayed scaling's amax all-reduce over the tensor- and
+  // context-parallel ranks only (get_amax_reduction_group(with_context_parallel=True,
+  // tp_only_amax_red=True)), not the stage's data-parallel ranks too. FP8 only.
+  bool tp_only_amax_red = false;
   // Expert tensor parallelism (--expert-tensor-parallel-size): tp (experts split like the dense
   // MLP, Megatron's default) or 1 (experts whole; the tp ranks join the expert-parallel group,
   // Megatron-Core's MoE parallel folding). 0: not given, the same as tp (expert_tp_of).

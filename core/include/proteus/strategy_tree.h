@@ -37,6 +37,7 @@ struct ParallelConfig {
   // bytes times Op::eager_bytes_factor.
   bool eager_elementwise = false;
   bool fp8_param_gather = false;  // FP8 weights gathered in FP8 (root)
+  bool tp_only_amax_red = false;  // delayed scaling's amax all-reduce over tp x cp only (root)
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool experts_fold_tp = false;

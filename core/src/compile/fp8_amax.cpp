@@ -7,11 +7,14 @@ constexpr double kAmaxBytes = 4;               // one fp32 amax per FP8 tensor
 constexpr double kForwardTensorsPerGemm = 3;   // TE _num_fp8_tensors_per_gemm["fwd"]
 constexpr double kBackwardTensorsPerGemm = 2;  // ... ["bwd"]
 
-// Megatron's get_amax_reduction_group(with_context_parallel=True): every rank of the stage
-// (tp, cp and the data-parallel ranks, whose expert split ep is part of them).
-AxisMask amax_group_axes(const Mesh& mesh) {
+// Megatron's get_amax_reduction_group(with_context_parallel=True, tp_only_amax_red): every
+// rank of the stage (tp, cp and the data-parallel ranks, whose expert split ep is part of
+// them), or with --tp-only-amax-red the tensor- and context-parallel ranks
+// (_TENSOR_AND_CONTEXT_PARALLEL_GROUP, parallel_state.py).
+AxisMask amax_group_axes(const Mesh& mesh, bool tp_only) {
   AxisMask axes = 0;
-  for (MeshAxis a : {kAxisDp, kAxisEp, kAxisCp, kAxisTp})
+  const std::vector<MeshAxis> all = {kAxisDp, kAxisEp, kAxisCp, kAxisTp}, tp_cp = {kAxisCp, kAxisTp};
+  for (MeshAxis a : tp_only ? tp_cp : all)
     if (mesh.size[a] > 1) axes |= axis_bit(a);
   return axes;
 }
@@ -47,7 +50,7 @@ Fp8AmaxPlan plan_fp8_amax(const OpGraph& g, const std::vector<OpPlan>& plans, co
     out.backward_bytes[c] = stage_gemms * kBackwardTensorsPerGemm * kAmaxBytes;
     any = any || gemms_of_chunk[c] > 0;
   }
-  if (any) out.axes = amax_group_axes(tree.mesh);
+  if (any) out.axes = amax_group_axes(tree.mesh, tree.root().tp_only_amax_red);
   return out;
 }
 

@@ -94,7 +94,8 @@ void plan_input_cast(const PlanContext& ctx, size_t i, const std::vector<char>& 
   // With the gather, the transpose waits for the backward's re-gather (the weight gradient).
   p.bwd_weight.side_bytes = c.gathered * used;
   if (c.producer_saved > 0) (*plans)[static_cast<size_t>(prod)].fwd.bytes -= c.producer_saved * local;
-  if (recipe == Fp8Recipe::Delayed) p.fp8_amax_gemms = static_cast<int>(p.fwd.gemm_batch);
+  p.fp8_module_gemms = static_cast<int>(p.fwd.gemm_batch);
+  if (recipe == Fp8Recipe::Delayed) p.fp8_amax_gemms = p.fp8_module_gemms;
   // TE Linear._customize_quantizers_float8_current_scaling: sequence_parallel and column mode
   // (the input arrives as the sequence shard and is gathered) -> input amax reduced over tp.
   p.fp8_amax_tp_fwd = recipe == Fp8Recipe::Current && gathered;

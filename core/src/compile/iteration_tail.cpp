@@ -8,6 +8,8 @@
 namespace proteus {
 namespace {
 
+constexpr double kFp8AmaxBytes = 4;  // one fp32 amax per FP8 weight
+
 // Mixed-precision training keeps fp32 main gradients (Megatron-LM's default) and reduces them
 // in fp32; fp32 training has fp32 gradients too.
 constexpr double kGradBytes = 4;
@@ -45,6 +47,7 @@ void IterationTail::finish_rank() {
       reduce_bucket(static_cast<int>(bi), {state_.last_compute});
   tied_weight_reduce();
   static_memory_and_optimizer();
+  fp8_weight_amax_reduction();
   if (!knobs_.overlap_param_gather) param_gathers(false);
 }
 
@@ -237,6 +240,33 @@ void IterationTail::static_memory_and_optimizer() {
   std::vector<int> deps = grad_sync_tasks_;
   if (state_.last_compute >= 0) deps.push_back(state_.last_compute);
   state_.last_compute = emit_.compute(t, deps, {});
+}
+
+// strategy.fp8_param_gather: after the step each rank casts its shard of the FP8 weights, and the
+// shards' amaxes are all-reduced (MAX) over the data-parallel group in one call, one fp32 per
+// weight: TE tensor/utils.py cast_master_weights_to_fp8 (packed_amaxes,
+// all_reduce(op=MAX, group)), called by Megatron's fp8_utils.quantize_param_shard with the
+// distributed optimizer's data-parallel group; torchao's precompute_float8_dynamic_scale_for_fsdp
+// likewise reduces all weights' amaxes at once. Synchronous: the compute stream waits, and the
+// parameter all-gather follows it.
+void IterationTail::fp8_weight_amax_reduction() {
+  if (!knobs_.fp8_param_gather) return;
+  double amaxes = 0;
+  AxisMask axes = 0;
+  for (int c = 0; c < tree_.model_chunks(); ++c) {
+    if (!emit_.holds_chunk(c)) continue;
+    for (int op : index_.chunk_ops[c]) {
+      amaxes += plans_[op].fp8_module_gemms;
+      for (const WeightPlan& w : plans_[op].weights)
+        if (w.fp8_copy) axes |= w.data_axes_replicated;
+    }
+  }
+  if (amaxes == 0 || axes == 0) return;
+  std::vector<int> deps;
+  if (state_.last_compute >= 0) deps.push_back(state_.last_compute);
+  state_.last_compute =
+      emit_.collective(CollectiveKind::AllReduce, axes, amaxes * kFp8AmaxBytes, Stream::Compute,
+                       Phase::Optimizer, -1, emit_.exec().label_id("fp8_weight_amax"), deps, "fp8_amax");
 }
 
 // ZeRO-1/2: after the step each rank holds 1/d of the updated weights; all-gather them.

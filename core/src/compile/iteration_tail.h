@@ -47,6 +47,7 @@ class IterationTail {
   void tied_weight_reduce();
   double data_replication(const WeightPlan& w) const;
   void static_memory_and_optimizer();
+  void fp8_weight_amax_reduction();
   void param_gathers(bool at_start);
 
   const OpGraph& g_;

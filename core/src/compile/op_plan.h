@@ -51,6 +51,9 @@ struct OpPlan {
   // linear). Current scaling with sequence parallelism: the amax of the input (column-parallel)
   // or of the output gradient (row-parallel) is all-reduced over tp before the cast.
   int fp8_amax_gemms = 0;
+  // The GEMMs (weights, one amax each) of the TE module whose first op this is: set on the op
+  // that casts the module's input; a grouped linear counts its local experts.
+  int fp8_module_gemms = 0;
   bool fp8_amax_tp_fwd = false, fp8_amax_tp_bwd = false;
   // An FP8 linear (fp8_plan.h): bytes per element of the FP8 copy of input 0 that TE gathers
   // over tp (forward, and again for the weight gradient) and saves, and of its output

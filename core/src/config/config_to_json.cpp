@@ -233,6 +233,7 @@ Out strategy_json(const StrategySpec& s) {
   if (s.microbatch_group_size > 0) out["microbatch_group_size"] = s.microbatch_group_size;
   if (s.torch_compile) out["torch_compile"] = true;
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;
+  if (s.tp_only_amax_red) out["tp_only_amax_red"] = true;
   if (s.first_stage_layers > 0) out["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) out["last_stage_layers"] = s.last_stage_layers;
   if (s.embedding_as_layer) out["account_for_embedding_in_pipeline_split"] = true;

@@ -173,6 +173,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "tp_comm_overlap",
                    "torch_compile",
                    "fp8_param_gather",
+                   "tp_only_amax_red",
                    "first_stage_layers",
                    "last_stage_layers",
                    "account_for_embedding_in_pipeline_split",
@@ -218,6 +219,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.tp_comm_overlap = in.boolean("tp_comm_overlap", false);
   strategy.torch_compile = in.boolean("torch_compile", false);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
+  strategy.tp_only_amax_red = in.boolean("tp_only_amax_red", false);
   if (in.has("overrides")) {
     const Json& overrides =
         as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));

@@ -65,6 +65,12 @@ void check_overlaps(const Config& c) {
                          "(Megatron's distributed optimizer or FSDP); precision is \"" +
                              std::string(to_string(c.training.precision)) + "\", zero=" + to_string(s.zero));
   }
+  // Megatron's --tp-only-amax-red picks the group of FP8 amax reductions: FP8 only.
+  if (s.tp_only_amax_red && c.training.precision != Precision::Fp8) {
+    throw invalid_config("strategy.tp_only_amax_red",
+                         "the amax reduction group applies to FP8 training only; precision is \"" +
+                             std::string(to_string(c.training.precision)) + "\"");
+  }
   if (s.cp_a2a_size > 0 && s.cp_comm_type != CpCommType::A2aP2p) {
     throw invalid_config("strategy.cp_a2a_size",
                          "cp_a2a_size is the inner group of cp_comm_type \"a2a+p2p\"; "
