@@ -306,3 +306,56 @@ TEST_CASE("dualpipe: errors name the field (dualpipe.py's asserts)") {
   // The least: 16 / 2 = 8 = 2 pp compiles.
   CHECK(path_of(gpt_pp4("dualpipe", 16)) == test::kNoError);
 }
+
+namespace {
+
+// DualPipe's generated order as an explicit schedule: each stage's entries ("F5", "&B0.1"),
+// declared as two copies of the model.
+std::string explicit_dualpipe(int p, int m, const std::string& extra) {
+  std::string stages;
+  for (int s = 0; s < p; ++s) {
+    std::string list;
+    for (const Pass& pass : stage_schedule(Schedule::DualPipe, p, m, 2, s))
+      list += std::string(list.empty() ? "" : ",") + "\"" + (pass.with_previous ? "&" : "") +
+              to_string(pass) + "\"";
+    stages += std::string(s ? "," : "") + "[" + list + "]";
+  }
+  return R"({"stages":[)" + stages + "]" + extra + "}";
+}
+
+std::string with_schedule(std::string cfg, const std::string& schedule) {
+  const std::string named = R"("schedule":"dualpipe")";
+  return cfg.replace(cfg.find(named), named.size(), "\"schedule\":" + schedule);
+}
+
+}  // namespace
+
+TEST_CASE("dualpipe: an explicit order declares two copies of the model") {
+  // pp 4, 16 samples over dp 2: 8 micro-batches, 0-3 through copy 0 (down the stages), 4-7
+  // through copy 1 (back up). Written out entry by entry, "copies": 2 compiles to DualPipe's
+  // own program: same placement, orders, tasks and simulated iteration.
+  const std::string cfg = gpt_pp4("dualpipe");
+  const std::string given = with_schedule(cfg, explicit_dualpipe(4, 8, R"(,"copies":2)"));
+  const CompiledModel named = test::compile_text(cfg);
+  const CompiledModel written = test::compile_text(given);
+  CHECK(written.tree.copies == 2);
+  CHECK(written.tree.chunk_stage == named.tree.chunk_stage);
+  CHECK(written.stats.stage_orders == named.stats.stage_orders);
+  CHECK(written.exec.tasks.size() == named.exec.tasks.size());
+  CHECK(simulate(given)["summary"]["iteration_time_s"] == simulate(cfg)["summary"]["iteration_time_s"]);
+  const auto path_of = [](const std::string& c) { return test::error_path([&] { test::compile_text(c); }); };
+  // The copy of an entry is its chunk's: on stage 0, chunk 0 (no suffix) is copy 0's, so F4
+  // (micro-batch 4 runs through copy 1) as its first entry is refused, naming the entry.
+  std::string wrong = given;
+  wrong.replace(wrong.find(R"([["F0")"), 6, R"([["F4")");
+  CHECK(path_of(wrong) == "strategy.schedule.stages[0][0]");
+  // Declared fields: the count, the placement a pair of copies needs, an even pp, and an even
+  // number of micro-batches (half per copy).
+  CHECK(path_of(with_schedule(cfg, explicit_dualpipe(4, 8, R"(,"copies":3)"))) == "strategy.schedule.copies");
+  CHECK(path_of(with_schedule(cfg, explicit_dualpipe(4, 8, R"(,"copies":2,"placement":"interleaved")"))) ==
+        "strategy.schedule.placement");
+  CHECK(path_of(with_schedule(gpt_pp4("dualpipe", 18), explicit_dualpipe(4, 8, R"(,"copies":2)"))) ==
+        "strategy.schedule.copies");
+  const std::string three = R"({"stages":[["F0","B0"],["F0","B0"],["F0","B0"]],"copies":2})";
+  CHECK(path_of(with_schedule(gpt_pp4("dualpipe", 12, 3), three)) == "strategy.pp");
+}

@@ -53,6 +53,9 @@ struct StrategySpec {
   // "schedule": {"stages": [["F0", "B0", ...], ...], "placement": "v"}: each stage's passes.
   std::vector<std::vector<std::string>> schedule_stages;
   bool schedule_v_placement = false;  // chunk c on stage c (down), then 2p-1-c (back up)
+  // "copies": 2 (DualPipe's two copies of the model, placed in a V): a stage's chunk 0 (no
+  // suffix) is copy 0's, its chunk 1 (".1") copy 1's; each copy runs half the micro-batches.
+  int schedule_copies = 1;
   bool sequence_parallel = false;
   int zero = 0;
   Recompute recompute = Recompute::None;

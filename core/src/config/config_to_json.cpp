@@ -206,9 +206,11 @@ Out strategy_json(const StrategySpec& s) {
   Out stage_layers = Out::array();
   for (int n : s.stage_layers) stage_layers.push_back(n);
   Out schedule = to_string(s.schedule);
-  if (s.schedule == Schedule::Explicit)
+  if (s.schedule == Schedule::Explicit) {
     schedule =
         Out{{"stages", s.schedule_stages}, {"placement", s.schedule_v_placement ? "v" : "interleaved"}};
+    if (s.schedule_copies != 1) schedule["copies"] = s.schedule_copies;
+  }
   Out out{{"dp", s.dp},
           {"tp", s.tp},
           {"pp", s.pp},

@@ -125,15 +125,23 @@ TrainingSpec read_training(const Json& value, const std::string& path, const Mod
   return training;
 }
 
-// "schedule": {"stages": [["F0", "F1", "B0", ...], ...], "placement": "interleaved" | "v"}: the
-// order each stage runs its passes in (schedule.h checks it once the micro-batch count is known).
+// "schedule": {"stages": [["F0", "F1", "B0", ...], ...], "placement": "interleaved" | "v",
+// "copies": 1 | 2}: the order each stage runs its passes in (schedule.h checks it once the
+// micro-batch count is known). Two copies (DualPipe) are placed in a V: copy 0's chunks go
+// down the stages, copy 1's come back up, so a stage's ".1" entries are copy 1's.
 void read_explicit_schedule(const Json& value, const std::string& path, StrategySpec* strategy) {
-  ObjectReader in(value, path, {"stages", "placement"});
+  ObjectReader in(value, path, {"stages", "placement", "copies"});
   strategy->schedule = Schedule::Explicit;
-  const std::string placement = in.string("placement", "interleaved");
+  strategy->schedule_copies = static_cast<int>(in.integer("copies", 1, 1, 2));
+  const std::string placement = in.string("placement", strategy->schedule_copies == 2 ? "v" : "interleaved");
   if (placement != "interleaved" && placement != "v")
     throw invalid_config(in.path_of("placement"),
                          "placement \"" + placement + "\" is not one of: interleaved, v");
+  if (strategy->schedule_copies == 2 && placement != "v")
+    throw invalid_config(in.path_of("placement"),
+                         "two copies of the model are placed in a V (DualPipe: copy 1's chunks come back "
+                         "up the stages); placement \"" +
+                             placement + "\" cannot hold them");
   strategy->schedule_v_placement = placement == "v";
   const Json& stages = as_array(in.required("stages", "each stage's list of passes"), in.path_of("stages"),
                                 static_cast<size_t>(L::kMaxParallel));

@@ -14,6 +14,7 @@ int chunks_per_stage(const StrategySpec& s) {
     case Schedule::DualPipe:  // copy A's stage r and copy B's stage pp-1-r
       return 2;
     case Schedule::Explicit: {
+      if (s.schedule_copies == 2) return 2;  // copy 0's chunk and copy 1's on every stage
       int chunks = 1;
       for (const auto& stage : s.schedule_stages)
         for (const std::string& pass : stage) {
@@ -37,7 +38,10 @@ bool v_placement(const StrategySpec& s) {
          s.schedule == Schedule::DualPipe || (s.schedule == Schedule::Explicit && s.schedule_v_placement);
 }
 
-int model_copies(const StrategySpec& s) { return s.schedule == Schedule::DualPipe ? 2 : 1; }
+int model_copies(const StrategySpec& s) {
+  if (s.schedule == Schedule::Explicit) return s.schedule_copies;
+  return s.schedule == Schedule::DualPipe ? 2 : 1;
+}
 
 int model_chunks(const StrategySpec& s) { return s.pp * chunks_per_stage(s) / model_copies(s); }
 

@@ -90,6 +90,13 @@ void check_pipeline(const Config& c) {
         "strategy.pp",
         "dualpipe needs an even pp (half the ranks lead each direction); pp=" + to_string(s.pp));
   }
+  // Two copies in a V on an odd pp would put both copies of the middle chunk on one stage.
+  if (s.schedule == Schedule::Explicit && s.schedule_copies == 2 && s.pp % 2 != 0) {
+    throw invalid_config("strategy.pp",
+                         "an explicit schedule with two copies of the model needs an even pp "
+                         "(the middle stage would hold both copies of one chunk); pp=" +
+                             to_string(s.pp));
+  }
   const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s) / model_copies(s);
   if (units > 0 && chunks > units) {
     throw invalid_config(
@@ -188,6 +195,13 @@ void check_batch(const Config& c) {
         "dualpipe needs an even number of micro-batches (global_batch / (dp*micro_batch)), at "
         "least 2*pp=" +
             to_string(2 * int64_t{s.pp}) + "; there are " + to_string(micro_batches));
+  }
+  // Each copy runs an equal run of the micro-batches (PipelineSchedule::copies).
+  if (s.schedule == Schedule::Explicit && s.schedule_copies == 2 && micro_batches % 2 != 0) {
+    throw invalid_config("strategy.schedule.copies",
+                         "two copies of the model each run half the micro-batches, so their number "
+                         "(global_batch / (dp*micro_batch)) must be even; there are " +
+                             to_string(micro_batches));
   }
   if (s.schedule == Schedule::Interleaved1F1B && group == 0 && micro_batches % s.pp != 0) {
     throw invalid_config("strategy.schedule",

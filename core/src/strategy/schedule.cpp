@@ -294,6 +294,7 @@ PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree,
   sc.micro_batches = tree.micro_batches;
   sc.chunks_per_stage = tree.virtual_stages;
   sc.chunk_stage = tree.chunk_stage;
+  sc.copies = tree.copies;
   for (size_t s = 0; s < spec.schedule_stages.size(); ++s) {
     std::vector<Pass> order;
     for (size_t i = 0; i < spec.schedule_stages[s].size(); ++i) {
