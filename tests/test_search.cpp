@@ -175,6 +175,42 @@ TEST_CASE("search: shards merged equal the single-machine search") {
   CHECK_THROWS_WITH_AS(merge_search_json(parts), doctest::Contains("shard 1/3 is missing"), Error);
 }
 
+TEST_CASE("search: dualpipe is tried where it is valid, and simulated like any schedule") {
+  // The 4-layer GPT, 16 sequences on 8 GPUs. DualPipe (dualpipe.py's asserts) needs an even pp
+  // and an even number m = 16 / (dp * micro_batch) >= 2 pp of micro-batches. By hand, with
+  // micro_batch 1 and tp = cp = 1: pp 2 (dp 4, m 4 >= 4) and pp 4 (dp 2, m 8 >= 8) are valid;
+  // pp 8 (dp 1, m 16 >= 16) is not: 8 model chunks per copy exceed the 4 layers.
+  const Config base = parse_config_sections(R"({
+    "model": {"preset": "gpt3-1.3b", "layers": 4, "hidden": 1024, "heads": 16, "seq_len": 512},
+    "cluster": {"preset": "dgx-a100-80g", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 512},
+    "search": {"tp": [1], "cp": [1], "pp": [2, 4, 8], "micro_batch": [1, 2], "zero": [0], "recompute": ["none"],
+               "schedule": ["dualpipe"]}})");
+  std::vector<std::pair<int, int64_t>> valid_dualpipe;  // (pp, micro_batch)
+  for (const StrategySpec& s : enumerate_space(base)) {
+    if (s.schedule != Schedule::DualPipe) continue;
+    Config c = base;
+    c.strategy = s;
+    const int64_t m = 16 / (int64_t{s.dp} * s.micro_batch);
+    CAPTURE(s.pp);
+    CAPTURE(m);
+    CHECK(valid(c) == (s.pp % 2 == 0 && m % 2 == 0 && m >= 2 * s.pp && 2 * s.pp <= 8));
+    if (valid(c)) valid_dualpipe.push_back({s.pp, s.micro_batch});
+  }
+  // micro_batch 2: pp 2 (m 2 < 4) and pp 4 (m 4 < 8) are refused, so only micro_batch 1 remains.
+  CHECK(valid_dualpipe == std::vector<std::pair<int, int64_t>>{{2, 1}, {4, 1}});
+  // The search ranks them by their simulated time: the same figures as simulating each one.
+  SearchOptions o;
+  o.top = 2;
+  const SearchResult r = run_search(base, o);
+  REQUIRE(r.ranked.size() == 2);
+  for (const CandidateResult& cr : r.ranked) {
+    CHECK(cr.strategy.schedule == Schedule::DualPipe);
+    Config c = base;
+    c.strategy = cr.strategy;
+    CHECK(cr.iteration_time_s == simulate(c).time_s);
+  }
+}
+
 TEST_CASE("search: a space where nothing remains gets an error naming the constraint") {
   auto error_of = [](const std::string& search,
                      const std::string& model =

@@ -28,9 +28,11 @@ enum class MoeDispatcher { AllToAll, AllGather };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
 // (Explicit, an order given in the config, is not a generator: the search does not try it;
-// nor DualPipeV and DualPipe, whose bounds the search does not model yet.)
-inline constexpr Schedule kSchedules[] = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved1F1B,
-                                          Schedule::ZbH1,  Schedule::ZbH2,     Schedule::ZbV};
+// nor DualPipeV, whose F&B groups its activation bound does not model yet. DualPipe is tried
+// where the validator accepts it: even pp, an even number of micro-batches >= 2 pp.)
+inline constexpr Schedule kSchedules[] = {Schedule::GPipe,   Schedule::OneFOneB, Schedule::Interleaved1F1B,
+                                          Schedule::ZbH1,    Schedule::ZbH2,     Schedule::ZbV,
+                                          Schedule::DualPipe};
 inline constexpr Recompute kRecomputes[] = {Recompute::None, Recompute::Selective, Recompute::Full};
 
 // A per-module setting. path matches module paths ("layers.3.mlp", "classifier",

@@ -451,8 +451,15 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     b.memory_bytes = std::max(b.memory_bytes, std::accumulate(bytes.begin(), bytes.end(), 0.0) + activations);
     head[st] = sp.head_s;
     tail[st] = shape.tail_input_only ? sp.tail_no_w_s : sp.tail_s;
-    total[st] = sp.per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);
-    before_tail[st] = (shape.tail_input_only ? sp.per_mb_no_w_s : sp.per_mb_s) * micro_batches;
+    // DualPipe: half the micro-batches run through copy 1, whose chunk on this stage is the
+    // model chunk micro-batch 0 (copy 0) runs on stage pp-1-st: the stage's work per
+    // micro-batch is the mean of the two.
+    const StageProfile& mirror = p.stages[static_cast<size_t>(pp - 1 - st)];
+    const bool copies = s.schedule == Schedule::DualPipe;
+    const double per_mb_s = copies ? (sp.per_mb_s + mirror.per_mb_s) / 2 : sp.per_mb_s;
+    const double per_mb_no_w_s = copies ? (sp.per_mb_no_w_s + mirror.per_mb_no_w_s) / 2 : sp.per_mb_no_w_s;
+    total[st] = per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);
+    before_tail[st] = (shape.tail_input_only ? per_mb_no_w_s : per_mb_s) * micro_batches;
   }
   b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
   return b;

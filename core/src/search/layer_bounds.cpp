@@ -110,9 +110,12 @@ Bounds layer_bounds(const LayerProfile& lp, const ModelProfile& model, const Con
   const int pp = s.pp, per_stage = chunks_per_stage(s);
   Bounds b;
   // Only where the profile's stages and layers are the candidate's and the first and last
-  // stage differ (their non-layer tasks belong to different chunks).
+  // stage differ (their non-layer tasks belong to different chunks). Not DualPipe: its first
+  // and last stages run half the micro-batches through the embedding's chunk and half through
+  // the head's, where the profile cut into a V gives every micro-batch both (not a bound).
   if (lp.layers.empty() || pp < 2 || static_cast<int>(lp.other.size()) != pp ||
-      static_cast<int>(lp.layers.size()) != model.units || s.schedule == Schedule::Explicit)
+      static_cast<int>(lp.layers.size()) != model.units || s.schedule == Schedule::Explicit ||
+      s.schedule == Schedule::DualPipe)
     return b;
   const std::vector<int> placement = chunk_placement(pp, per_stage, v_placement(s));
   const std::vector<PassCosts> chunks = chunk_costs(lp, pp * per_stage);
