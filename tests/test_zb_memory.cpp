@@ -46,9 +46,9 @@ TEST_CASE("zero-bubble memory: ZB-V's first stage holds less than interleaved's 
   CHECK(interleaved / one_f_one_b == doctest::Approx(39.0 / 32.0).epsilon(0.02));
   // ZB-V keeps at most 2p = 16 half-stage chunk forwards, a waiting W counted at M_W / M_B
   // (zb_w_memory_fraction): p M_B, 1F1B's 32 layer-forwards, plus what the V adds to stage 0
-  // (the LM head and loss of the micro-batches in flight, and the compiled M_W of the waiting
-  // W above the runtime's estimate). Before the waiting W were counted, up to 2p - 1 of them
-  // sat beside 16 chunk forwards and stage 0 held 11.6 GiB against interleaved's 11.3.
+  // (the LM head and loss of the micro-batches in flight). Before the waiting W were counted,
+  // up to 2p - 1 of them sat beside 16 chunk forwards and stage 0 held 11.6 GiB against
+  // interleaved's 11.3.
   CHECK(zbv > one_f_one_b);
   CHECK(zbv < interleaved);
 }

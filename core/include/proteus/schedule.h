@@ -65,8 +65,8 @@ struct PipelineSchedule {
   // not run, per stage (0: none stated). Checked by validate_schedule.
   std::vector<int> max_in_flight;
   // What a waiting W holds, as a fraction of what a chunk forward keeps (Qi et al.'s M_W / M_B):
-  // the zero-bubble generators count it against max_in_flight, as the zero-bubble runtime's
-  // schedulers count memory (see zb_w_memory_fraction). 0: a waiting W is not counted.
+  // the ZB-V generator counts it against max_in_flight, as the zero-bubble runtime's V
+  // scheduler counts memory (see zb_w_memory_fraction). 0: a waiting W is not counted.
   double w_memory_fraction = 0;
 
   int chunks() const { return stages * chunks_per_stage; }
@@ -80,7 +80,7 @@ struct PipelineSchedule {
 // The generator of a named schedule over chunks placed as `chunk_stage` says (the strategy
 // tree's). `microbatch_group_size` is Megatron-Core's microbatch_group_size_per_vp_stage (0:
 // the number of stages).
-// `w_memory_fraction`: PipelineSchedule::w_memory_fraction (the zero-bubble generators).
+// `w_memory_fraction`: PipelineSchedule::w_memory_fraction (used by ZB-V).
 PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
                                const std::vector<int>& chunk_stage, int microbatch_group_size = 0,
                                double w_memory_fraction = 0);

@@ -371,9 +371,6 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
-  // A W pass of its own reads the output gradient later: B keeps it (zero-bubble's
-  // WeightGradStore.put stores grad_output with the input; Qi et al.'s M_W), W frees it.
-  if (w_here && split_w) mem.push_back({MemCategory::Activations, true, output_grad_bytes(op)});
   if (const double kv = gathered_kv_bytes(op); kv > 0) {
     mem.push_back({MemCategory::Activations, false, 2 * kv});
     mem.push_back({MemCategory::Activations, true, -2 * kv});
@@ -406,7 +403,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
     if (split_w)
       state_.set_w_grad_deps(wkey(mb, op), grad_deps);
     else
-      weight_grad(op, mb, grad_deps, false);
+      weight_grad(op, mb, grad_deps);
   } else if (p.has_weights()) {
     tail_.weight_grad_done(op, b, mb, state_.count_weight_use(op));
   }
@@ -452,14 +449,8 @@ void PassDeriver::regather_inputs(int op, int mb, Phase phase, std::vector<int>*
 }
 
 // Matmul and convolution backward needs the input for the weight gradient only.
-double PassDeriver::output_grad_bytes(int op) const {
-  const Op& o = g_.ops[op];
-  return tensor_bytes_per_rank(g_.tensors[o.output.tensor], plans_[op].output_grad_required, mesh_);
-}
-
-void PassDeriver::weight_grad(int op, int mb, const std::vector<int>& grad_deps, bool split_w) {
-  const double held =
-      index_.fwd_alloc(op) + index_.recompute_alloc(op) + (split_w ? output_grad_bytes(op) : 0);
+void PassDeriver::weight_grad(int op, int mb, const std::vector<int>& grad_deps) {
+  const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
   std::vector<MemEvent> mem;
   if (held > 0) mem.push_back({MemCategory::Activations, true, -held});
   std::vector<int> deps = grad_deps;
@@ -511,7 +502,7 @@ void PassDeriver::build_pass(const Pass& pass, int chunk, bool split_w) {
     end_backward_pass(mb);
   } else {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it)
-      if (index_.has_w(*it)) weight_grad(*it, mb, state_.w_grad_deps(wkey(mb, *it)), true);
+      if (index_.has_w(*it)) weight_grad(*it, mb, state_.w_grad_deps(wkey(mb, *it)));
   }
 }
 

@@ -78,10 +78,7 @@ class PassDeriver {
   void backward_op(int op, int mb, bool split_w);
   void end_backward_pass(int mb);
   void regather_inputs(int op, int mb, Phase phase, std::vector<int>* deps);
-  // `split_w`: a W pass of its own, which frees the output gradient B kept for it.
-  void weight_grad(int op, int mb, const std::vector<int>& grad_deps, bool split_w);
-  // Bytes per rank of the gradient of the op's output (what a deferred W keeps).
-  double output_grad_bytes(int op) const;
+  void weight_grad(int op, int mb, const std::vector<int>& grad_deps);
   // FP8 amax all-reduces (fp8_amax.h): delayed scaling's per-pass reduction on the compute
   // stream; current scaling's per-GEMM reduction over tp before a cast, which `deps` then waits for.
   void delayed_amax_reduction(int chunk, int mb, bool forward);

@@ -183,15 +183,18 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
     return sc;
   }
   GreedyLimits lim;
-  lim.w_fraction = sc.split_backward ? w_memory_fraction : 0;
+  // Only ZB-V counts them (zbv.py's account). ZB-H1 and ZB-H2 keep the paper's handcrafted
+  // in-flight rules: counted at the runtime's estimate, ZB-H1 could defer no W on its first
+  // stage and, with flash attention (where a waiting W keeps about what a forward does, not
+  // 0.43 of it), its later stages deferred more than their slack (docs/design.md).
+  lim.w_fraction = kind == Schedule::ZbV ? w_memory_fraction : 0;
   sc.w_memory_fraction = lim.w_fraction;
   for (int s = 0; s < p; ++s) {
     if (kind == Schedule::ZbH1) {
       // 1F1B's in-flight forwards (p - s); up to p - 1 deferred W, each holding only what
-      // the weight gradient reads (the paper's M_W), within the first stage's memory (p M_B)
-      // on every stage: the later stages' slack is where W waits (Qi et al. section 2.1).
+      // the weight gradient reads (the paper's M_W), so the peak stays 1F1B's.
       lim.in_flight.push_back(p - s);
-      lim.memory.push_back(p);
+      lim.memory.push_back(p - s);
       lim.w_limit.push_back(p - 1);
     } else if (kind == Schedule::ZbH2) {
       // Up to 2p - 1 micro-batches in flight on the first stage (the paper's (2p-1) M_B), and
@@ -200,7 +203,7 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
       // (6.2B GPT on 8 GPUs: 20 GiB of activations at m 24, 31 GiB at m 64); the paper's
       // ZB-H2 memory does not depend on m.
       lim.in_flight.push_back(2 * (p - s) - 1);
-      lim.memory.push_back(2 * p - 1);
+      lim.memory.push_back(2 * (p - s) - 1);
       lim.w_limit.push_back(2 * p - 1);
     } else if (kind == Schedule::ZbV) {
       // 2p chunk forwards in flight: p stages' worth of activations, 1F1B's first stage, and
