@@ -59,6 +59,11 @@ std::string simulate_json(const std::string& config, bool timeline, bool memory_
 std::string chrome_trace_json(const std::string& config) {
   return guarded([&] { return proteus::chrome_trace_json(config); });
 }
+// The accuracy panel (web/src/accuracy.ts): a validation file (tests/validation/published.json
+// or one case of it) compared with what its sources published, exactly as `proteus validate`.
+std::string validate_json(const std::string& validation_text) {
+  return guarded([&] { return proteus::validate_json(validation_text); });
+}
 // Importers (docs/import.md): kind "megatron" | "hf" | "auto"; options {"cluster", "nodes"}.
 std::string import_json(const std::string& kind, const std::string& text, const std::string& options) {
   return guarded([&] { return proteus::import_json(kind, text, options); });
@@ -176,6 +181,7 @@ EMSCRIPTEN_BINDINGS(proteus) {
   emscripten::function("simulate_json", &simulate_json);
   emscripten::function("chrome_trace_json", &chrome_trace_json);
   emscripten::function("simulate_columns", &simulate_columns);
+  emscripten::function("validate_json", &validate_json);
   emscripten::function("import_json", &import_json);
   emscripten::function("export_megatron_text", &export_megatron_text);
   emscripten::function("max_input_bytes", &max_input_bytes);

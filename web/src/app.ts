@@ -17,6 +17,7 @@ import { findLesson, LESSONS, LessonPanel } from './lessons';
 import { chromeTraceParts, resultWithTimeline } from './downloads';
 import { pickSchedule } from './schedules';
 import { SearchView } from './search';
+import { AccuracyView } from './accuracy';
 import { SweepView } from './sweep';
 import { TimelineView } from './timeline_view';
 import { ImportPage, showCustomBadge } from './import_page';
@@ -39,6 +40,7 @@ export class App {
   private sweepEngine: Engine | null = null;
   private module!: Promise<WebAssembly.Module>; // compiled once, shared by every worker
   searchView!: SearchView;
+  accuracy!: AccuracyView;
   private loaderUrl = '';
   private presets!: PresetList;
   private controls!: Controls;
@@ -223,6 +225,16 @@ export class App {
       () => this.config,
       (config) => this.setConfig(config, { modified: true }),
     );
+    // "How accurate is this?": the validation cases, simulated in a worker of its own when first opened.
+    this.accuracy = new AccuracyView(
+      $('#tab-accuracy'),
+      () => new Engine(this.module, this.loaderUrl),
+      (config, id) => {
+        this.scenarioName = '';
+        this.setConfig(config, { modified: true });
+        this.setStatus(`Loading validation case ${id}…`, 'ok');
+      },
+    );
     this.advanced = new AdvancedView($('#tab-json'), (config) => this.setConfig(config, { modified: true }));
     this.advanced.onRevert = () => this.advanced.setConfig(this.config, true);
     for (const tab of document.querySelectorAll<HTMLButtonElement>('.tabs button')) tab.addEventListener('click', () => this.selectTab(tab.dataset.tab!));
@@ -251,6 +263,7 @@ export class App {
     for (const tab of document.querySelectorAll<HTMLButtonElement>('.tabs button')) tab.setAttribute('aria-selected', String(tab.dataset.tab === name));
     for (const panel of document.querySelectorAll<HTMLElement>('.tab-panel')) panel.hidden = panel.id !== `tab-${name}`;
     if (name === 'json') void this.refreshTree();
+    if (name === 'accuracy') void this.accuracy.open();
   }
 
   // ---- config -------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ export type Op =
   /** A scenario preset simulated as the page would send it (pageConfigText): start-up's first run. */
   | { op: 'simulate_scenario'; name: string; timeline: boolean }
   | { op: 'trace'; config: string }
+  /** A validation file (one case of tests/validation/published.json), as `proteus validate` reads it. */
+  | { op: 'validate'; file: string }
   | { op: 'import'; kind: 'megatron' | 'hf'; text: string; options: string }
   | { op: 'export_megatron'; config: string }
   /** Strategy search, shard `shard` of `shards` (search.ts runs one per worker and merges). */
@@ -42,6 +44,8 @@ export interface Answers {
   /** `config`: the text that was simulated. */
   simulate_scenario: SimAnswer & { config: string };
   trace: string;
+  /** validate_json's answer (core/src/api/validate.cpp): cases, not_run, groups, memory_cases. */
+  validate: Record<string, any>;
   import: ImportAnswer;
   export_megatron: string;
   /** The search result JSON text (docs/search.md, "Output"). */
@@ -93,6 +97,7 @@ export interface ProteusModule {
   compile_json(config: string): string;
   simulate_json(config: string, timeline: boolean, memoryCurve: boolean, wallTime: boolean): string;
   chrome_trace_json(config: string): string;
+  validate_json(validationText: string): string;
   import_json(kind: string, text: string, options: string): string;
   export_megatron_text(config: string): string;
   max_input_bytes(): number;

@@ -110,6 +110,11 @@ function call(m: CallMessage): void {
         const config = pageConfigText(JSON.parse(t));
         return simulate(config, m.timeline, m.id, fail, (answer: SimAnswer, transfer) => ok({ ...answer, config }, transfer));
       }
+      case 'validate': {
+        const t = mod.validate_json(m.file);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(JSON.parse(t));
+      }
       case 'import': {
         const t = mod.import_json(m.kind, m.text, m.options);
         const e = isErrorText(t);

@@ -1,0 +1,83 @@
+// "How accurate is this?" in headless Chromium: opened from the keyboard, rows filling in from
+// the worker (cheapest first), the group means, the not-run cases with their reason, one case
+// loaded with one click (its controls and its simulated time equal to the row's), axe-core
+// on the panel, no console errors. Screenshot docs/images/accuracy-1440x900.png.
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
+
+const AXE = resolve(__dirname, '..', '..', 'node_modules', 'axe-core', 'axe.min.js');
+const DOCS_IMAGES = resolve(__dirname, '..', '..', '..', 'docs', 'images');
+const FILE = JSON.parse(readFileSync(resolve(__dirname, '..', '..', '..', 'tests', 'validation', 'published.json'), 'utf8'));
+
+describe('accuracy panel', () => {
+  let s: Session;
+  let page: Page;
+
+  beforeAll(async () => {
+    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    mkdirSync(DOCS_IMAGES, { recursive: true });
+    s = await startSession({ viewport: { width: 1440, height: 900 } });
+    page = await s.newPage();
+    await waitForResult(page);
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('fills rows from the worker, lists what is not run, and loads a case with one click', { timeout: 300_000 }, async () => {
+    // Keyboard: the tab is a button reached with Tab and opened with Enter.
+    await page.focus('button[data-tab="json"]');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.tab)).toBe('accuracy');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => (window as any).proteus.accuracy.rows.length >= 3, null, { timeout: 240_000 });
+    const timed = FILE.cases.filter((c: any) => c.needs === undefined && c.config && c.expect?.iteration_time_s !== undefined);
+    expect(await page.locator('#accuracy-time tbody tr').count()).toBe(timed.length);
+    const notRun = FILE.cases.filter((c: any) => c.needs !== undefined);
+    expect(await page.locator('#accuracy-not-run li').count()).toBe(notRun.length);
+    for (const c of notRun) expect(await page.textContent('#accuracy-not-run')).toContain(c.id);
+    // A group table with the rows done so far.
+    const done = await page.evaluate(() => (window as any).proteus.accuracy.rows.length);
+    const groupCases = await page.$$eval('#accuracy-group-table tbody tr', (trs) => trs.map((tr) => Number(tr.querySelectorAll('td')[0]?.textContent)));
+    expect(groupCases[groupCases.length - 1]).toBeGreaterThanOrEqual(3); // the "all" row
+    expect(groupCases[groupCases.length - 1]).toBeLessThanOrEqual(done + 1);
+    await page.waitForFunction(() => (window as any).proteus.accuracy.rows.length >= 8, null, { timeout: 240_000 });
+    await page.evaluate(() => {
+      document.querySelector('.tabs')!.scrollIntoView({ block: 'start' });
+      window.scrollBy(0, -document.querySelector('header')!.getBoundingClientRect().height - 8); // below the sticky header
+    });
+    await page.screenshot({ path: join(ARTIFACTS, 'accuracy.png') });
+    copyFileSync(join(ARTIFACTS, 'accuracy.png'), join(DOCS_IMAGES, 'accuracy-1440x900.png'));
+
+    // axe-core on the page with the panel open.
+    await page.evaluate(readFileSync(AXE, 'utf8'));
+    const violations = await page.evaluate(async () => {
+      const r = await (window as any).axe.run(document.getElementById('tab-accuracy'), { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+      return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
+    });
+    expect(violations).toEqual([]);
+
+    // One click (here Enter on the focused button) loads the first simulated case.
+    const row = await page.evaluate(() => (window as any).proteus.accuracy.rows[0]);
+    const config = timed.find((c: any) => c.id === row.id).config;
+    const n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.focus(`#accuracy-time button.accuracy-load[data-case="${row.id}"]`);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((k) => (window as any).proteus.simulationCount() > k && document.body.classList.contains('has-result') && !document.body.classList.contains('running'), n, { timeout: 120_000 });
+    for (const k of ['tp', 'pp', 'micro_batch'] as const) {
+      if (config.strategy?.[k] !== undefined) expect(Number(await page.inputValue(`#ctl-strategy-${k}`)), k).toBe(config.strategy[k]);
+    }
+    expect(Number(await page.inputValue('#ctl-training-global_batch'))).toBe(config.training.global_batch);
+    // The page's own simulation of the loaded config gives the row's predicted time exactly.
+    const time = await page.evaluate(() => (window as any).proteus.current.result.summary.iteration_time_s);
+    expect(time).toBe(row.predicted_s);
+    expect(await page.getAttribute(`#accuracy-time tr[data-case="${row.id}"]`, 'aria-current')).toBe('true');
+    await page.click('#accuracy-stop');
+    expect(await page.textContent('#accuracy-status')).toMatch(/Stopped after \d+ of \d+ cases/);
+    expect(s.errors).toEqual([]);
+  });
+});
