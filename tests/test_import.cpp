@@ -177,6 +177,71 @@ TEST_CASE("import: bad input gets an error naming the argument or field") {
   CHECK(error_path([&] { import_megatron(huge, on("dgx-h100", 1)); }) == "");
 }
 
+TEST_CASE("import: Transformer Engine's FP8, TP-overlap and CP knobs map to their strategy fields") {
+  // Megatron-LM arguments.py: --fp8-recipe {tensorwise, delayed, mxfp8, blockwise} (tensorwise is
+  // TE's Float8CurrentScaling), --fp8-param-gather (asserts a distributed optimizer or FSDP),
+  // --tp-only-amax-red, --tp-comm-overlap (asserts --sequence-parallel), --cp-comm-type
+  // (nargs='+', one per layer or one for all) and --hierarchical-context-parallel-sizes [a2a, p2p].
+  const std::string base =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 1024 --micro-batch-size 1 "
+      "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --sequence-parallel --context-parallel-size 4 ";
+  const std::string fp8 = base + "--fp8-format hybrid --use-distributed-optimizer ";
+  Config c =
+      import_config(fp8 +
+                        "--fp8-recipe tensorwise --fp8-param-gather --tp-only-amax-red --tp-comm-overlap "
+                        "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 2 2",
+                    "dgx-h100", 1);
+  CHECK(c.training.precision == Precision::Fp8);
+  CHECK(c.training.fp8_recipe == Fp8Recipe::Current);
+  CHECK(c.strategy.fp8_param_gather);
+  CHECK(c.strategy.tp_only_amax_red);
+  CHECK(c.strategy.tp_comm_overlap);
+  CHECK(c.strategy.cp_comm_type == CpCommType::A2aP2p);
+  CHECK(c.strategy.cp_a2a_size == 2);
+  CHECK(import_config(fp8 + "--fp8-recipe mxfp8 --cp-comm-type all_gather all_gather", "dgx-h100", 1)
+            .training.fp8_recipe == Fp8Recipe::Mxfp8);
+  CHECK(import_config(fp8 + "--cp-comm-type all_gather all_gather", "dgx-h100", 1).strategy.cp_comm_type ==
+        CpCommType::AllGather);
+
+  // Knobs that do nothing in the run are reported, not guessed: no FP8, one tp rank, mixed per-layer types.
+  MegatronImportOptions o = on("dgx-h100", 1);
+  const ImportResult r = import_megatron(
+      base + "--fp8-recipe delayed --fp8-param-gather --tp-only-amax-red --cp-comm-type p2p a2a", o);
+  CHECK(r.ignored.size() == 4);
+  const Config bf16 = parse_config(r.config_json);
+  CHECK_FALSE(bf16.strategy.fp8_param_gather);
+  CHECK(bf16.strategy.cp_comm_type == CpCommType::P2p);
+
+  // What Megatron itself refuses is an error naming the argument.
+  CHECK(error_path([&] { import_megatron(base + "--fp8-format hybrid --fp8-param-gather", o); }) ==
+        "--fp8-param-gather");
+  const std::string no_sp =
+      "--num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 128 --micro-batch-size 1 "
+      "--vocab-size 1000 --bf16 --tensor-model-parallel-size 2 --tp-comm-overlap";
+  CHECK(error_path([&] { import_megatron(no_sp, o); }) == "--tp-comm-overlap");
+  CHECK(error_path([&] { import_megatron(fp8 + "--fp8-recipe fp4", o); }) == "--fp8-recipe");
+  CHECK(error_path([&] { import_megatron(fp8 + "--cp-comm-type ring", o); }) == "--cp-comm-type");
+  CHECK(error_path([&] {
+          import_megatron(fp8 + "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes 4", o);
+        }) == "--hierarchical-context-parallel-sizes");
+
+  // And back: the default scenario with every knob set exports arguments that import to it again.
+  json knobs = json::parse(config_to_json(parse_config(R"({"preset": "default"})")));
+  knobs["training"]["precision"] = "fp8";
+  knobs["training"]["fp8_recipe"] = "current";
+  knobs["strategy"].update(json{{"dp", 1},
+                                {"cp", 4},
+                                {"cp_comm_type", "a2a+p2p"},
+                                {"cp_a2a_size", 2},
+                                {"tp_comm_overlap", true},
+                                {"fp8_param_gather", true},
+                                {"tp_only_amax_red", true}});
+  const std::string args = export_megatron(knobs.dump());
+  const ImportResult back = import_megatron(args, on(knobs["cluster"].dump(), 0));
+  CHECK(back.ignored.empty());
+  CHECK(resolved(back.config_json) == resolved(knobs.dump()));
+}
+
 TEST_CASE("import: Hugging Face config.json files give the presets' models") {
   // tests/import/SOURCES.md names each file's repository.
   const std::pair<const char*, const char*> files[] = {

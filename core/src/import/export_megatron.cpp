@@ -169,6 +169,14 @@ void strategy_args(const Config& c, Args& a) {
   if (!st.overrides.empty()) {
     throw invalid_config("strategy.overrides", "per-module overrides have no Megatron-LM argument");
   }
+  if (st.cp > 1 && st.cp_comm_type != CpCommType::P2p) a.add("--cp-comm-type", to_string(st.cp_comm_type));
+  if (st.cp > 1 && st.cp_comm_type == CpCommType::A2aP2p && st.cp_a2a_size > 0) {
+    a.add("--hierarchical-context-parallel-sizes",
+          std::to_string(st.cp_a2a_size) + " " + std::to_string(st.cp / st.cp_a2a_size));
+  }
+  if (st.tp_comm_overlap) a.add("--tp-comm-overlap");
+  if (st.fp8_param_gather) a.add("--fp8-param-gather");
+  if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
   if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");
   if (st.zero >= 1 && st.overlap_param_gather) a.add("--overlap-param-gather");
   if (st.overlap_grad_reduce || st.grad_bucket_MB != 25) {
@@ -195,6 +203,9 @@ void training_args(const TrainingSpec& t, Args& a) {
     case Precision::Fp8:
       a.add("--bf16");
       a.add("--fp8-format", "hybrid");
+      // Megatron's --fp8-recipe names TE's current scaling "tensorwise".
+      if (t.fp8_recipe != Fp8Recipe::Delayed)
+        a.add("--fp8-recipe", t.fp8_recipe == Fp8Recipe::Current ? "tensorwise" : to_string(t.fp8_recipe));
       break;
     case Precision::Tf32:
       throw invalid_config("training.precision",

@@ -1,7 +1,9 @@
 // Megatron-LM / Megatron-Core training arguments -> a Proteus config. Each argument's meaning
 // and default are Megatron's own (megatron/training/arguments.py, core_r0.x); docs/import.md
 // lists the mapping. The hardware is not in the arguments: the caller names the cluster.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "../config/json_text.h"
@@ -83,6 +85,11 @@ class ArgReader {
     return out;
   }
   const MegatronArgs& args() const { return a_; }
+  // Every value of an argument that takes several (argparse nargs='+'); marks it read.
+  const std::vector<std::string>& values(const std::string& name) {
+    used_.insert(name);
+    return a_.values.at(name);
+  }
 
  private:
   const MegatronArgs& a_;
@@ -668,6 +675,85 @@ Json training_part(ArgReader& in, Json& training) {
   return training;
 }
 
+// Transformer Engine's knobs that Megatron-LM passes through (megatron/training/arguments.py):
+// the FP8 recipe and its amax group, FP8 parameter gathers, TP communication overlap and the
+// context-parallel communication type. Read after the strategy and the precision are known.
+void transformer_engine_part(ArgReader& in, Json& st, Json& training, std::vector<std::string>& ignored) {
+  const bool fp8 = training["precision"] == "fp8";
+  if (in.has("--fp8-recipe")) {
+    // Megatron's "tensorwise" is TE's Float8CurrentScaling (docs/frameworks.md).
+    const std::string recipe =
+        in.choice("--fp8-recipe", "delayed", {"delayed", "tensorwise", "mxfp8", "blockwise"});
+    if (!fp8) {
+      ignored.push_back("--fp8-recipe: without --fp8-format the run is not FP8");
+    } else if (recipe == "blockwise") {
+      ignored.push_back(
+          "--fp8-recipe blockwise: TE's Float8BlockScaling is not modelled; simulated with delayed scaling");
+    } else {
+      training["fp8_recipe"] = recipe == "tensorwise" ? "current" : recipe;
+    }
+  }
+  if (in.flag("--fp8-param-gather")) {
+    if (!fp8) {
+      ignored.push_back("--fp8-param-gather: without --fp8-format there are no FP8 weights to gather");
+    } else if (st["zero"].get<int>() < 1) {
+      // Megatron asserts it: the FP8 copy lives in the distributed optimizer's parameter buffer.
+      throw Error(
+          "invalid_config", "--fp8-param-gather",
+          "--fp8-param-gather needs --use-distributed-optimizer or Megatron FSDP (Megatron asserts this)");
+    } else {
+      st["fp8_param_gather"] = true;
+    }
+  }
+  if (in.flag("--tp-only-amax-red")) {
+    if (fp8)
+      st["tp_only_amax_red"] = true;
+    else
+      ignored.push_back("--tp-only-amax-red: without --fp8-format there is no amax to reduce");
+  }
+  if (in.flag("--tp-comm-overlap")) {
+    if (!st["sequence_parallel"].get<bool>()) {
+      throw Error("invalid_config", "--tp-comm-overlap",
+                  "--tp-comm-overlap needs --sequence-parallel (Megatron asserts this)");
+    }
+    if (st["tp"].get<int64_t>() > 1)
+      st["tp_comm_overlap"] = true;
+    else
+      ignored.push_back("--tp-comm-overlap: one tensor-parallel rank has no TP communication to overlap");
+  }
+  if (in.has("--cp-comm-type")) {
+    // nargs='+': one type for every layer, or one per layer. Per-layer types are not modelled.
+    const std::vector<std::string>& types = in.values("--cp-comm-type");
+    if (types.empty()) throw Error("invalid_config", "--cp-comm-type", "--cp-comm-type needs a value");
+    for (const std::string& t : types) {
+      if (t != "p2p" && t != "all_gather" && t != "a2a" && t != "a2a+p2p") {
+        throw Error("invalid_config", "--cp-comm-type",
+                    "--cp-comm-type \"" + t + "\" is not one of: p2p, all_gather, a2a, a2a+p2p");
+      }
+    }
+    const bool same =
+        std::all_of(types.begin(), types.end(), [&](const std::string& t) { return t == types[0]; });
+    if (!same) {
+      ignored.push_back("--cp-comm-type: one type per layer is not modelled; the default p2p is simulated");
+    } else if (st["cp"].get<int64_t>() > 1) {
+      st["cp_comm_type"] = types[0];
+      if (types[0] == "a2a+p2p" && in.has("--hierarchical-context-parallel-sizes")) {
+        // [a2a, p2p]: the inner all-to-all group's ranks first.
+        const std::vector<std::string>& sizes = in.values("--hierarchical-context-parallel-sizes");
+        char* end = nullptr;
+        const long long a2a = sizes.empty() ? 0 : std::strtoll(sizes[0].c_str(), &end, 10);
+        if (sizes.size() != 2 || *end || a2a < 1) {
+          throw Error("invalid_config", "--hierarchical-context-parallel-sizes",
+                      "--hierarchical-context-parallel-sizes takes two positive integers: a2a p2p");
+        }
+        st["cp_a2a_size"] = a2a;
+      }
+    } else {
+      ignored.push_back("--cp-comm-type: without context parallelism there is no CP communication");
+    }
+  }
+}
+
 }  // namespace
 
 ImportResult import_megatron(const std::string& text, const MegatronImportOptions& options) {
@@ -690,6 +776,7 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
   training["seq_len"] = in.has("--seq-length") ? in.integer("--seq-length", 0, 1, 16777216)
                                                : in.integer("--encoder-seq-length", 0, 1, 16777216);
   training_part(in, training);
+  transformer_engine_part(in, strategy, training, result.ignored);
   for (const std::string& name : args.repeated)
     result.ignored.push_back(name + " is given more than once: the last value is used (as argparse does)");
   for (const std::string& name : in.unread()) result.ignored.push_back(name);

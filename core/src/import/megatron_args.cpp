@@ -69,6 +69,12 @@ const std::set<std::string>& mapped_args() {
                                               "--bf16",
                                               "--fp8-format",
                                               "--fp8",
+                                              "--fp8-recipe",
+                                              "--fp8-param-gather",
+                                              "--tp-only-amax-red",
+                                              "--tp-comm-overlap",
+                                              "--cp-comm-type",
+                                              "--hierarchical-context-parallel-sizes",
                                               "--optimizer",
                                               "--num-experts",
                                               "--moe-router-topk",
@@ -162,9 +168,9 @@ const char* const kUnusedArgs =
     " --init-model-with-meta-device --embedding-path --position-embedding-type-for-fixed --hidden-dropout-prob"
     " --grad-reduce-in-bf16 --first-last-layers-bf16 --num-layers-at-start-in-bf16"
     " --num-layers-at-end-in-bf16 --fp8-margin --fp8-interval --fp8-amax-history-len"
-    " --fp8-amax-compute-algo --fp8-param-gather --fp8-recipe --te-rng-tracker --inference-rng-tracker"
+    " --fp8-amax-compute-algo --te-rng-tracker --inference-rng-tracker"
     " --no-fp8-weight-transpose-cache --fp8-wgrad --no-fp8-wgrad --fp4-format --fp4-recipe"
-    " --tp-comm-overlap --tp-comm-overlap-cfg --disable-tp-comm-overlap-ag --disable-tp-comm-overlap-rs"
+    " --tp-comm-overlap-cfg --disable-tp-comm-overlap-ag --disable-tp-comm-overlap-rs"
     " --tp-comm-overlap-rs-dgrad --disable-tp-comm-bulk-dgrad --disable-tp-comm-bulk-wgrad"
     " --tp-comm-bootstrap-backend --tp-comm-split-ag --tp-comm-split-rs --overlap-p2p-communication"
     " --no-overlap-p2p-communication --overlap-p2p-communication-warmup-flush --align-grad-reduce"
@@ -177,7 +183,7 @@ const char* const kUnusedArgs =
     " --ddp-pad-buckets-for-high-nccl-busbw --ddp-num-buckets --check-weight-hash-across-dp-replicas-interval"
     " --microbatch-group-size-per-vp-stage --account-for-embedding-in-pipeline-split"
     " --account-for-loss-in-pipeline-split --pipeline-model-parallel-split-rank"
-    " --hierarchical-context-parallel-sizes --cp-comm-type --context-parallel-algo"
+    " --context-parallel-algo"
     " --use-tp-pp-dp-mapping --nccl-communicator-config-path --use-sharp --sharp-enabled-group"
     " --high-priority-stream-groups --distribute-saved-activations --encoder-pipeline-model-parallel-size"
     " --encoder-tensor-model-parallel-size --num-virtual-stages-per-pipeline-rank --heterogeneous-layers-config-path"
