@@ -146,3 +146,98 @@ TEST_CASE("gemm ceiling: measured maximum achievable matmul TFLOP/s per precisio
       (2048.0 / 2112) * (1402.6 / 1978.9) * (8192 / (8192 + half)) * (8192 / (8192 + half));
   CHECK(cost.gemm_efficiency(8192, 8192, 8192) == doctest::Approx(expected).epsilon(1e-12));
 }
+
+namespace {
+
+GpuSpec b200_gpu() {
+  return parse_config(R"({"model": {"preset": "llama3-8b"}, "cluster": {"preset": "dgx-b200"},
+      "training": {"global_batch": 8, "precision": "fp8"}, "strategy": {"tp": 1, "pp": 1, "dp": 8}})")
+      .cluster.gpu;
+}
+
+ComputeWork square_matmul(int64_t size) {
+  ComputeWork w;
+  w.op_kind = OpKind::Matmul;
+  w.gemm_m = w.gemm_n = w.gemm_k = size;
+  w.gemm_batch = 1;
+  w.kernels = 1;
+  const double s = static_cast<double>(size);
+  w.flops = 2.0 * s * s * s;
+  w.bytes = 3.0 * s * s * 2;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("gemm table: the B200 preset holds XLA's sm_100 measurements, bf16 and fp8 e4m3") {
+  // Values of XLA's matmul_interpolator_data.h, "sm_100", b: 1 (tensorflow a305421c), in FLOP/s,
+  // / 1e12 to one decimal as for H100 (scripts/xla_matmul_table.py).
+  const GpuSpec gpu = b200_gpu();
+  const auto at = [&](Precision p, int64_t m, int64_t n, int64_t k) {
+    return *gemm_table_TFLOPS(gpu.gemm_table, p, m, n, k, 1);
+  };
+  // m 256 n 256 k 256: bf16 6765006451612, f8e4m3fn x f8e4m3fn 6919866364198.
+  CHECK(at(Precision::Bf16, 256, 256, 256) == doctest::Approx(6.8).epsilon(1e-14));
+  CHECK(at(Precision::Fp8, 256, 256, 256) == doctest::Approx(6.9).epsilon(1e-14));
+  // m 1024 n 2048 k 512: 293652898673594 and 333874945273631.
+  CHECK(at(Precision::Bf16, 1024, 2048, 512) == doctest::Approx(293.7).epsilon(1e-14));
+  CHECK(at(Precision::Fp8, 1024, 2048, 512) == doctest::Approx(333.9).epsilon(1e-14));
+  // m 4096 n 1024 k 1024 (m and n are not interchangeable): 715648970424060 / 850825534072900;
+  // m 1024 n 4096 k 1024: 723362913010526 / 863136514469453.
+  CHECK(at(Precision::Bf16, 4096, 1024, 1024) == doctest::Approx(715.6).epsilon(1e-14));
+  CHECK(at(Precision::Fp8, 4096, 1024, 1024) == doctest::Approx(850.8).epsilon(1e-14));
+  CHECK(at(Precision::Bf16, 1024, 4096, 1024) == doctest::Approx(723.4).epsilon(1e-14));
+  CHECK(at(Precision::Fp8, 1024, 4096, 1024) == doctest::Approx(863.1).epsilon(1e-14));
+  // 4096^3: 1416867213789406 and 2764981863158106: FP8 doubles the peak (4500 vs 2250 dense)
+  // but the measured GEMM gains 1.95x, and both reach less than mamf-finder's best shapes
+  // (1745.0 bf16, 3432.5 fp8 TFLOP/s): 4096^3 is not yet saturated on 148 SMs.
+  CHECK(at(Precision::Bf16, 4096, 4096, 4096) == doctest::Approx(1416.9).epsilon(1e-14));
+  CHECK(at(Precision::Fp8, 4096, 4096, 4096) == doctest::Approx(2765.0).epsilon(1e-14));
+  CHECK(at(Precision::Fp8, 4096, 4096, 4096) / at(Precision::Bf16, 4096, 4096, 4096) ==
+        doctest::Approx(2764.981863158106 / 1416.867213789406).epsilon(1e-4));
+  CHECK(at(Precision::Bf16, 4096, 4096, 4096) < 1745.0);
+  CHECK(at(Precision::Fp8, 4096, 4096, 4096) < 3432.5);
+  // No table for the precisions XLA did not measure this way (fp16, tf32): the roofline.
+  CHECK_FALSE(gemm_table_TFLOPS(gpu.gemm_table, Precision::Fp16, 4096, 4096, 4096, 1).has_value());
+}
+
+TEST_CASE("gemm table: B200 interpolates between XLA's points as a power of size") {
+  const GpuSpec gpu = b200_gpu();
+  const auto at = [&](Precision p, int64_t m, int64_t n, int64_t k) {
+    return *gemm_table_TFLOPS(gpu.gemm_table, p, m, n, k, 1);
+  };
+  // K = 3072 between the measured 2048 and 4096 at m = n = 4096: weight t = log2(1.5) of the
+  // upper point, log2 throughput blended: 1277.8^(1-t) x 1416.9^t bf16, 2485.0^(1-t) x 2765.0^t fp8.
+  const double t = std::log2(1.5);
+  const double bf16 = std::pow(1277.8, 1 - t) * std::pow(1416.9, t);
+  const double fp8 = std::pow(2485.0, 1 - t) * std::pow(2765.0, t);
+  CHECK(at(Precision::Bf16, 4096, 4096, 3072) == doctest::Approx(bf16).epsilon(1e-12));
+  CHECK(at(Precision::Fp8, 4096, 4096, 3072) == doctest::Approx(fp8).epsilon(1e-12));
+  CHECK(bf16 > 1277.8);
+  CHECK(bf16 < 1416.9);
+  // Llama 3 8B's MLP up-projection per micro-batch of 2 x 8192 tokens on one GPU:
+  // 16384 x 14336 x 4096 lies above the grid in m and n and takes the 4096 edge.
+  CHECK(at(Precision::Fp8, 16384, 14336, 4096) == doctest::Approx(2765.0).epsilon(1e-14));
+  // Below the grid in one dimension: no table value (the roofline applies).
+  CHECK_FALSE(gemm_table_TFLOPS(gpu.gemm_table, Precision::Fp8, 4096, 4096, 128, 1).has_value());
+}
+
+TEST_CASE(
+    "gemm table: an FP8 run's GEMMs on B200 take the fp8 table, its high-precision ones the bf16 table") {
+  CostModel cost;
+  cost.gpu = b200_gpu();
+  cost.precision = Precision::Fp8;
+  ComputeWork w = square_matmul(4096);
+  // 137.4e9 FLOP / 2765.0e12 FLOP/s = 49.7 us, plus one 4 us launch (the HBM time, 100.7 MB /
+  // 6.8 TB/s = 14.8 us, is shorter).
+  CHECK(cost.compute_time_s(w) == doctest::Approx(w.flops / 2765.0e12 + 4e-6).epsilon(1e-12));
+  // A GEMM the recipe keeps in bf16 (ComputeWork::high_precision) reads the bf16 table.
+  w.high_precision = true;
+  CHECK(cost.compute_time_s(w) == doctest::Approx(w.flops / 1416.9e12 + 4e-6).epsilon(1e-12));
+  // A bf16 run: the bf16 table too; FP8 makes this GEMM 1.95x faster, not the peaks' 2x.
+  w.high_precision = false;
+  CostModel bf16 = cost;
+  bf16.precision = Precision::Bf16;
+  CHECK((bf16.compute_time_s(w) - 4e-6) / (cost.compute_time_s(w) - 4e-6) ==
+        doctest::Approx(2765.0 / 1416.9).epsilon(1e-12));
+}

@@ -270,6 +270,92 @@ class FlowModelFit(unittest.TestCase):
             self.assertEqual(node["collective_efficiency"], preset["collective_efficiency"], name)
 
 
+import xla_matmul_table  # noqa: E402
+
+# XLA's matmul_interpolator_data.h as written (tensorflow/tensorflow a305421c, "sm_100": the
+# batch-1 4096^3 entry and a batch-2 one, values verbatim), and an older copy's upper-case dtype
+# keys (thenexthub/Machina's third_party/xla copy, "sm_90", b 1 m 512 n 256 k 256).
+XLA_MATMUL_EXCERPT = """
+constexpr char kDefaultMatmulPTable[] = R"pb(
+  entries {
+    key: "sm_100"
+    value {
+      entries {
+        b: 1
+        m: 4096
+        n: 4096
+        k: 4096
+        flops { key: "bf16xbf16->bf16" value: 1416867213789406 }
+        flops { key: "f32xf32->f32" value: 757940978271899 }
+        flops { key: "f8e4m3fnxf8e4m3fn->bf16" value: 2764981863158106 }
+        flops { key: "f8e4m3fnxf8e5m2->bf16" value: 2785491852050019 }
+        flops { key: "f8e5m2xf8e4m3fn->bf16" value: 2784419640842787 }
+      }
+      entries {
+        b: 2
+        m: 256
+        n: 256
+        k: 256
+        flops { key: "bf16xbf16->bf16" value: 13527285627897 }
+        flops { key: "f32xf32->f32" value: 11212842773600 }
+        flops { key: "f8e4m3fnxf8e4m3fn->bf16" value: 12942886017357 }
+      }
+    }
+  }
+  entries {
+    key: "sm_90"
+    value {
+      entries {
+        b: 1
+        m: 512
+        n: 256
+        k: 256
+        flops { key: "BF16xBF16->BF16" value: 12520310447761 }
+        flops { key: "F32xF32->F32" value: 9731563805104 }
+      }
+    }
+  }
+)pb";
+"""
+
+
+class XlaMatmulTable(unittest.TestCase):
+    DATA = os.path.join(HERE, "calibration", "xla_matmul_table.json")
+    B200 = os.path.join(HERE, "..", "core", "presets", "clusters", "dgx-b200.json")
+
+    def test_extracts_batch_one_bf16_and_e4m3(self):
+        table = xla_matmul_table.extract(XLA_MATMUL_EXCERPT)
+        self.assertEqual(table, {
+            "sm_100": [{"m": 4096, "n": 4096, "k": 4096, "bf16": 1416867213789406, "fp8": 2764981863158106}],
+            "sm_90": [{"m": 512, "n": 256, "k": 256, "bf16": 12520310447761}]})
+        with open(self.DATA) as f:
+            committed = json.load(f)["gpus"]["sm_100"]
+        self.assertIn(table["sm_100"][0], committed)
+
+    def test_committed_data_is_the_full_grid(self):
+        with open(self.DATA) as f:
+            data = json.load(f)
+        self.assertEqual(len(data["gpus"]["sm_100"]), 125)  # m, n, k = 256 .. 4096
+        table = xla_matmul_table.preset_table(data, "sm_100")
+        self.assertEqual(table["m"], [256, 512, 1024, 2048, 4096])
+        self.assertEqual(table["TFLOPS"]["bf16"][4][4][4], 1416.9)
+        self.assertEqual(table["TFLOPS"]["fp8"][4][4][4], 2765.0)
+        with self.assertRaises(ValueError):
+            xla_matmul_table.preset_table(data, "sm_80")
+        with self.assertRaises(ValueError):  # a missing point is an error, not a hole in the table
+            xla_matmul_table.preset_table({"gpus": {"sm_100": data["gpus"]["sm_100"][1:]}}, "sm_100")
+
+    def test_preset_is_regenerated_from_the_data(self):
+        script = os.path.join(HERE, "..", "scripts", "xla_matmul_table.py")
+        done = subprocess.run([sys.executable, script, "preset", self.DATA, "--gpu", "sm_100", "--check", self.B200],
+                              capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        text = subprocess.run([sys.executable, script, "preset", self.DATA, "--gpu", "sm_100"], check=True,
+                              capture_output=True, text=True).stdout
+        with open(self.B200) as f:
+            self.assertIn(text.rstrip("\n"), f.read())
+
+
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
 class Timing(unittest.TestCase):
     def test_cpu_shapes(self):
