@@ -142,3 +142,34 @@ TEST_CASE("pipeline split: through a config") {
   CHECK(path_of(R"(,"first_stage_layers":0)") == "strategy.first_stage_layers");
   CHECK(path_of(R"(,"first_stage_layers":3,"stage_layers":[3,3,3,3])") == "strategy.stage_layers");
 }
+
+TEST_CASE("pipeline split: a chunk of only the embedding or only the loss (one slot per chunk)") {
+  // The zero-bubble repository's interleaved run of its 6.2B GPT (30 layers, pp 8,
+  // --num-layers-per-virtual-pipeline-stage 1, --allow-padding-num-layers): 30 layers + embedding
+  // + loss = 32 slots over 8 x 4 chunks, one each, so chunk 0 holds the embedding and no layer and
+  // chunk 31 the loss and no layer (Megatron-Core get_num_layers_to_build: num_layers_per_vp - 1).
+  // The config check used to compare the 32 chunks with the 30 layers alone and refused it.
+  const std::string cfg = R"({"model":"gpt2-small","cluster":{"preset":"dgx-h100","nodes":1},
+      "training":{"global_batch":8,"precision":"bf16"},
+      "strategy":{"pp":4,"dp":2,"schedule":"interleaved-1f1b","virtual_stages":%V,
+                  "account_for_embedding_in_pipeline_split":true,"account_for_loss_in_pipeline_split":true}})";
+  const auto with_v = [&](int v) {
+    std::string out = cfg;
+    out.replace(out.find("%V"), 2, std::to_string(v));
+    return out;
+  };
+  // The same at gpt2-small's size: 12 layers + 2 = 14 slots over pp 2 x v 7 = 14 chunks of one
+  // slot (the old check refused 14 chunks for 12 layers).
+  std::string two = with_v(7);
+  two.replace(two.find(R"("pp":4,"dp":2)"), 13, R"("pp":2,"dp":4)");
+  const CompiledModel m = test::compile_text(two);
+  std::vector<int> expected(14, 1);
+  expected.front() = expected.back() = 0;
+  CHECK(m.tree.chunk_layers == expected);
+  // More chunks than slots is still refused, naming the knob and counting the slots.
+  std::string too_many = with_v(4);  // pp 4 x v 4 = 16 chunks > 14 slots
+  CHECK_THROWS_WITH_AS(
+      test::compile_text(too_many),
+      doctest::Contains("16 model chunks is more than the model's 12 layers + 2 (embedding/loss)"), Error);
+  CHECK(test::error_path([&] { test::compile_text(too_many); }) == "strategy.virtual_stages");
+}

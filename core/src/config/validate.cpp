@@ -98,11 +98,18 @@ void check_pipeline(const Config& c) {
                              to_string(s.pp));
   }
   const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s) / model_copies(s);
-  if (units > 0 && chunks > units) {
+  // With --account-for-embedding/loss-in-pipeline-split the embedding and the loss take a
+  // layer's slot each, so Megatron-Core builds a first (last) chunk of no transformer layer when
+  // the slots are one per chunk (get_num_layers_to_build: num_layers_per_vp - 1 = 0); the
+  // zero-bubble repository's --allow-padding-num-layers does the same for 30 layers on pp 8 x v 4.
+  const int64_t slots =
+      units + (units > 0 && s.embedding_as_layer ? 1 : 0) + (units > 0 && s.loss_as_layer ? 1 : 0);
+  if (units > 0 && chunks > slots) {
     throw invalid_config(
         s.schedule == Schedule::Interleaved1F1B ? "strategy.virtual_stages" : "strategy.schedule",
         "pp*chunks per stage = " + to_string(chunks) + " model chunks is more than the model's " +
-            to_string(units) + " " + unit_name(c.model));
+            to_string(units) + " " + unit_name(c.model) +
+            (slots > units ? " + " + to_string(slots - units) + " (embedding/loss)" : std::string()));
   }
   if (!s.stage_layers.empty()) {
     if (units == 0) {

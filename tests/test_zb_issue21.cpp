@@ -1,0 +1,85 @@
+// The zero-bubble comparison of issue 12: sail-sg/zero-bubble-pipeline-parallelism issue #21
+// (8 x H800, a 6.2B model: 1F1B 55, interleaved 66, ZB-2P 67, ZB-V 64 samples/s at 48, 57, 79,
+// 53 GB). The four configs are the zb-issue21 cases of tests/validation/published.json, written
+// by tests/validation/derive_cases.py with the source of every setting the issue leaves out (Qi
+// et al. Table 3's 6.2B GPT and the repository's example script); scripts/zb_issue21.py prints the
+// table. What the simulator agrees with is asserted here; what it does not (interleaved runs 1%
+// faster than ZB-2P, where #21 has ZB-2P 1.5% faster) is in docs/fidelity.md.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "compile_fixtures.h"
+#include "proteus/api.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Run {
+  json config;
+  double samples_per_s = 0, peak_GiB = 0;
+};
+
+// The zb-issue21 cases, simulated once: schedule id ("1f1b", "interleaved", "zb2p", "zbv") -> run.
+const std::map<std::string, Run>& runs() {
+  static const std::map<std::string, Run> out = [] {
+    std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/tests/validation/published.json", std::ios::binary);
+    std::stringstream text;
+    text << f.rdbuf();
+    std::map<std::string, Run> m;
+    const std::string prefix = "zb-issue21-";
+    const json file = json::parse(text.str());
+    for (const json& c : file.at("cases")) {
+      const std::string id = c["id"];
+      if (id.rfind(prefix, 0) != 0) continue;
+      const json r = json::parse(proteus::simulate_json(c["config"].dump(), {}));
+      if (r["ok"] != true) FAIL(id << ": " << r.dump());
+      m[id.substr(prefix.size())] = {c["config"], r["summary"]["samples_per_s"].get<double>(),
+                                     r["summary"]["peak_memory_GiB"].get<double>()};
+    }
+    return m;
+  }();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("zb issue 21: the zero-bubble repository's layer padding, as Megatron-Core's slots") {
+  // --allow-padding-num-layers pads 30 layers to 32 and takes one from the first and the last
+  // model chunk (legacy/model/transformer.py ParallelTransformer.get_offset); the cases give the
+  // same as account_for_embedding/loss_in_pipeline_split.
+  REQUIRE(runs().size() == 4);
+  const auto layers = [](const std::string& id) {
+    return proteus::test::compile_text(runs().at(id).config.dump()).tree.chunk_layers;
+  };
+  CHECK(layers("1f1b") == std::vector<int>{3, 4, 4, 4, 4, 4, 4, 3});
+  // One layer per virtual stage (v 4): the first chunk is the embedding alone, the last the loss.
+  std::vector<int> interleaved(32, 1);
+  interleaved.front() = interleaved.back() = 0;
+  CHECK(layers("interleaved") == interleaved);
+  // ZB-V: 16 chunks of 2 slots; chunks 0 and 15 (both on stage 0, the V) hold one layer.
+  std::vector<int> zbv(16, 2);
+  zbv.front() = zbv.back() = 1;
+  CHECK(layers("zbv") == zbv);
+  CHECK(layers("zb2p") == layers("1f1b"));
+}
+
+TEST_CASE("zb issue 21: memory ordering and the speed pairs that agree with the published run") {
+  const auto& r = runs();
+  for (const auto& [id, run] : r)
+    MESSAGE(id << ": " << run.samples_per_s << " samples/s, " << run.peak_GiB << " GiB");
+  // Memory, #21: 1F1B 48 < ZB-V 53 < interleaved 57 < ZB-2P 79 GB.
+  CHECK(r.at("1f1b").peak_GiB < r.at("zbv").peak_GiB);
+  CHECK(r.at("zbv").peak_GiB < r.at("interleaved").peak_GiB);
+  CHECK(r.at("interleaved").peak_GiB < r.at("zb2p").peak_GiB);
+  // Speed, #21: 1F1B 55 is the slowest; ZB-V 64 below ZB-2P 67 and interleaved 66.
+  for (const char* faster : {"interleaved", "zb2p", "zbv"})
+    CHECK(r.at("1f1b").samples_per_s < r.at(faster).samples_per_s);
+  CHECK(r.at("zbv").samples_per_s < r.at("zb2p").samples_per_s);
+  CHECK(r.at("zbv").samples_per_s < r.at("interleaved").samples_per_s);
+}
