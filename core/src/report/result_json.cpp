@@ -1,6 +1,15 @@
 // Trace -> the result object (DESIGN.md §5). Keys are in a fixed order (ordered_json) and
 // doubles are printed by nlohmann's shortest round-trip formatter, so the same inputs give
 // byte-identical text natively and in WebAssembly. Divisions by a zero iteration time give 0.
+//
+// Each section of the result is its own function, and the large ones are kept out of line
+// (PROTEUS_OUT_OF_LINE): LLVM inlines a static function that has a single caller whatever its
+// size, which made result_json one 27 kB WebAssembly function. V8 optimises a hot wasm
+// function whole, in the background, in time that grows faster than its size, competing
+// with the page's first simulation for the CPU (web/README.md, "Start-up";
+// docs/performance.md, "The page's first simulation"). Apart, only the loop over the tasks
+// (busiest_rank_times) is hot, and it is small. Out-of-line calls change no arithmetic: the
+// output is byte-identical (web/tests/node/parity.test.ts, scripts/dump_results.sh).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,6 +33,8 @@ namespace proteus {
 namespace {
 
 using nlohmann::ordered_json;
+
+#define PROTEUS_OUT_OF_LINE [[gnu::noinline]]
 
 // Warning thresholds (what practitioners treat as "worth a look").
 constexpr double kBubbleWarnFraction = 0.20;
@@ -82,7 +93,7 @@ struct Fractions {
 };
 
 // Averages over simulated ranks weighted by the GPUs each stands for.
-Fractions fractions(const ExecGraph& graph, const Trace& trace) {
+PROTEUS_OUT_OF_LINE Fractions fractions(const ExecGraph& graph, const Trace& trace) {
   Fractions f;
   double weight = 0;
   const double T = trace.iteration_time_s;
@@ -109,7 +120,7 @@ struct StagePeaks {
   double worst_bytes = 0;
 };
 
-StagePeaks stage_peaks(const ExecGraph& graph, const Trace& trace) {
+PROTEUS_OUT_OF_LINE StagePeaks stage_peaks(const ExecGraph& graph, const Trace& trace) {
   StagePeaks s;
   for (size_t r = 0; r < trace.ranks.size() && r < graph.ranks.size(); ++r) {
     const int stage = graph.ranks[r].stage;
@@ -127,7 +138,7 @@ StagePeaks stage_peaks(const ExecGraph& graph, const Trace& trace) {
   return s;
 }
 
-ordered_json summary_json(const ReportInputs& in, const Fractions& f, double peak_bytes) {
+PROTEUS_OUT_OF_LINE ordered_json summary_json(const ReportInputs& in, const Fractions& f, double peak_bytes) {
   const ExecGraph& g = in.graph;
   const double T = in.trace.iteration_time_s;
   const double peak_flops = in.config.cluster.gpu.peak_TFLOPS(in.config.training.precision) * kFlopsPerTFLOP;
@@ -149,43 +160,52 @@ ordered_json summary_json(const ReportInputs& in, const Fractions& f, double pea
   return s;
 }
 
-ordered_json devices_json(const ExecGraph& g, const Trace& trace) {
+PROTEUS_OUT_OF_LINE ordered_json device_json(const SimRank& rank, const RankTrace& tr) {
+  ordered_json d;
+  d["rank"] = rank.gpu;
+  d["stage"] = rank.stage;
+  d["multiplicity"] = rank.multiplicity;
+  d["peak_memory_GiB"] = tr.peak_memory_bytes / kBytesPerGiB;
+  ordered_json mem;
+  for (MemCategory c : kCategories)
+    mem[to_string(c)] = tr.memory_at_peak_bytes[static_cast<size_t>(c)] / kBytesPerGiB;
+  d["memory_breakdown_GiB"] = std::move(mem);
+  ordered_json busy;
+  for (Stream s : kStreams) busy[to_string(s)] = tr.busy_s[static_cast<size_t>(s)];
+  d["busy_s"] = std::move(busy);
+  d["exposed_comm_s"] = tr.exposed_comm_s;
+  d["end_s"] = tr.end_s;
+  return d;
+}
+
+PROTEUS_OUT_OF_LINE ordered_json devices_json(const ExecGraph& g, const Trace& trace) {
   ordered_json devices = ordered_json::array();
-  for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r) {
-    const RankTrace& tr = trace.ranks[r];
-    ordered_json d;
-    d["rank"] = g.ranks[r].gpu;
-    d["stage"] = g.ranks[r].stage;
-    d["multiplicity"] = g.ranks[r].multiplicity;
-    d["peak_memory_GiB"] = tr.peak_memory_bytes / kBytesPerGiB;
-    ordered_json mem;
-    for (MemCategory c : kCategories)
-      mem[to_string(c)] = tr.memory_at_peak_bytes[static_cast<size_t>(c)] / kBytesPerGiB;
-    d["memory_breakdown_GiB"] = std::move(mem);
-    ordered_json busy;
-    for (Stream s : kStreams) busy[to_string(s)] = tr.busy_s[static_cast<size_t>(s)];
-    d["busy_s"] = std::move(busy);
-    d["exposed_comm_s"] = tr.exposed_comm_s;
-    d["end_s"] = tr.end_s;
-    devices.push_back(std::move(d));
-  }
+  for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r)
+    devices.push_back(device_json(g.ranks[r], trace.ranks[r]));
   return devices;
 }
 
-// Where the time of the busiest rank (most compute) goes.
-ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
-  ordered_json b;
+// The rank with the most compute (the first of equals); -1 when there is none.
+int busiest_rank(const ExecGraph& g, const Trace& trace) {
   int busiest = -1;
   for (size_t r = 0; r < trace.ranks.size() && r < g.ranks.size(); ++r)
     if (busiest < 0 ||
         trace.ranks[r].compute_busy_s > trace.ranks[static_cast<size_t>(busiest)].compute_busy_s)
       busiest = static_cast<int>(r);
-  if (busiest < 0) return ordered_json::object();
-  const RankTrace& tr = trace.ranks[static_cast<size_t>(busiest)];
+  return busiest;
+}
 
+// One rank's task time by phase, collective kind, op kind and module kind.
+struct RankTimes {
   std::array<double, std::size(kPhases)> by_phase{};
   std::array<double, std::size(kCollectiveKinds)> by_collective{};
-  std::map<int, double> by_op_kind;  // OpKind value -> s
+  std::map<int, double> by_op_kind;         // OpKind value -> s
+  std::map<std::string, double> by_module;  // module kind -> s
+};
+
+// The one pass over every task of the graph (the hot loop of the report).
+PROTEUS_OUT_OF_LINE RankTimes busiest_rank_times(const ExecGraph& g, const Trace& trace, int rank) {
+  RankTimes times;
   // Module kind of each label, derived once per label (a rank runs each label per micro-batch);
   // time summed per module in task order.
   std::vector<int> module_of_label(g.labels.size() + 1, -1);  // last: tasks without a label
@@ -193,14 +213,14 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
   std::vector<double> module_s;
   for (size_t t = 0; t < g.tasks.size() && t < trace.task_end_s.size(); ++t) {
     const Task& task = g.tasks[t];
-    if (task.rank != busiest) continue;
+    if (task.rank != rank) continue;
     const double d = trace.task_end_s[t] - trace.task_start_s[t];
     if (task.kind == TaskKind::Collective) {
-      by_collective[static_cast<size_t>(g.collectives[static_cast<size_t>(task.collective)].kind)] += d;
+      times.by_collective[static_cast<size_t>(g.collectives[static_cast<size_t>(task.collective)].kind)] += d;
       continue;
     }
-    by_phase[static_cast<size_t>(task.phase)] += d;
-    by_op_kind[static_cast<int>(g.work_of(task).op_kind)] += d;
+    times.by_phase[static_cast<size_t>(task.phase)] += d;
+    times.by_op_kind[static_cast<int>(g.work_of(task).op_kind)] += d;
     const bool labelled = task.label >= 0 && static_cast<size_t>(task.label) < g.labels.size();
     int& module = module_of_label[labelled ? static_cast<size_t>(task.label) : g.labels.size()];
     if (module < 0) {
@@ -212,25 +232,12 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
     }
     module_s[static_cast<size_t>(module)] += d;
   }
-  std::map<std::string, double> by_module;  // module kind -> s
-  for (const auto& [kind, index] : module_index) by_module[kind] = module_s[static_cast<size_t>(index)];
+  for (const auto& [kind, index] : module_index) times.by_module[kind] = module_s[static_cast<size_t>(index)];
+  return times;
+}
 
-  b["rank"] = g.ranks[static_cast<size_t>(busiest)].gpu;
-  b["stage"] = g.ranks[static_cast<size_t>(busiest)].stage;
-  b["iteration_s"] = trace.iteration_time_s;
-  b["compute_s"] = tr.compute_busy_s;
-  b["exposed_comm_s"] = tr.exposed_comm_s;
-  b["idle_s"] = std::max(0.0, trace.iteration_time_s - tr.compute_busy_s - tr.exposed_comm_s);
-  ordered_json phases;
-  for (Phase p : kPhases) phases[to_string(p)] = by_phase[static_cast<size_t>(p)];
-  b["compute_by_phase_s"] = std::move(phases);
-  ordered_json kinds;
-  for (CollectiveKind k : kCollectiveKinds) kinds[to_string(k)] = by_collective[static_cast<size_t>(k)];
-  b["comm_by_collective_s"] = std::move(kinds);
-  ordered_json ops;
-  for (const auto& [kind, s] : by_op_kind) ops[to_string(static_cast<OpKind>(kind))] = s;
-  b["compute_by_op_kind_s"] = std::move(ops);
-  // Modules by time, longest first (name breaks ties), the tail summed as "other".
+// Modules by time, longest first (name breaks ties), the tail summed as "other".
+PROTEUS_OUT_OF_LINE ordered_json modules_json(const std::map<std::string, double>& by_module) {
   std::vector<std::pair<std::string, double>> modules(by_module.begin(), by_module.end());
   std::stable_sort(modules.begin(), modules.end(),
                    [](const auto& a, const auto& x) { return a.second > x.second; });
@@ -243,7 +250,33 @@ ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
       other += modules[i].second;
   }
   if (modules.size() > kMaxModules) mods["other"] = other;
-  b["compute_by_module_s"] = std::move(mods);
+  return mods;
+}
+
+// Where the time of the busiest rank (most compute) goes.
+PROTEUS_OUT_OF_LINE ordered_json breakdown_json(const ExecGraph& g, const Trace& trace) {
+  const int busiest = busiest_rank(g, trace);
+  if (busiest < 0) return ordered_json::object();
+  const RankTrace& tr = trace.ranks[static_cast<size_t>(busiest)];
+  const RankTimes times = busiest_rank_times(g, trace, busiest);
+
+  ordered_json b;
+  b["rank"] = g.ranks[static_cast<size_t>(busiest)].gpu;
+  b["stage"] = g.ranks[static_cast<size_t>(busiest)].stage;
+  b["iteration_s"] = trace.iteration_time_s;
+  b["compute_s"] = tr.compute_busy_s;
+  b["exposed_comm_s"] = tr.exposed_comm_s;
+  b["idle_s"] = std::max(0.0, trace.iteration_time_s - tr.compute_busy_s - tr.exposed_comm_s);
+  ordered_json phases;
+  for (Phase p : kPhases) phases[to_string(p)] = times.by_phase[static_cast<size_t>(p)];
+  b["compute_by_phase_s"] = std::move(phases);
+  ordered_json kinds;
+  for (CollectiveKind k : kCollectiveKinds) kinds[to_string(k)] = times.by_collective[static_cast<size_t>(k)];
+  b["comm_by_collective_s"] = std::move(kinds);
+  ordered_json ops;
+  for (const auto& [kind, s] : times.by_op_kind) ops[to_string(static_cast<OpKind>(kind))] = s;
+  b["compute_by_op_kind_s"] = std::move(ops);
+  b["compute_by_module_s"] = modules_json(times.by_module);
   return b;
 }
 
@@ -257,35 +290,48 @@ std::string bubble_remedy(const StrategySpec& strategy, int micro_batches) {
   return more_mb + " or interleaving (virtual stages)";
 }
 
-std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, const StagePeaks& peaks) {
-  std::vector<std::string> w;
+// A run that does not fit: by how much, and the changes that would make it fit.
+PROTEUS_OUT_OF_LINE void out_of_memory_warnings(const ReportInputs& in, const StagePeaks& peaks,
+                                                std::vector<std::string>& w) {
+  const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
+  const double capacity_bytes = capacity_GiB * kBytesPerGiB;
+  int over = 0;
+  for (const auto& [stage, b] : peaks.peak_bytes) over += b > capacity_bytes ? 1 : 0;
+  std::string s = "Out of memory: stage " + std::to_string(peaks.worst_stage) + " needs " +
+                  fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB but the GPU has " +
+                  gib_text(capacity_GiB) + " GiB.";
+  if (over > 1)
+    s += " " + std::to_string(over) + " of the " + std::to_string(peaks.peak_bytes.size()) +
+         " pipeline stages exceed it.";
+  w.push_back(s);
+  w.push_back("The speed figures are those of a run that does not fit.");
+  if (in.fit_advice && in.fit_advice->empty())
+    w.push_back(
+        "No change of one or two knobs (recompute, ZeRO, sequence parallelism, micro-batch, "
+        "pipeline or tensor parallelism) makes it fit.");
+  if (in.fit_advice)
+    for (const FitChange& c : *in.fit_advice)
+      w.push_back("To fit: " + c.change + " (" + fixed(c.iteration_time_s, 3) + " s per iteration, " +
+                  fixed(c.peak_memory_GiB, 1) + " GiB).");
+}
+
+PROTEUS_OUT_OF_LINE void memory_warnings(const ReportInputs& in, const StagePeaks& peaks,
+                                         std::vector<std::string>& w) {
   const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
   const double capacity_bytes = capacity_GiB * kBytesPerGiB;
   if (capacity_bytes > 0 && peaks.worst_bytes > capacity_bytes) {
-    int over = 0;
-    for (const auto& [stage, b] : peaks.peak_bytes) over += b > capacity_bytes ? 1 : 0;
-    std::string s = "Out of memory: stage " + std::to_string(peaks.worst_stage) + " needs " +
-                    fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB but the GPU has " +
-                    gib_text(capacity_GiB) + " GiB.";
-    if (over > 1)
-      s += " " + std::to_string(over) + " of the " + std::to_string(peaks.peak_bytes.size()) +
-           " pipeline stages exceed it.";
-    w.push_back(s);
-    w.push_back("The speed figures are those of a run that does not fit.");
-    if (in.fit_advice && in.fit_advice->empty())
-      w.push_back(
-          "No change of one or two knobs (recompute, ZeRO, sequence parallelism, micro-batch, "
-          "pipeline or tensor parallelism) makes it fit.");
-    if (in.fit_advice)
-      for (const FitChange& c : *in.fit_advice)
-        w.push_back("To fit: " + c.change + " (" + fixed(c.iteration_time_s, 3) + " s per iteration, " +
-                    fixed(c.peak_memory_GiB, 1) + " GiB).");
+    out_of_memory_warnings(in, peaks, w);
   } else if (capacity_bytes > 0 && peaks.worst_bytes > kMemoryWarnFraction * capacity_bytes) {
     w.push_back("Memory is tight: stage " + std::to_string(peaks.worst_stage) + " peaks at " +
                 fixed(peaks.worst_bytes / kBytesPerGiB, 1) + " GiB, " +
                 percent_text(peaks.worst_bytes / capacity_bytes) + " of the GPU's " + gib_text(capacity_GiB) +
                 " GiB; allocator fragmentation and temporary buffers may not fit.");
   }
+}
+
+// Idle time (the pipeline bubble, or GPUs waiting) and communication no computation hides.
+PROTEUS_OUT_OF_LINE void time_warnings(const ReportInputs& in, const Fractions& f,
+                                       std::vector<std::string>& w) {
   if (f.bubble > kBubbleWarnFraction) {
     if (in.graph.pipeline_stages > 1)
       w.push_back("Pipeline bubble is " + percent_text(f.bubble) + " of the iteration: " +
@@ -298,12 +344,18 @@ std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, co
     w.push_back("Exposed communication is " + percent_text(f.exposed_comm) +
                 " of the iteration (communication no computation hides): overlapping it, or parallelism "
                 "that keeps heavy traffic inside a node, would help.");
+}
+
+std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, const StagePeaks& peaks) {
+  std::vector<std::string> w;
+  memory_warnings(in, peaks, w);
+  time_warnings(in, f, w);
   return w;
 }
 
 // The timeline (timeline_selection: capped at simulation.max_timeline_spans, every rank's
 // window [0, horizon) complete).
-ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& warns) {
+PROTEUS_OUT_OF_LINE ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& warns) {
   const ExecGraph& g = in.graph;
   const Trace& trace = in.trace;
   std::string warning;
@@ -324,7 +376,7 @@ ordered_json timeline_json(const ReportInputs& in, std::vector<std::string>& war
   return spans;
 }
 
-ordered_json memory_curves_json(const ReportInputs& in) {
+PROTEUS_OUT_OF_LINE ordered_json memory_curves_json(const ReportInputs& in) {
   ordered_json curves = ordered_json::array();
   for (MemoryCurveColumns& c : memory_curve_columns(in)) {
     ordered_json j;
@@ -334,6 +386,28 @@ ordered_json memory_curves_json(const ReportInputs& in) {
     curves.push_back(std::move(j));
   }
   return curves;
+}
+
+PROTEUS_OUT_OF_LINE ordered_json fit_advice_json(const std::vector<FitChange>& fit_advice) {
+  ordered_json advice = ordered_json::array();
+  for (const FitChange& c : fit_advice)
+    advice.push_back({{"change", c.change},
+                      {"strategy", strategy_json(c.strategy)},
+                      {"iteration_time_s", c.iteration_time_s},
+                      {"peak_memory_GiB", c.peak_memory_GiB},
+                      {"mfu", c.mfu}});
+  return advice;
+}
+
+PROTEUS_OUT_OF_LINE ordered_json stats_json(const ReportInputs& in, const SimulateOptions& options) {
+  ordered_json stats;
+  stats["tasks"] = static_cast<int64_t>(in.graph.tasks.size());
+  stats["events"] = in.trace.events;
+  stats["flows"] = in.trace.flows;
+  stats["simulated_ranks"] = static_cast<int64_t>(in.graph.ranks.size());
+  stats["gpus"] = in.graph.gpus;
+  if (options.wall_time) stats["wall_ms"] = in.wall_ms;
+  return stats;
 }
 
 }  // namespace
@@ -346,7 +420,7 @@ std::string result_json(const ReportInputs& in, const SimulateOptions& options) 
 
   std::vector<std::string> warns = warnings(in, f, peaks);
   ordered_json timeline;
-  if (options.timeline) timeline = timeline_json(in, warns);
+  if (options.timeline) timeline = timeline_json(in, warns);  // may add a warning
 
   ordered_json out;
   out["ok"] = true;
@@ -355,24 +429,8 @@ std::string result_json(const ReportInputs& in, const SimulateOptions& options) 
   out["devices"] = devices_json(in.graph, in.trace);
   out["breakdown"] = breakdown_json(in.graph, in.trace);
   out["warnings"] = warns;
-  if (in.fit_advice) {
-    ordered_json advice = ordered_json::array();
-    for (const FitChange& c : *in.fit_advice)
-      advice.push_back({{"change", c.change},
-                        {"strategy", strategy_json(c.strategy)},
-                        {"iteration_time_s", c.iteration_time_s},
-                        {"peak_memory_GiB", c.peak_memory_GiB},
-                        {"mfu", c.mfu}});
-    out["fit_advice"] = std::move(advice);
-  }
-  ordered_json stats;
-  stats["tasks"] = static_cast<int64_t>(in.graph.tasks.size());
-  stats["events"] = in.trace.events;
-  stats["flows"] = in.trace.flows;
-  stats["simulated_ranks"] = static_cast<int64_t>(in.graph.ranks.size());
-  stats["gpus"] = in.graph.gpus;
-  if (options.wall_time) stats["wall_ms"] = in.wall_ms;
-  out["stats"] = std::move(stats);
+  if (in.fit_advice) out["fit_advice"] = fit_advice_json(*in.fit_advice);
+  out["stats"] = stats_json(in, options);
   if (options.timeline) out["timeline"] = std::move(timeline);
   if (options.memory_curve) out["memory_curves"] = memory_curves_json(in);
   return out.dump(2);
