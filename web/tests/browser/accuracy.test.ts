@@ -2,14 +2,12 @@
 // the worker (cheapest first), the group means, the not-run cases with their reason, one case
 // loaded with one click (its controls and its simulated time equal to the row's), axe-core
 // on the panel, no console errors. Screenshot docs/images/accuracy-1440x900.png.
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, DOCS_IMAGES, axeViolations, openPage, type Session } from '../support/browser';
 
-const AXE = resolve(__dirname, '..', '..', 'node_modules', 'axe-core', 'axe.min.js');
-const DOCS_IMAGES = resolve(__dirname, '..', '..', '..', 'docs', 'images');
 const FILE = JSON.parse(readFileSync(resolve(__dirname, '..', '..', '..', 'tests', 'validation', 'published.json'), 'utf8'));
 
 describe('accuracy panel', () => {
@@ -17,12 +15,7 @@ describe('accuracy panel', () => {
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
-    mkdirSync(ARTIFACTS, { recursive: true });
-    mkdirSync(DOCS_IMAGES, { recursive: true });
-    s = await startSession({ viewport: { width: 1440, height: 900 } });
-    page = await s.newPage();
-    await waitForResult(page);
+    ({ session: s, page } = await openPage({ viewport: { width: 1440, height: 900 }, waitForResult: true }));
   });
   afterAll(async () => {
     await s?.close();
@@ -54,12 +47,7 @@ describe('accuracy panel', () => {
     copyFileSync(join(ARTIFACTS, 'accuracy.png'), join(DOCS_IMAGES, 'accuracy-1440x900.png'));
 
     // axe-core on the page with the panel open.
-    await page.evaluate(readFileSync(AXE, 'utf8'));
-    const violations = await page.evaluate(async () => {
-      const r = await (window as any).axe.run(document.getElementById('tab-accuracy'), { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
-      return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
-    });
-    expect(violations).toEqual([]);
+    expect(await axeViolations(page, 'tab-accuracy')).toEqual([]);
 
     // One click (here Enter on the focused button) loads the first simulated case.
     const row = await page.evaluate(() => (window as any).proteus.accuracy.rows[0]);

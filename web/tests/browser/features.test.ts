@@ -4,18 +4,16 @@
 // compare on a locked axis, the phone layout, the 405B scenario's trace and panning speed,
 // and an axe-core accessibility run. Screenshots go to web/test-results/ (and docs/images/).
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CONTROLS } from '../../src/controls';
 import { LESSONS } from '../../src/lessons';
 import { SCHEDULES } from '../../src/schedules';
-import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, DOCS_IMAGES, axeViolations, openPage, startSession, waitForResult, type Session } from '../support/browser';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
-const DOCS_IMAGES = resolve(__dirname, '..', '..', '..', 'docs', 'images');
-const AXE = resolve(__dirname, '..', '..', 'node_modules', 'axe-core', 'axe.min.js');
 
 async function shot(page: Page, name: string, fullPage = false): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
@@ -48,11 +46,7 @@ describe('teaching and analysis features', () => {
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
-    mkdirSync(ARTIFACTS, { recursive: true });
-    mkdirSync(DOCS_IMAGES, { recursive: true });
-    s = await startSession({ viewport: { width: 1440, height: 900 } });
-    page = await s.newPage();
+    ({ session: s, page } = await openPage({ viewport: { width: 1440, height: 900 } }));
   });
   afterAll(async () => {
     await s?.close();
@@ -474,17 +468,11 @@ describe('teaching and analysis features', () => {
   it('passes axe-core (contrast, names, keyboard) and every control is reachable with Tab', async () => {
     await page.goto(s.url);
     await waitForResult(page);
-    await page.evaluate(readFileSync(AXE, 'utf8'));
-    const axe = () =>
-      page.evaluate(async () => {
-        const r = await (window as any).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
-        return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
-      });
-    expect(await axe(), 'light').toEqual([]);
+    expect(await axeViolations(page), 'light').toEqual([]);
     // and in dark colors (every text against its dark background)
     await page.click('#theme');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
-    expect(await axe(), 'dark').toEqual([]);
+    expect(await axeViolations(page), 'dark').toEqual([]);
     await page.click('#theme');
     const reached = new Set<string>();
     await page.focus('#scenario');

@@ -5,11 +5,11 @@
 // downloaded, and imported back to the same run); the config reference linked from the
 // editor; the "custom" badge. Fixtures are the real files of tests/import/ (SOURCES.md).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, DIST, startSession, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, openPage, waitForResult, type Session } from '../support/browser';
 
 const REPO = resolve(__dirname, '..', '..', '..');
 const CLI = process.env.PROTEUS_CLI ?? join(REPO, 'build', 'bin', 'proteus');
@@ -59,12 +59,7 @@ describe('importing and exporting runs in the page', () => {
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
-    mkdirSync(ARTIFACTS, { recursive: true });
-    s = await startSession({ viewport: { width: 1440, height: 900 } });
-    await s.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: s.url });
-    page = await s.newPage();
-    await waitForResult(page);
+    ({ session: s, page } = await openPage({ viewport: { width: 1440, height: 900 }, permissions: ['clipboard-read', 'clipboard-write'], waitForResult: true }));
   });
   afterAll(async () => {
     await s?.close();

@@ -2,13 +2,13 @@
 // shows errors where they belong, draws the timeline, shares links, and stays usable.
 // Screenshots of the main views go to web/test-results/ (look at them).
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeConfig } from '../../src/share';
-import { ARTIFACTS, DIST, startSession, startStaticServer, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, DIST, openPage, startStaticServer, waitForResult, type Session } from '../support/browser';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
 const CARD_KEYS = ['iteration_time_s', 'tokens_per_s', 'model_tflops_per_gpu', 'mfu', 'peak_memory_GiB'];
@@ -40,12 +40,9 @@ describe('the page in Chromium', () => {
   let native: Record<string, number>;
 
   beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
     if (!existsSync(CLI)) throw new Error(`native CLI ${CLI} not found: build it first or set PROTEUS_CLI`);
-    mkdirSync(ARTIFACTS, { recursive: true });
     native = JSON.parse(execFileSync(CLI, ['simulate', 'default'], { encoding: 'utf8' })).summary;
-    s = await startSession();
-    page = await s.newPage();
+    ({ session: s, page } = await openPage());
   });
   afterAll(async () => {
     await s?.close();

@@ -1,11 +1,9 @@
 // The page's strategy search in headless Chromium: a small search whose row is used and
 // shared (the link reproduces it), cancel leaving the page working, and the GPT-3 175B search
 // on 1,024 A100 timed (docs/search.md).
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIST, startSession, waitForResult, type Session } from '../support/browser';
+import { openPage, waitForResult, type Session } from '../support/browser';
 
 async function fillSearch(page: Page, values: Record<string, string>): Promise<void> {
   for (const [k, v] of Object.entries(values)) await page.fill(`#search-${k}`, v);
@@ -32,10 +30,7 @@ describe('strategy search in the page', () => {
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
-    s = await startSession();
-    page = await s.newPage();
-    await waitForResult(page);
+    ({ session: s, page } = await openPage({ waitForResult: true }));
     await page.click('button[data-tab="search"]');
   });
   afterAll(async () => {

@@ -1,6 +1,6 @@
 // Headless Chromium (TOOLCHAIN.md flags) against web/dist served from 127.0.0.1 on a free
 // port; both started and stopped by the test.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -12,6 +12,9 @@ export { startStaticServer };
 export const WEB = resolve(__dirname, '..', '..');
 export const DIST = join(WEB, 'dist');
 export const ARTIFACTS = join(WEB, 'test-results');
+/** Where the screenshots the docs show are copied (docs/images). */
+export const DOCS_IMAGES = resolve(WEB, '..', 'docs', 'images');
+const AXE = join(WEB, 'node_modules', 'axe-core', 'axe.min.js');
 
 export interface Session {
   url: string;
@@ -23,7 +26,7 @@ export interface Session {
   errors: string[];
 }
 
-export async function startSession(options: { viewport?: { width: number; height: number }; hasTouch?: boolean; isMobile?: boolean } = {}): Promise<Session> {
+export async function startSession(options: SessionOptions = {}): Promise<Session> {
   const server = await startStaticServer(DIST, 0);
   const userDataDir = mkdtempSync(join(tmpdir(), 'proteus-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -56,6 +59,49 @@ export async function startSession(options: { viewport?: { width: number; height
     },
   };
   return session;
+}
+
+export interface SessionOptions {
+  viewport?: { width: number; height: number };
+  hasTouch?: boolean;
+  isMobile?: boolean;
+}
+
+export interface OpenOptions extends SessionOptions {
+  /** Browser permissions granted to the page's origin before it opens (e.g. the clipboard). */
+  permissions?: string[];
+  /** Also wait for the first result (the default scenario's cards). */
+  waitForResult?: boolean;
+}
+
+/**
+ * The set-up every browser test file shares: the built page must exist, the screenshot
+ * folders are made, a session starts and the page opens. Close `session` in afterAll.
+ */
+export async function openPage(options: OpenOptions = {}): Promise<{ session: Session; page: Page }> {
+  if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
+  mkdirSync(ARTIFACTS, { recursive: true });
+  mkdirSync(DOCS_IMAGES, { recursive: true });
+  const session = await startSession(options);
+  try {
+    if (options.permissions) await session.context.grantPermissions(options.permissions, { origin: session.url });
+    const page = await session.newPage();
+    if (options.waitForResult) await waitForResult(page);
+    return { session, page };
+  } catch (e) {
+    await session.close(); // the caller never gets the session to close
+    throw e;
+  }
+}
+
+/** axe-core's WCAG 2 A/AA violations under `rootId` (the whole document without it), one line each. */
+export async function axeViolations(page: Page, rootId?: string): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(readFileSync(AXE, 'utf8'));
+  return page.evaluate(async (id) => {
+    const root = id === undefined ? document : document.getElementById(id);
+    const r = await (window as any).axe.run(root, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
+    return r.violations.map((v: any) => `${v.id}: ${v.nodes.length} (${v.nodes.slice(0, 3).map((n: any) => n.target.join(' ')).join(' | ')})`);
+  }, rootId);
 }
 
 /** Waits until the page shows a result (cards filled) and no simulation runs. */
