@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "proteus/attention_table.h"
 #include "proteus/gemm_table.h"
 #include "proteus/training_spec.h"
 
@@ -35,6 +36,9 @@ struct GpuSpec {
   // Measured GEMM throughput by shape (gemm_table.h); replaces the roofline's GEMM efficiency
   // where it covers a shape and precision (docs/fidelity.md).
   GemmTable gemm_table;
+  // Measured attention kernels by sequence length (attention_table.h), used relative to the
+  // kernel attention_efficiency stands for (docs/fidelity.md, "Attention by kernel").
+  AttentionTable attention_table;
   double peak_TFLOPS(Precision p) const;  // with fallback to a wider precision
   // The GEMM efficiency ceiling in precision p: min(gemm_max_efficiency,
   // max_achievable_TFLOPS[p] / peak), or gemm_max_efficiency where no measurement is given.

@@ -2,7 +2,9 @@
 //   GEMM: time = flops / (peak * eff), eff = wave quantization (tiles / (waves * SMs)) times a
 //         size-dependent ceiling that rises with K and falls for thin shapes, capped by the
 //         GPU's gemm_max_efficiency; never faster than its HBM traffic allows.
-//   attention: flops / (peak * attention_efficiency), bounded by memory traffic.
+//   attention: flops / (peak * attention_efficiency * kernel factor), bounded by memory traffic;
+//         the factor is the run's kernel against the preset's reference kernel by shape
+//         (attention_table.h; 1 without a table).
 //   memory-bound ops: bytes / (hbm * memory_bound_efficiency).
 //   plus kernel_launch_us per kernel. An optional measured table overrides matching ops.
 #pragma once
@@ -20,10 +22,18 @@ struct CostModel {
   // (docs/frameworks.md, "FP8"): attention then uses the bf16 peak, as do GEMMs marked
   // ComputeWork::high_precision.
   bool fp8_attention = false;
+  // The attention kernel the run's framework uses (attention_kernel_of), the model's mask, and
+  // whether attention is a fused (flash-style) kernel at all: the measured kernel table applies
+  // to fused attention only.
+  AttentionKernel attention_kernel = AttentionKernel::Cudnn;
+  bool causal_attention = true;
+  bool fused_attention = true;
   std::map<std::string, double> measured_us;  // op signature -> microseconds (optional)
   double compute_time_s(const ComputeWork& work) const;
   double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
   Precision precision_of(const ComputeWork& work) const;  // the precision the op's kernel runs in
+  // attention_efficiency scaled by the run's kernel against the preset's reference kernel.
+  double attention_efficiency_of(const ComputeWork& work) const;
 };
 
 // Signature used by measured tables (CostModel::measured_us, then GpuSpec::measured_us):

@@ -45,6 +45,8 @@ struct ComputeWork {
   // userbuffers with set_sm_margin: the GEMM is launched on sm_count - sm_reserved SMs,
   // docs/frameworks.md "Tensor-parallel communication overlap"). 0: the whole GPU.
   int sm_reserved = 0;
+  // The op's backward (its input-gradient pass): attention kernels are measured apart for it.
+  bool backward = false;
 };
 
 // A memory change applied when a task starts (at_end = false) or ends (at_end = true).

@@ -20,6 +20,10 @@ enum class Framework { Megatron, DeepSpeed, Fsdp };
 enum class GradSync { AtBoundary, PerMicroBatch };
 // Transformer Engine's context-parallel attention (DotProductAttention cp_comm_type).
 enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
+// The attention kernel a run uses (docs/frameworks.md, "Attention kernels"): Auto follows the
+// framework (attention_kernel_of); the others name cuDNN's fused attention (Transformer Engine's
+// FusedAttention, PyTorch's CUDNN_ATTENTION), FlashAttention-2, FlashAttention-3.
+enum class AttentionKernel { Auto, Cudnn, Fa2, Fa3 };
 // Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type, token_dispatcher.py):
 // all-to-all of each token to its experts' ranks (MoEAlltoAllTokenDispatcher), or all-gather
 // of every token to every rank of the group and reduce-scatter of the outputs
@@ -68,6 +72,7 @@ struct StrategySpec {
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
   bool grad_sync_given = false;               // the config set grad_sync (else default_grad_sync)
   CpCommType cp_comm_type = CpCommType::P2p;
+  AttentionKernel attention_kernel = AttentionKernel::Auto;  // as given; attention_kernel_of resolves it
   // a2a+p2p: ranks of the inner all-to-all group (Megatron --hierarchical-context-parallel-sizes
   // [a2a, p2p]); 0 = the largest power of two of cp that fits a node beside tp.
   int cp_a2a_size = 0;
@@ -122,6 +127,12 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 // the config set it.
 void refresh_grad_sync(StrategySpec* strategy);
 const char* to_string(CpCommType);
+const char* to_string(AttentionKernel);
+// The kernel the framework runs on Hopper when the config leaves it to the framework: Megatron-Core
+// -> Transformer Engine, which prefers FusedAttention (cuDNN) on sm90; TorchTitan/FSDP ->
+// PyTorch SDPA's FLASH_ATTENTION backend (FlashAttention-2); Megatron-DeepSpeed -> flash-attn 2
+// (--use-flash-attn-v2). An explicit choice is kept.
+AttentionKernel attention_kernel_of(const StrategySpec& strategy);
 const char* to_string(MoeDispatcher);
 // Expert parallelism folds the tp ranks in (expert_tp 1 under tp > 1): the mesh's ep axis is
 // then ep / tp and tp splits the experts in expert layers (docs/frameworks.md, "MoE").

@@ -184,6 +184,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     const double ratio = global_traffic > 0 ? local_traffic / global_traffic : 1.0 / work_shards;
     p.fwd = make_work(op, op.fwd_flops, op.fwd_bytes, ratio, work_shards, p.axis_dim, mesh);
     p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh);
+    p.bwd_input.backward = true;
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
     if (cfg.eager_elementwise) {

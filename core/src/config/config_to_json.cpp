@@ -155,6 +155,18 @@ Out cluster_json(const ClusterSpec& c) {
     gpu["gemm_table"] =
         Out{{"m", table.m}, {"n", table.n}, {"k", table.k}, {"TFLOPS", std::move(per_precision)}};
   }
+  if (!g.attention_table.empty()) {
+    const AttentionTable& table = g.attention_table;
+    Out per_kernel = Out::object();
+    for (const auto& [kernel, curves] : table.TFLOPS)
+      per_kernel[to_string(kernel)] = Out{{"forward_causal", curves.forward_causal},
+                                          {"forward", curves.forward},
+                                          {"backward", curves.backward}};
+    gpu["attention_table"] = Out{{"head_dim", table.head_dim},
+                                 {"reference", to_string(table.reference)},
+                                 {"seq", table.seq},
+                                 {"TFLOPS", std::move(per_kernel)}};
+  }
   const IntraNodeSpec& n = c.intra_node;
   Out intra{{"kind", to_string(n.kind)},
             {"link_GBps", n.link_GBps},
@@ -234,6 +246,8 @@ Out strategy_json(const StrategySpec& s) {
           {"stage_layers", std::move(stage_layers)}};
   if (s.microbatch_group_size > 0) out["microbatch_group_size"] = s.microbatch_group_size;
   if (s.torch_compile) out["torch_compile"] = true;
+  // Written only when chosen, so configs that leave it to the framework resolve as before.
+  if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;
   if (s.tp_only_amax_red) out["tp_only_amax_red"] = true;
   if (s.first_stage_layers > 0) out["first_stage_layers"] = s.first_stage_layers;

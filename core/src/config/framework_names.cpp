@@ -1,6 +1,6 @@
 // Names, as they appear in config JSON, of the enums that select framework semantics
-// (docs/frameworks.md): framework, grad_sync, cp_comm_type, fp8_recipe; and the framework's default
-// gradient synchronisation, which the reader and the search both apply.
+// (docs/frameworks.md): framework, grad_sync, cp_comm_type, attention_kernel, fp8_recipe; and the framework's
+// default gradient synchronisation, which the reader and the search both apply.
 #include "proteus/strategy_spec.h"
 #include "proteus/training_spec.h"
 
@@ -40,6 +40,34 @@ const char* to_string(CpCommType type) {
       return "a2a+p2p";
   }
   return "?";
+}
+
+const char* to_string(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::Auto:
+      return "auto";
+    case AttentionKernel::Cudnn:
+      return "cudnn";
+    case AttentionKernel::Fa2:
+      return "fa2";
+    case AttentionKernel::Fa3:
+      return "fa3";
+  }
+  return "?";
+}
+
+// docs/frameworks.md, "Attention kernels": what each framework's attention call dispatches to.
+AttentionKernel attention_kernel_of(const StrategySpec& strategy) {
+  if (strategy.attention_kernel != AttentionKernel::Auto) return strategy.attention_kernel;
+  switch (strategy.framework) {
+    case Framework::Megatron:
+      return AttentionKernel::Cudnn;  // TE get_attention_backend: FusedAttention preferred on sm90
+    case Framework::DeepSpeed:
+      return AttentionKernel::Fa2;  // Megatron-DeepSpeed --use-flash-attn-v2
+    case Framework::Fsdp:
+      return AttentionKernel::Fa2;  // F.scaled_dot_product_attention: FLASH_ATTENTION first
+  }
+  return AttentionKernel::Cudnn;
 }
 
 const char* to_string(Fp8Recipe recipe) {

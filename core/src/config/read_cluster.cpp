@@ -81,12 +81,54 @@ GemmTable read_gemm_table(const Json& value, const std::string& path) {
   return table;
 }
 
+// One kernel's curves of an attention table: one positive TFLOP/s per measured length.
+std::vector<double> read_attention_curve(const ObjectReader& in, const char* key, size_t lengths) {
+  const std::string path = in.path_of(key);
+  const Json& values = as_array(in.required(key, "one TFLOP/s per sequence length"), path, lengths);
+  if (values.size() != lengths)
+    throw invalid_config(path, "needs one value per sequence length (" + std::to_string(lengths) + ")");
+  std::vector<double> curve;
+  for (size_t i = 0; i < values.size(); ++i)
+    curve.push_back(as_number(values[i], index_path(path, i), 0, L::kMaxTFLOPS, true));
+  return curve;
+}
+
+// "attention_table": {"head_dim": 128, "reference": "cudnn", "seq": [...], "TFLOPS": {"fa2":
+// {"forward_causal": [...], "forward": [...], "backward": [...]}, ...}} (attention_table.h).
+AttentionTable read_attention_table(const Json& value, const std::string& path) {
+  ObjectReader in(value, path, {"head_dim", "reference", "seq", "TFLOPS"});
+  AttentionTable table;
+  table.head_dim = in.required_integer("head_dim", 1, L::kMaxGraphDim, "the measured head dimension");
+  const std::initializer_list<AttentionKernel> kernels = {AttentionKernel::Cudnn, AttentionKernel::Fa2,
+                                                          AttentionKernel::Fa3};
+  table.reference = as_enum(in.required("reference", "the kernel attention_efficiency stands for"),
+                            in.path_of("reference"), kernels);
+  table.seq = read_gemm_axis(in, "seq");
+  const std::string tflops_path = in.path_of("TFLOPS");
+  const Json& per_kernel = in.required("TFLOPS", "measured TFLOP/s per kernel");
+  if (!per_kernel.is_object() || per_kernel.empty())
+    throw invalid_config(tflops_path, "TFLOPS must be an object {\"cudnn\": {...}, \"fa2\": {...}}");
+  for (const auto& item : per_kernel.items()) {
+    const std::string k_path = join_path(tflops_path, item.key());
+    const AttentionKernel kernel = as_enum(Json(item.key()), k_path, kernels);
+    ObjectReader curves(item.value(), k_path, {"forward_causal", "forward", "backward"});
+    table.TFLOPS[kernel] = {read_attention_curve(curves, "forward_causal", table.seq.size()),
+                            read_attention_curve(curves, "forward", table.seq.size()),
+                            read_attention_curve(curves, "backward", table.seq.size())};
+  }
+  if (!table.TFLOPS.count(table.reference))
+    throw invalid_config(in.path_of("reference"), std::string("the reference kernel \"") +
+                                                      to_string(table.reference) +
+                                                      "\" needs its own curves in TFLOPS");
+  return table;
+}
+
 GpuSpec read_gpu(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
                   {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency",
                    "gemm_tile_m", "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency",
                    "kernel_launch_us", "compute_slowdown_with_comm", "comm_slowdown_with_compute",
-                   "measured_us", "gemm_table", "max_achievable_TFLOPS"});
+                   "measured_us", "gemm_table", "max_achievable_TFLOPS", "attention_table"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
@@ -131,6 +173,8 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
     }
   }
   if (in.has("gemm_table")) gpu.gemm_table = read_gemm_table(in.at("gemm_table"), in.path_of("gemm_table"));
+  if (in.has("attention_table"))
+    gpu.attention_table = read_attention_table(in.at("attention_table"), in.path_of("attention_table"));
   return gpu;
 }
 

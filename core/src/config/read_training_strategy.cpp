@@ -178,6 +178,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "grad_sync",
                    "cp_comm_type",
                    "cp_a2a_size",
+                   "attention_kernel",
                    "tp_comm_overlap",
                    "torch_compile",
                    "fp8_param_gather",
@@ -224,6 +225,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
       in.enumeration("cp_comm_type", CpCommType::P2p,
                      {CpCommType::P2p, CpCommType::AllGather, CpCommType::A2a, CpCommType::A2aP2p});
   strategy.cp_a2a_size = static_cast<int>(in.integer("cp_a2a_size", 0, 0, L::kMaxParallel));
+  strategy.attention_kernel = in.enumeration(
+      "attention_kernel", AttentionKernel::Auto,
+      {AttentionKernel::Auto, AttentionKernel::Cudnn, AttentionKernel::Fa2, AttentionKernel::Fa3});
   strategy.tp_comm_overlap = in.boolean("tp_comm_overlap", false);
   strategy.torch_compile = in.boolean("torch_compile", false);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);

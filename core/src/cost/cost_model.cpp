@@ -25,7 +25,9 @@
 //   Matmul, Conv2d (implicit GEMM: M = batch*h*w, N = cout, K = cin*kh*kw, filled in by the
 //   compiler), Router and Custom ops with a GEMM shape: max(flops / (peak * efficiency),
 //   bytes / (hbm * memory_bound_efficiency)); without a shape, efficiency = gemm_max_efficiency.
-//   Attention: max(flops / (peak * attention_efficiency), bytes / (hbm * memory_bound_efficiency)).
+//   Attention: max(flops / (peak * attention_efficiency * factor), bytes / (hbm * memory_bound_efficiency)),
+//   factor = the run's kernel's measured rate over the reference kernel's at the op's key length,
+//   head dimension, mask and direction (attention_table.h, docs/fidelity.md "Attention by kernel").
 //   Embedding, Norm, Elementwise, Softmax, Pool, Dispatch, Loss, Interaction: memory-bound,
 //   bytes / (hbm * memory_bound_efficiency).
 // A GEMM shape that the GPU's measured throughput table covers (gpu.gemm_table, gemm_table.h)
@@ -112,6 +114,15 @@ Precision CostModel::precision_of(const ComputeWork& work) const {
   return precision;
 }
 
+double CostModel::attention_efficiency_of(const ComputeWork& work) const {
+  if (!fused_attention || !has_gemm_shape(work)) return gpu.attention_efficiency;
+  // The kernel's inner loop runs over the keys (gemm_n): what the paper varies as the sequence
+  // length at a fixed token count. gemm_k is the head dimension.
+  const AttentionShape shape{work.gemm_n, work.gemm_k, causal_attention, work.backward};
+  const double factor = attention_kernel_factor(gpu.attention_table, attention_kernel, shape);
+  return factor == 1.0 ? gpu.attention_efficiency : gpu.attention_efficiency * factor;
+}
+
 double CostModel::compute_time_s(const ComputeWork& work) const {
   const Precision op_precision = precision_of(work);
   if (!measured_us.empty() || !gpu.measured_us.empty()) {
@@ -141,7 +152,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
   double efficiency = gpu.gemm_ceiling(op_precision);
   if (work.op_kind == OpKind::Attention) {
-    efficiency = gpu.attention_efficiency;
+    efficiency = attention_efficiency_of(work);
   } else if (has_gemm_shape(work)) {
     efficiency =
         gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);

@@ -30,6 +30,15 @@ class Args {
   std::vector<std::string> lines_;
 };
 
+// Megatron's --attention-backend for the config's kernel (import_megatron's mapping backwards):
+// a kernel left to Megatron's framework is TE's own choice (auto); one left to another framework
+// (FlashAttention-2 for fsdp/deepspeed) or named is pinned.
+const char* attention_backend_of(const ModelSpec& m, const StrategySpec& st) {
+  if (!m.flash_attention) return "unfused";
+  if (st.attention_kernel == AttentionKernel::Auto && st.framework == Framework::Megatron) return "auto";
+  return attention_kernel_of(st) == AttentionKernel::Cudnn ? "fused" : "flash";
+}
+
 void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
   if (m.kind != ModelKind::Transformer) {
     throw invalid_config(
@@ -52,7 +61,7 @@ void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
     a.add("--attention-dropout", 0.0);
     a.add("--hidden-dropout", 0.0);
   }
-  a.add("--attention-backend", m.flash_attention ? "flash" : "unfused");
+  a.add("--attention-backend", attention_backend_of(m, st));
   a.add("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
   if (!m.causal) {
     if (m.pooler != (m.type_vocab == 2) || (m.type_vocab != 0 && m.type_vocab != 2)) {

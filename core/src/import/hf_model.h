@@ -8,6 +8,7 @@ namespace proteus::import_detail {
 
 struct HfModel {
   nlohmann::ordered_json model;
+  nlohmann::ordered_json strategy = nlohmann::ordered_json::object();  // what config.json says of the run
   std::vector<std::string> ignored, assumed;
 };
 

@@ -156,6 +156,25 @@ bool unused_key(const std::string& k) {
 
 }  // namespace
 
+// attn_implementation (saved as "_attn_implementation" by some versions): the kernel the model's
+// attention runs. flash_attention_2/3 are the flash-attn packages; sdpa is PyTorch's
+// F.scaled_dot_product_attention, whose FLASH_ATTENTION backend (FlashAttention-2) PyTorch tries
+// first on Hopper (docs/frameworks.md, "Attention kernels"); eager is unfused. Absent: fused,
+// the framework's kernel (assumed).
+static void attention_implementation(HfReader& in, nlohmann::ordered_json& m, HfModel& out) {
+  const char* key = in.has("attn_implementation") ? "attn_implementation" : "_attn_implementation";
+  const std::string impl = in.string(key, "");
+  m["flash_attention"] = impl != "eager";
+  if (impl == "flash_attention_2" || impl == "sdpa") out.strategy["attention_kernel"] = "fa2";
+  if (impl == "flash_attention_3") out.strategy["attention_kernel"] = "fa3";
+  if (impl.empty())
+    out.assumed.push_back(
+        "flash_attention: true (a config.json does not say how attention is computed in training)");
+  else if (impl != "eager" && !out.strategy.contains("attention_kernel"))
+    out.ignored.push_back(std::string(key) + " \"" + impl +
+                          "\": not a kernel Proteus has measured; fused attention at the framework's kernel");
+}
+
 HfModel read_hf_model(const std::string& text) {
   const In root = config_detail::parse_json_text(text, "the Hugging Face config");
   if (!root.is_object()) throw Error("invalid_config", "", "a Hugging Face config.json is a JSON object");
@@ -201,9 +220,7 @@ HfModel read_hf_model(const std::string& text) {
                           ": Proteus has one bias switch for all linear layers (set from mlp_bias)");
   m["bias"] = arch == Arch::GptOss ? attention_bias : mlp_bias;
   m["dropout"] = in.number("attention_dropout", 0.0) > 0;
-  m["flash_attention"] = true;
-  out.assumed.push_back(
-      "flash_attention: true (a config.json does not say how attention is computed in training)");
+  attention_implementation(in, m, out);
   m["causal"] = true;
   m["learned_positions"] = false;  // rotary embeddings in every supported architecture
   if (arch == Arch::Qwen3 || arch == Arch::Qwen3Moe) m["qk_norm"] = true;  // Qwen3Attention's q_norm/k_norm
@@ -299,6 +316,7 @@ ImportResult import_hf(const std::string& text) {
   import_detail::HfModel m = import_detail::read_hf_model(text);
   ImportResult result;
   nlohmann::ordered_json config = {{"model", m.model}};
+  if (!m.strategy.empty()) config["strategy"] = m.strategy;
   result.config_json = config.dump(2);
   result.ignored = std::move(m.ignored);
   result.assumed = std::move(m.assumed);

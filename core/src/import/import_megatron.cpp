@@ -756,6 +756,24 @@ void transformer_engine_part(ArgReader& in, Json& st, Json& training, std::vecto
 
 }  // namespace
 
+// --attention-backend names the kernel Transformer Engine may use (Megatron-Core's AttnBackend
+// sets NVTE_FUSED_ATTN / NVTE_FLASH_ATTN): fused -> cuDNN, flash -> flash-attn (FlashAttention-2;
+// TE takes FlashAttention-3 instead where it is installed on Hopper). auto is what TE picks
+// itself, the framework's default (strategy.attention_kernel "auto"); unfused / local are not a
+// fused kernel (model.flash_attention false, model_part). docs/frameworks.md, "Attention kernels".
+void attention_kernel_part(ArgReader& in, Json& st, std::vector<std::string>& assumed) {
+  if (!in.has("--attention-backend")) return;
+  const std::string b =
+      in.choice("--attention-backend", "auto", {"auto", "flash", "fused", "unfused", "local"});
+  if (b == "fused") st["attention_kernel"] = "cudnn";
+  if (b == "flash") {
+    st["attention_kernel"] = "fa2";
+    assumed.push_back(
+        "--attention-backend flash: FlashAttention-2 (Transformer Engine runs FlashAttention-3 where it is "
+        "installed on Hopper: set strategy.attention_kernel \"fa3\")");
+  }
+}
+
 ImportResult import_megatron(const std::string& text, const MegatronImportOptions& options) {
   const MegatronArgs args = import_detail::parse_megatron_command(text);
   ArgReader in(args);
@@ -777,6 +795,7 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
                                                : in.integer("--encoder-seq-length", 0, 1, 16777216);
   training_part(in, training);
   transformer_engine_part(in, strategy, training, result.ignored);
+  attention_kernel_part(in, strategy, result.assumed);
   for (const std::string& name : args.repeated)
     result.ignored.push_back(name + " is given more than once: the last value is used (as argparse does)");
   for (const std::string& name : in.unread()) result.ignored.push_back(name);

@@ -110,7 +110,11 @@ bool megatron_placement(Schedule s) {
 double best_compute_rate(const GpuSpec& gpu, Precision precision) {
   if (!gpu.measured_us.empty()) return 0;
   const double peak = gpu.peak_TFLOPS(precision);
-  double tflops = peak * std::max(gpu.gemm_max_efficiency, gpu.attention_efficiency);
+  // A kernel faster than the attention table's reference (FlashAttention-3 over cuDNN) scales
+  // attention_efficiency up by at most the table's largest ratio.
+  double tflops =
+      peak * std::max(gpu.gemm_max_efficiency,
+                      gpu.attention_efficiency * max_attention_kernel_factor(gpu.attention_table));
   // A measured GEMM table interpolates log throughput between its points: never above the
   // fastest of them (sizes past the grid take the edge's value).
   const auto table = gpu.gemm_table.TFLOPS.find(precision);

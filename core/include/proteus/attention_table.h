@@ -1,0 +1,48 @@
+// Measured attention kernel throughput by sequence length (docs/fidelity.md, "Attention by
+// kernel"): TFLOP/s of each kernel family (cuDNN, FlashAttention-2, FlashAttention-3) forward
+// with and without a causal mask and backward, at one head dimension, from one publication's
+// figures. The cost model uses it relative to `reference`, the kernel the GPU's
+// attention_efficiency stands for: a run on another kernel takes attention_efficiency times the
+// ratio of the two kernels' measured rates at its shape, so the reference kernel's runs keep
+// exactly the roofline they had (end-to-end runs calibrate the level, the paper the ratio).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+#include "proteus/strategy_spec.h"
+
+namespace proteus {
+
+// One kernel's curves, one value per AttentionTable::seq entry.
+struct AttentionCurves {
+  std::vector<double> forward_causal, forward, backward;
+};
+
+struct AttentionTable {
+  int64_t head_dim = 0;                               // the measured head dimension
+  AttentionKernel reference = AttentionKernel::Auto;  // the kernel attention_efficiency represents
+  std::vector<int64_t> seq;                           // sequence lengths, strictly increasing, >= 2
+  std::map<AttentionKernel, AttentionCurves> TFLOPS;
+  bool empty() const { return TFLOPS.empty(); }
+};
+
+// What the cost model asks of the table for one attention op.
+struct AttentionShape {
+  int64_t seq_kv = 0;    // keys each query block runs over (the kernel's inner loop)
+  int64_t head_dim = 0;  // per head
+  bool causal = true;
+  bool backward = false;
+};
+
+// measured(kernel) / measured(reference) at the shape, each interpolated linearly in
+// log2(TFLOP/s) over log2(seq), clamped to the first and last measured lengths. 1 (the roofline
+// unchanged) where the table cannot say: no table, another head dimension, a kernel or the
+// reference missing from it, or the kernel being the reference. A causal backward, which the
+// source does not measure, takes the backward (no mask) curve.
+double attention_kernel_factor(const AttentionTable& table, AttentionKernel kernel,
+                               const AttentionShape& shape);
+
+// The largest factor the table can give (the strategy search's lower bound must not be beaten).
+double max_attention_kernel_factor(const AttentionTable& table);
+
+}  // namespace proteus
