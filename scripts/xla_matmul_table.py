@@ -11,40 +11,78 @@ device keys "sm_100_B200" and the like):
 (also f32, and the mixed e4m3/e5m2 FP8 pairs, which Proteus has no precision for). FLOP/s is
 2 b m n k / the measured runtime.
 
-Proteus's table is batch 1 only (a batch counts as b x m rows, gemm_table.h), over the grid of
-sizes XLA measured, in TFLOP/s = value / 1e12 rounded to one decimal: the conversion of the H100
-preset's sm_90 table (core/presets/clusters/dgx-h100.json, "sources").
+Proteus's table has one m axis in which a batch counts as b x m rows (gemm_table.h). Its rows
+m = 256 .. 4096 are XLA's batch-1 entries; above them, XLA's batched entries at m = 4096 give the
+rows b x m = 8192 (b 2) and 16384 (b 4): a batch of b independent m x n x k GEMMs launches one
+CTA per output tile per batch member (CUTLASS's GemmBatchedIdentityThreadblockSwizzle: grid
+ceil(m/tile_m) x ceil(n/tile_n) x b), the tile count and waves of one (b m) x n x k GEMM, with
+b weight matrices to read instead of one (so, if anything, slower). TFLOP/s = value / 1e12
+rounded to one decimal, the conversion of the H100 preset's first sm_90 table.
+
+Each device's table comes from one copy of the header (SOURCES): the presets' sm_90 table from
+tensorflow 372d578b, their sm_100 table from tensorflow a305421c (which re-measured sm_90).
 
 Subcommands:
-    extract RAW.h -o DATA.json           the textproto (the .h file) -> compact data file: the
-                                         batch-1 entries of the dtypes in DTYPES, raw FLOP/s
+    extract RAW.h --gpu sm_90 [-o DATA.json]
+                                         the textproto (the .h file) -> compact data file: the
+                                         device's batch-1 entries and its b > 1 entries at
+                                         m = BATCH_M, dtypes in DTYPES, raw FLOP/s; with -o, the
+                                         device's part of DATA.json is replaced, others kept
     preset DATA.json --gpu sm_100        the gemm_table object, formatted as in the presets
     preset DATA.json --gpu sm_100 --check PRESET.json
                                          exit 1 unless PRESET.json's gpu.gemm_table is exactly that
-The repository keeps the compact file (tests/calibration/xla_matmul_table.json), not the
-~317,000-character header; `extract` rebuilds it from the header at the recorded commit.
+The repository keeps the compact file (tests/calibration/xla_matmul_table.json), not the headers
+(~79,000 and ~317,000 characters); `extract` rebuilds it from the headers at the recorded commits.
 """
 import argparse
 import json
+import os
 import re
 import sys
 
-SOURCE = {
-    "repo": "tensorflow/tensorflow",
-    "path": "third_party/xla/xla/backends/gpu/cost_model/matmul_interpolator_data.h",
-    "commit": "a305421c45a1ea5117c170b8d8a00a51f9dcee8f",
-    "upstream": "openxla/xla xla/backends/gpu/cost_model/matmul_interpolator_data.h",
-    "generator": "XLA's matmul_perf_table_gen (xla/tools)",
+# Device -> the copy of the header its table is taken from.
+SOURCES = {
+    "sm_90": {
+        "repo": "tensorflow/tensorflow",
+        "path": "third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h",
+        "commit": "372d578bb861cc5804e56d37d93aec931a59762c",
+        "upstream": "openxla/xla xla/service/gpu/model/matmul_interpolator_data.h",
+        "generator": "XLA's matmul_perf_table_gen (xla/tools)",
+    },
+    "sm_100": {
+        "repo": "tensorflow/tensorflow",
+        "path": "third_party/xla/xla/backends/gpu/cost_model/matmul_interpolator_data.h",
+        "commit": "a305421c45a1ea5117c170b8d8a00a51f9dcee8f",
+        "upstream": "openxla/xla xla/backends/gpu/cost_model/matmul_interpolator_data.h",
+        "generator": "XLA's matmul_perf_table_gen (xla/tools)",
+    },
 }
-DEFINITION = ("FLOP/s = 2 b m n k / measured runtime of the dot on one GPU; entries with b = 1; "
-              "bf16 = bf16 x bf16 -> bf16, fp8 = f8e4m3fn x f8e4m3fn -> bf16")
+DEFINITION = ("FLOP/s = 2 b m n k / measured runtime of the dot on one GPU; entries with b = 1 (no \"b\" key) "
+              "and b = 2, 4 at m = 4096; bf16 = bf16 x bf16 -> bf16, fp8 = f8e4m3fn x f8e4m3fn -> bf16")
 # XLA dtype key (compared case-insensitively: older copies spell BF16xBF16->BF16) -> Proteus precision.
 DTYPES = {"bf16xbf16->bf16": "bf16", "f8e4m3fnxf8e4m3fn->bf16": "fp8"}
 TFLOPS_DECIMALS = 1
+# Batched entries kept: those at the batch-1 grid's largest m, i.e. rows b x 4096 above the grid
+# (smaller batched shapes fall on rows the batch-1 entries measure directly).
+BATCH_M = 4096
+BATCHES = (1, 2, 4)
+
+
+def keep(entry):
+    """Whether an entry is one the table uses: batch 1, or b x BATCH_M rows above the grid."""
+    b = entry.get("b")
+    return b in BATCHES and (b == 1 or entry.get("m") == BATCH_M) and any(p in entry for p in DTYPES.values())
+
+
+def compact(entry):
+    """An entry as the data file keeps it: b (when above 1), m, n, k, FLOP/s per precision."""
+    keys = (("b",) if entry["b"] > 1 else ()) + ("m", "n", "k") + tuple(p for p in DTYPES.values() if p in entry)
+    return {key: entry[key] for key in keys}
 
 
 def extract(text):
-    """The textproto -> {gpu key: [{"m", "n", "k", precision: FLOP/s, ...}]}, batch 1, file order."""
+    """The textproto -> {gpu key: [entries]}, the ones keep() takes, ordered by b, m, k, n (the
+    order of the sm_100 table; older copies list entries unordered)."""
     table, gpu, entry = {}, None, None
     for raw in text.splitlines():
         line = raw.strip()
@@ -69,17 +107,23 @@ def extract(text):
                 entry[precision] = int(m.group(2))
             continue
         if line == "}":
-            if entry.get("b") == 1 and any(p in entry for p in DTYPES.values()):
-                table[gpu].append({key: entry[key] for key in ("m", "n", "k") + tuple(
-                    p for p in DTYPES.values() if p in entry)})
+            if keep(entry):
+                table[gpu].append(compact(entry))
             entry = None
-    return {g: e for g, e in table.items() if e}
+    order = lambda e: (e.get("b", 1), e["m"], e["k"], e["n"])  # noqa: E731
+    return {g: sorted(e, key=order) for g, e in table.items() if e}
 
 
 def grid_table(entries, gpu):
-    """The entries of one device -> (m, n, k axes, {precision: [[[TFLOP/s per k] per n] per m]})."""
-    axes = [sorted({e[d] for e in entries}) for d in ("m", "n", "k")]
-    by_shape = {(e["m"], e["n"], e["k"]): e for e in entries}
+    """The entries of one device -> (m, n, k axes, {precision: [[[TFLOP/s per k] per n] per m]}).
+    A batched entry is the row b x m (module docstring)."""
+    by_shape = {}
+    for e in entries:
+        shape = (e.get("b", 1) * e["m"], e["n"], e["k"])
+        if shape in by_shape:
+            raise ValueError("%s: two measurements for the row m=%d n=%d k=%d" % ((gpu,) + shape))
+        by_shape[shape] = e
+    axes = [sorted({shape[d] for shape in by_shape}) for d in range(3)]
     precisions = [p for p in DTYPES.values() if any(p in e for e in entries)]
     values = {}
     for p in precisions:
@@ -130,9 +174,11 @@ def format_table(table, indent=4):
 
 def dump_data(table):
     """The compact data file: one entry per line, so that diffs stay readable."""
-    lines = ["{", '  "source": %s,' % json.dumps(SOURCE), '  "definition": %s,' % json.dumps(DEFINITION),
-             '  "gpus": {']
     gpus = sorted(table)
+    lines = ["{", '  "sources": {']
+    lines += ['    "%s": %s%s' % (g, json.dumps(SOURCES[g]), "," if i + 1 < len(gpus) else "")
+              for i, g in enumerate(gpus)]
+    lines += ["  },", '  "definition": %s,' % json.dumps(DEFINITION), '  "gpus": {']
     for i, gpu in enumerate(gpus):
         lines.append('    "%s": [' % gpu)
         rows = [json.dumps(e) for e in table[gpu]]
@@ -142,11 +188,28 @@ def dump_data(table):
     return "\n".join(lines) + "\n"
 
 
+def extract_into(text, gpu, data_path):
+    """The data file's text with device gpu's part taken from the header text; the other
+    devices' parts are kept from data_path when it exists."""
+    if gpu not in SOURCES:
+        raise ValueError("no recorded header copy for %r (SOURCES has %s)" % (gpu, ", ".join(sorted(SOURCES))))
+    found = extract(text)
+    if gpu not in found:
+        raise ValueError("the header has no entries for %r (has %s)" % (gpu, ", ".join(sorted(found)) or "none"))
+    table = {}
+    if data_path and os.path.exists(data_path):
+        with open(data_path) as f:
+            table = json.load(f)["gpus"]
+    table[gpu] = found[gpu]
+    return dump_data(table)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("extract", help="textproto header -> compact data file")
     ex.add_argument("raw")
+    ex.add_argument("--gpu", required=True, help="device key, one of %s" % ", ".join(sorted(SOURCES)))
     ex.add_argument("-o", "--output")
     pr = sub.add_parser("preset", help="data file -> a preset's gpu.gemm_table")
     pr.add_argument("data")
@@ -156,7 +219,7 @@ def main(argv=None):
     try:
         if args.command == "extract":
             with open(args.raw) as f:
-                text = dump_data(extract(f.read()))
+                text = extract_into(f.read(), args.gpu, args.output)
             if args.output:
                 with open(args.output, "w") as f:
                     f.write(text)

@@ -216,8 +216,9 @@ TEST_CASE("gemm table: B200 interpolates between XLA's points as a power of size
   CHECK(bf16 > 1277.8);
   CHECK(bf16 < 1416.9);
   // Llama 3 8B's MLP up-projection per micro-batch of 2 x 8192 tokens on one GPU:
-  // 16384 x 14336 x 4096 lies above the grid in m and n and takes the 4096 edge.
-  CHECK(at(Precision::Fp8, 16384, 14336, 4096) == doctest::Approx(2765.0).epsilon(1e-14));
+  // 16384 x 14336 x 4096 is the grid's top row (XLA's b: 4 m: 4096 entries) and above the grid
+  // in n, which takes the 4096 edge: 3279.7.
+  CHECK(at(Precision::Fp8, 16384, 14336, 4096) == doctest::Approx(3279.7).epsilon(1e-14));
   // Below the grid in one dimension: no table value (the roofline applies).
   CHECK_FALSE(gemm_table_TFLOPS(gpu.gemm_table, Precision::Fp8, 4096, 4096, 128, 1).has_value());
 }
@@ -240,4 +241,67 @@ TEST_CASE(
   bf16.precision = Precision::Bf16;
   CHECK((bf16.compute_time_s(w) - 4e-6) / (cost.compute_time_s(w) - 4e-6) ==
         doctest::Approx(2765.0 / 1416.9).epsilon(1e-12));
+}
+
+TEST_CASE("gemm table: rows above m = 4096 are XLA's batched entries, b x 4096 rows") {
+  // XLA measured b = 2 and 4 independent 4096 x n x k dots (tensorflow a305421c "sm_100",
+  // 372d578b "sm_90"); a batch launches one CTA per output tile per member (CUTLASS
+  // GemmBatchedIdentityThreadblockSwizzle), the tiles and waves of one (b x 4096)-row GEMM, so the
+  // presets file them as the rows m = 8192 and 16384 (docs/fidelity.md).
+  const GpuSpec b200 = b200_gpu();
+  const auto at = [](const GpuSpec& gpu, Precision p, int64_t m, int64_t n, int64_t k, int64_t batch) {
+    return *gemm_table_TFLOPS(gpu.gemm_table, p, m, n, k, batch);
+  };
+  CHECK(b200.gemm_table.m == std::vector<int64_t>{256, 512, 1024, 2048, 4096, 8192, 16384});
+  // b 2 m 4096 n 4096 k 4096: bf16 1466617794742374, e4m3 3123541589327515 FLOP/s;
+  // b 4: 1670467342710337 and 3279676742061148; b 4 n 256 k 4096: 1152431271775951 / 1804608107563025.
+  CHECK(at(b200, Precision::Bf16, 8192, 4096, 4096, 1) == doctest::Approx(1466.6).epsilon(1e-14));
+  CHECK(at(b200, Precision::Fp8, 8192, 4096, 4096, 1) == doctest::Approx(3123.5).epsilon(1e-14));
+  CHECK(at(b200, Precision::Bf16, 16384, 4096, 4096, 1) == doctest::Approx(1670.5).epsilon(1e-14));
+  CHECK(at(b200, Precision::Fp8, 16384, 4096, 4096, 1) == doctest::Approx(3279.7).epsilon(1e-14));
+  CHECK(at(b200, Precision::Bf16, 16384, 256, 4096, 1) == doctest::Approx(1152.4).epsilon(1e-14));
+  CHECK(at(b200, Precision::Fp8, 16384, 256, 4096, 1) == doctest::Approx(1804.6).epsilon(1e-14));
+  // The measured batch itself reads its own value: 4 x (4096 x 4096 x 4096) = 16384 rows.
+  CHECK(at(b200, Precision::Bf16, 4096, 4096, 4096, 4) == doctest::Approx(1670.5).epsilon(1e-14));
+  // On B200 throughput still rises past 4096 rows (148 SMs), and stays below mamf-finder's best
+  // shapes (1745.0 bf16, 3432.5 fp8 TFLOP/s, stas00/ml-engineering); more rows take the top row.
+  for (Precision p : {Precision::Bf16, Precision::Fp8}) {
+    CHECK(at(b200, p, 4096, 4096, 4096, 1) < at(b200, p, 8192, 4096, 4096, 1));
+    CHECK(at(b200, p, 8192, 4096, 4096, 1) < at(b200, p, 16384, 4096, 4096, 1));
+    CHECK(at(b200, p, 65536, 4096, 4096, 1) == at(b200, p, 16384, 4096, 4096, 1));
+  }
+  CHECK(at(b200, Precision::Bf16, 16384, 4096, 4096, 1) < 1745.0);
+  CHECK(at(b200, Precision::Fp8, 16384, 4096, 4096, 1) < 3432.5);
+  // 12288 rows: halfway in log2 terms is log2(1.5) of the way, a power-law blend of the two rows.
+  const double t = std::log2(1.5);
+  CHECK(at(b200, Precision::Bf16, 12288, 4096, 4096, 1) ==
+        doctest::Approx(std::pow(1466.6, 1 - t) * std::pow(1670.5, t)).epsilon(1e-12));
+
+  // H100 (sm_90): b 2 and b 4 at n = k = 4096 measured 807671014191940 and 793131337247852 FLOP/s
+  // against b 1's 783328793548203: saturated already at 4096 rows (132 SMs): +3.1% and +1.2%, not
+  // even rising from 8192 to 16384 rows (B200: +3.5% and +17.9%), below the 989.4 dense peak.
+  const auto gpu_of = [](const char* preset) {
+    return parse_config(std::string(R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": ")") +
+                        preset + R"("}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})")
+        .cluster.gpu;
+  };
+  const GpuSpec h100 = gpu_of("dgx-h100");
+  CHECK(h100.gemm_table.m == b200.gemm_table.m);
+  CHECK(at(h100, Precision::Bf16, 8192, 4096, 4096, 1) == doctest::Approx(807.7).epsilon(1e-14));
+  CHECK(at(h100, Precision::Bf16, 16384, 4096, 4096, 1) == doctest::Approx(793.1).epsilon(1e-14));
+  for (int64_t rows : {8192, 16384}) {
+    CHECK(std::abs(at(h100, Precision::Bf16, rows, 4096, 4096, 1) / 783.3 - 1) < 0.05);
+    CHECK(at(h100, Precision::Bf16, rows, 4096, 4096, 1) < 989.4);
+  }
+  // b 2 m 4096 n 256 k 256 (135027895372233) and b 4 (206488812307692): small-n, small-k GEMMs gain
+  // most from more rows (more tiles to fill 132 SMs): 82.2 TFLOP/s at 4096 rows.
+  CHECK(at(h100, Precision::Bf16, 8192, 256, 256, 1) == doctest::Approx(135.0).epsilon(1e-14));
+  CHECK(at(h100, Precision::Bf16, 16384, 256, 256, 1) == doctest::Approx(206.5).epsilon(1e-14));
+  CHECK(at(h100, Precision::Bf16, 4096, 256, 256, 1) == doctest::Approx(82.2).epsilon(1e-14));
+  // H200 and H800 share the H100 measurement (their presets' sources say why).
+  for (const char* preset : {"dgx-h200", "hgx-h800"}) {
+    const GpuSpec gpu = gpu_of(preset);
+    CHECK(gpu.gemm_table.m == h100.gemm_table.m);
+    CHECK(gpu.gemm_table.TFLOPS == h100.gemm_table.TFLOPS);
+  }
 }

@@ -273,8 +273,9 @@ class FlowModelFit(unittest.TestCase):
 import xla_matmul_table  # noqa: E402
 
 # XLA's matmul_interpolator_data.h as written (tensorflow/tensorflow a305421c, "sm_100": the
-# batch-1 4096^3 entry and a batch-2 one, values verbatim), and an older copy's upper-case dtype
-# keys (thenexthub/Machina's third_party/xla copy, "sm_90", b 1 m 512 n 256 k 256).
+# batch-1 4096^3 entry, a batch-2 one at m 256 (not kept: its rows are the batch-1 grid's) and
+# the batch-4 one at m 4096 (kept: the row 16384), values verbatim), and an older copy's
+# upper-case dtype keys (thenexthub/Machina's third_party/xla copy, "sm_90", b 1 m 512 n 256 k 256).
 XLA_MATMUL_EXCERPT = """
 constexpr char kDefaultMatmulPTable[] = R"pb(
   entries {
@@ -300,6 +301,17 @@ constexpr char kDefaultMatmulPTable[] = R"pb(
         flops { key: "f32xf32->f32" value: 11212842773600 }
         flops { key: "f8e4m3fnxf8e4m3fn->bf16" value: 12942886017357 }
       }
+      entries {
+        b: 4
+        m: 4096
+        n: 4096
+        k: 4096
+        flops { key: "bf16xbf16->bf16" value: 1670467342710337 }
+        flops { key: "f32xf32->f32" value: 869747066286761 }
+        flops { key: "f8e4m3fnxf8e4m3fn->bf16" value: 3279676742061148 }
+        flops { key: "f8e4m3fnxf8e5m2->bf16" value: 3280107240848911 }
+        flops { key: "f8e5m2xf8e4m3fn->bf16" value: 3281752003581683 }
+      }
     }
   }
   entries {
@@ -321,39 +333,72 @@ constexpr char kDefaultMatmulPTable[] = R"pb(
 
 class XlaMatmulTable(unittest.TestCase):
     DATA = os.path.join(HERE, "calibration", "xla_matmul_table.json")
-    B200 = os.path.join(HERE, "..", "core", "presets", "clusters", "dgx-b200.json")
+    CLUSTERS = os.path.join(HERE, "..", "core", "presets", "clusters")
+    # Preset -> the device whose table it carries (H200 and H800 reuse the H100 measurement).
+    PRESETS = {"dgx-h100": "sm_90", "dgx-h200": "sm_90", "hgx-h800": "sm_90", "dgx-b200": "sm_100"}
+    SCRIPT = os.path.join(HERE, "..", "scripts", "xla_matmul_table.py")
 
-    def test_extracts_batch_one_bf16_and_e4m3(self):
+    def data(self):
+        with open(self.DATA) as f:
+            return json.load(f)
+
+    def test_extracts_batch_one_and_the_batched_rows(self):
         table = xla_matmul_table.extract(XLA_MATMUL_EXCERPT)
         self.assertEqual(table, {
-            "sm_100": [{"m": 4096, "n": 4096, "k": 4096, "bf16": 1416867213789406, "fp8": 2764981863158106}],
+            "sm_100": [{"m": 4096, "n": 4096, "k": 4096, "bf16": 1416867213789406, "fp8": 2764981863158106},
+                       {"b": 4, "m": 4096, "n": 4096, "k": 4096, "bf16": 1670467342710337,
+                        "fp8": 3279676742061148}],
             "sm_90": [{"m": 512, "n": 256, "k": 256, "bf16": 12520310447761}]})
-        with open(self.DATA) as f:
-            committed = json.load(f)["gpus"]["sm_100"]
-        self.assertIn(table["sm_100"][0], committed)
+        committed = self.data()["gpus"]["sm_100"]
+        for entry in table["sm_100"]:
+            self.assertIn(entry, committed)
+
+    def test_extract_replaces_one_device_and_keeps_the_others(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "data.json")
+            with open(path, "w") as f:
+                f.write(xla_matmul_table.dump_data({"sm_90": self.data()["gpus"]["sm_90"]}))
+            data = json.loads(xla_matmul_table.extract_into(XLA_MATMUL_EXCERPT, "sm_100", path))
+        self.assertEqual(len(data["gpus"]["sm_100"]), 2)
+        self.assertEqual(data["gpus"]["sm_90"], self.data()["gpus"]["sm_90"])
+        self.assertEqual(data["sources"]["sm_100"]["commit"][:8], "a305421c")
+        with self.assertRaises(ValueError):  # a device without a recorded header copy
+            xla_matmul_table.extract_into(XLA_MATMUL_EXCERPT, "sm_100_B200", None)
 
     def test_committed_data_is_the_full_grid(self):
-        with open(self.DATA) as f:
-            data = json.load(f)
-        self.assertEqual(len(data["gpus"]["sm_100"]), 125)  # m, n, k = 256 .. 4096
-        table = xla_matmul_table.preset_table(data, "sm_100")
-        self.assertEqual(table["m"], [256, 512, 1024, 2048, 4096])
-        self.assertEqual(table["TFLOPS"]["bf16"][4][4][4], 1416.9)
-        self.assertEqual(table["TFLOPS"]["fp8"][4][4][4], 2765.0)
+        data = self.data()
+        self.assertEqual(data["sources"]["sm_90"]["commit"][:8], "372d578b")
+        self.assertEqual(data["sources"]["sm_100"]["commit"][:8], "a305421c")
+        for gpu in ("sm_90", "sm_100"):
+            entries = data["gpus"][gpu]
+            # m, n, k = 256 .. 4096 at b 1, and n, k = 256 .. 4096 at b 2 and 4 with m 4096
+            self.assertEqual(len(entries), 125 + 50, gpu)
+            self.assertEqual({e.get("b", 1) for e in entries if e["m"] != 4096}, {1}, gpu)
+            table = xla_matmul_table.preset_table(data, gpu)
+            self.assertEqual(table["m"], [256, 512, 1024, 2048, 4096, 8192, 16384])
+        b200, h100 = (xla_matmul_table.preset_table(data, g)["TFLOPS"] for g in ("sm_100", "sm_90"))
+        # n = k = 4096 by rows 4096, 8192, 16384: B200 still rising, H100 saturated (within 3%).
+        self.assertEqual([b200["bf16"][i][4][4] for i in (4, 5, 6)], [1416.9, 1466.6, 1670.5])
+        self.assertEqual([b200["fp8"][i][4][4] for i in (4, 5, 6)], [2765.0, 3123.5, 3279.7])
+        self.assertEqual([h100["bf16"][i][4][4] for i in (4, 5, 6)], [783.3, 807.7, 793.1])
         with self.assertRaises(ValueError):
             xla_matmul_table.preset_table(data, "sm_80")
         with self.assertRaises(ValueError):  # a missing point is an error, not a hole in the table
             xla_matmul_table.preset_table({"gpus": {"sm_100": data["gpus"]["sm_100"][1:]}}, "sm_100")
+        twice = data["gpus"]["sm_100"] + [dict(data["gpus"]["sm_100"][0], b=16, m=256)]  # 16 x 256 = 4096 rows
+        with self.assertRaises(ValueError):  # two measurements for one row
+            xla_matmul_table.preset_table({"gpus": {"sm_100": twice}}, "sm_100")
 
-    def test_preset_is_regenerated_from_the_data(self):
-        script = os.path.join(HERE, "..", "scripts", "xla_matmul_table.py")
-        done = subprocess.run([sys.executable, script, "preset", self.DATA, "--gpu", "sm_100", "--check", self.B200],
-                              capture_output=True, text=True)
-        self.assertEqual(done.returncode, 0, done.stderr)
-        text = subprocess.run([sys.executable, script, "preset", self.DATA, "--gpu", "sm_100"], check=True,
-                              capture_output=True, text=True).stdout
-        with open(self.B200) as f:
-            self.assertIn(text.rstrip("\n"), f.read())
+    def test_presets_are_regenerated_from_the_data(self):
+        for preset, gpu in self.PRESETS.items():
+            path = os.path.join(self.CLUSTERS, preset + ".json")
+            done = subprocess.run([sys.executable, self.SCRIPT, "preset", self.DATA, "--gpu", gpu, "--check", path],
+                                  capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            text = subprocess.run([sys.executable, self.SCRIPT, "preset", self.DATA, "--gpu", gpu], check=True,
+                                  capture_output=True, text=True).stdout
+            with open(path) as f:
+                self.assertIn(text.rstrip("\n"), f.read(), preset)
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
