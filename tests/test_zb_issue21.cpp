@@ -3,10 +3,11 @@
 // 53 GB). The four configs are the zb-issue21 cases of tests/validation/published.json, written
 // by tests/validation/derive_cases.py with the source of every setting the issue leaves out (Qi
 // et al. Table 3's 6.2B GPT and the repository's example script); scripts/zb_issue21.py prints the
-// table. What the simulator agrees with is asserted here; what it does not (interleaved runs 1%
-// faster than ZB-2P, where #21 has ZB-2P 1.5% faster) is in docs/fidelity.md.
+// table. The orderings the simulator agrees with are asserted here; the absolute figures (all
+// 29-46% above the issue's) are discussed in docs/fidelity.md.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,7 +15,9 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/api.h"
+#include "proteus/search.h"
 
 namespace {
 
@@ -77,9 +80,54 @@ TEST_CASE("zb issue 21: memory ordering and the speed pairs that agree with the 
   CHECK(r.at("1f1b").peak_GiB < r.at("zbv").peak_GiB);
   CHECK(r.at("zbv").peak_GiB < r.at("interleaved").peak_GiB);
   CHECK(r.at("interleaved").peak_GiB < r.at("zb2p").peak_GiB);
-  // Speed, #21: 1F1B 55 is the slowest; ZB-V 64 below ZB-2P 67 and interleaved 66.
-  for (const char* faster : {"interleaved", "zb2p", "zbv"})
-    CHECK(r.at("1f1b").samples_per_s < r.at(faster).samples_per_s);
-  CHECK(r.at("zbv").samples_per_s < r.at("zb2p").samples_per_s);
+  // Speed, #21: 1F1B 55 < ZB-V 64 < interleaved 66 < ZB-2P 67. The last pair holds only with
+  // the zero-bubble runs' optimizer post-validation (the example script's, under fp16): without
+  // it interleaved ran 1% faster than ZB-2P (96.3 against 95.4 samples/s).
+  CHECK(r.at("1f1b").samples_per_s < r.at("zbv").samples_per_s);
   CHECK(r.at("zbv").samples_per_s < r.at("interleaved").samples_per_s);
+  CHECK(r.at("interleaved").samples_per_s < r.at("zb2p").samples_per_s);
+}
+
+TEST_CASE("zb issue 21: optimizer post-validation makes the iteration the steady-state period") {
+  // ZB-2P on the 6.2B GPT: with post-validation no all-reduce joins the stages at the end of an
+  // iteration, so the next one starts on each stage as soon as that stage is done. The period is
+  // the longest span of a rank from its first task to its last; here the first stage (which
+  // starts at 0 and waits for every gradient to come back) has it, so the period is exact.
+  json cfg = runs().at("zb2p").config;
+  REQUIRE(cfg["strategy"]["optimizer_post_validation"] == true);
+  proteus::SimulateOptions with_timeline;
+  with_timeline.timeline = true;
+  const json on = json::parse(proteus::simulate_json(cfg.dump(), with_timeline));
+  cfg["strategy"]["optimizer_post_validation"] = false;
+  const json off = json::parse(proteus::simulate_json(cfg.dump(), {}));
+  REQUIRE(on["ok"] == true);
+  REQUIRE(off["ok"] == true);
+  std::map<int, std::pair<double, double>> span;  // rank -> (first start, last end)
+  for (const json& e : on["timeline"]) {
+    auto [it, fresh] =
+        span.try_emplace(e["rank"].get<int>(), e["start_s"].get<double>(), e["end_s"].get<double>());
+    if (fresh) continue;
+    it->second.first = std::min(it->second.first, e["start_s"].get<double>());
+    it->second.second = std::max(it->second.second, e["end_s"].get<double>());
+  }
+  REQUIRE(span.size() == 8);
+  double longest = 0;
+  for (const auto& [rank, se] : span) longest = std::max(longest, se.second - se.first);
+  const double period = on["summary"]["iteration_time_s"].get<double>();
+  CHECK(period == doctest::Approx(longest).epsilon(1e-9));
+  CHECK(span.at(0).first == 0.0);
+  CHECK(span.at(0).second - span.at(0).first == doctest::Approx(longest).epsilon(1e-9));
+  // Without it every stage waits for the last one: the makespan, 2% longer here (the later
+  // stages start one forward after another but end with the first).
+  const double makespan = off["summary"]["iteration_time_s"].get<double>();
+  CHECK(period < makespan);
+  CHECK(makespan / period == doctest::Approx(1.02).epsilon(0.01));
+  // Megatron's own schedules synchronise before the step: refused, naming the field.
+  json bad = runs().at("1f1b").config;
+  bad["strategy"]["optimizer_post_validation"] = true;
+  CHECK(proteus::test::error_path([&] { proteus::simulate_json(bad.dump(), {}); }) ==
+        "strategy.optimizer_post_validation");
+  // The search's bounds are for the synchronised iteration: it refuses the knob.
+  CHECK(proteus::test::error_path([&] { proteus::search_json(runs().at("zb2p").config.dump(), {}); }) ==
+        "strategy.optimizer_post_validation");
 }

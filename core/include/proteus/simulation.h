@@ -49,6 +49,10 @@ using ProgressFn = std::function<void(int64_t done_tasks, int64_t total_tasks)>;
 
 struct ExecOptions {
   int64_t max_events = 500'000'000;
+  // Consecutive iterations overlap (no synchronisation at the iteration boundary): the
+  // iteration time is the steady-state period, the longest span of any rank from its first
+  // task to its last (see Executor::finish), not the makespan of one iteration.
+  bool overlap_iterations = false;
   bool record_memory_curve = true;
   ProgressFn progress;  // empty: not told
 };

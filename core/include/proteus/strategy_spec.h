@@ -102,6 +102,11 @@ struct StrategySpec {
   // each take one layer's slot in the first / last chunk).
   int first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_as_layer = false, loss_as_layer = false;
+  // The zero-bubble runtime's --enable-optimizer-post-validation (sail-sg/zero-bubble-pipeline-
+  // parallelism README, "Optimizer Post Validation"): no all-reduce over the stages before the
+  // optimizer step (gradient norm, fp16 inf/nan), so consecutive iterations overlap and the
+  // iteration time is the steady-state period (docs/design.md, section 4). Zero-bubble schedules.
+  bool optimizer_post_validation = false;
 };
 
 const char* to_string(Schedule);

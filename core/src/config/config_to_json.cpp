@@ -254,6 +254,7 @@ Out strategy_json(const StrategySpec& s) {
   if (s.last_stage_layers > 0) out["last_stage_layers"] = s.last_stage_layers;
   if (s.embedding_as_layer) out["account_for_embedding_in_pipeline_split"] = true;
   if (s.loss_as_layer) out["account_for_loss_in_pipeline_split"] = true;
+  if (s.optimizer_post_validation) out["optimizer_post_validation"] = true;
   // MoE knobs: written where they can matter, so dense configs resolve as before.
   if (s.ep > 1 || expert_tp_of(s) != s.tp || s.moe_dispatcher != MoeDispatcher::AllToAll) {
     out["expert_tp"] = expert_tp_of(s);

@@ -188,7 +188,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "account_for_embedding_in_pipeline_split",
                    "account_for_loss_in_pipeline_split",
                    "expert_tp",
-                   "moe_dispatcher"});
+                   "moe_dispatcher",
+                   "optimizer_post_validation"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -232,6 +233,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.torch_compile = in.boolean("torch_compile", false);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   strategy.tp_only_amax_red = in.boolean("tp_only_amax_red", false);
+  strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);
   if (in.has("overrides")) {
     const Json& overrides =
         as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));

@@ -97,6 +97,16 @@ void check_pipeline(const Config& c) {
                          "(the middle stage would hold both copies of one chunk); pp=" +
                              to_string(s.pp));
   }
+  // --enable-optimizer-post-validation belongs to the zero-bubble runtime; Megatron's own
+  // schedules all-reduce the gradient norm and the fp16 inf/nan flag before every step.
+  if (s.optimizer_post_validation && s.schedule != Schedule::ZbH1 && s.schedule != Schedule::ZbH2 &&
+      s.schedule != Schedule::ZbV && s.schedule != Schedule::Explicit) {
+    throw invalid_config("strategy.optimizer_post_validation",
+                         std::string("optimizer post-validation is the zero-bubble runtime's "
+                                     "(--enable-optimizer-post-validation): it needs schedule zb-h1, zb-h2, "
+                                     "zb-v or an explicit order, not ") +
+                             to_string(s.schedule));
+  }
   const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s) / model_copies(s);
   // With --account-for-embedding/loss-in-pipeline-split the embedding and the loss take a
   // layer's slot each, so Megatron-Core builds a first (last) chunk of no transformer layer when

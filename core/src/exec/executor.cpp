@@ -259,6 +259,7 @@ class Executor {
   void init_ranks() {
     ranks_.assign(g_.ranks.size(), RankState{});
     traces_.assign(g_.ranks.size(), RankTrace{});
+    first_start_s_.assign(g_.ranks.size(), std::numeric_limits<double>::infinity());
     raw_curves_.assign(options_.record_memory_curve ? g_.ranks.size() : 0, {});
     for (size_t r = 0; r < g_.ranks.size(); ++r) {
       RankState& rs = ranks_[r];
@@ -575,6 +576,8 @@ class Executor {
     RankTrace& tr = traces_[static_cast<size_t>(h.rank())];
     tr.busy_s[static_cast<size_t>(h.stream())] += now_s_ - start_s_[ti];
     if (now_s_ > tr.end_s) tr.end_s = now_s_;
+    double& first = first_start_s_[static_cast<size_t>(h.rank())];
+    if (start_s_[ti] < first) first = start_s_[ti];
     rs.running[static_cast<size_t>(h.stream())] = -1;
     if (rs.compute_task == t) rs.compute_task = -1;
     apply_memory(t, true);
@@ -640,6 +643,22 @@ class Executor {
                 "deadlock: " + std::to_string(never_started) + " tasks never started; first: " + first);
   }
 
+  // The period of back-to-back iterations with no synchronisation between them (optimizer
+  // post-validation): each rank repeats its own order, so iteration k + 1 shifted by the longest
+  // rank span (first task start to last task end) keeps every dependency and never starts a
+  // rank before it is done: the period is at most that span. It is also at least the span of a
+  // rank that starts at time 0 (the first stage: nothing releases it, and a later start
+  // downstream only delays the gradients it waits for). So the period is exact when such a rank
+  // has the longest span (in 1F1B the first stage spans the makespan: nothing is gained), an
+  // upper bound otherwise.
+  double steady_period_s() const {
+    double period = 0;
+    for (size_t r = 0; r < traces_.size(); ++r)
+      if (first_start_s_[r] <= traces_[r].end_s)
+        period = std::max(period, traces_[r].end_s - first_start_s_[r]);
+    return period;
+  }
+
   Trace finish() {
     // Close the accounting intervals (every rank is idle by now).
     for (size_t r = 0; r < ranks_.size(); ++r) mark_dirty(static_cast<int>(r));
@@ -659,6 +678,7 @@ class Executor {
           exec::decimate_memory_curve(raw_curves_[r], trace.iteration_time_s, exec::kMemoryCurveBuckets);
       std::vector<MemorySample>().swap(raw_curves_[r]);
     }
+    if (options_.overlap_iterations) trace.iteration_time_s = steady_period_s();
     trace.ranks = std::move(traces_);
     trace.task_start_s = std::move(start_s_);
     trace.task_end_s = std::move(end_s_);
@@ -695,6 +715,7 @@ class Executor {
   std::vector<FlowState> flows_;
   std::vector<RankState> ranks_;
   std::vector<RankTrace> traces_;
+  std::vector<double> first_start_s_;  // per rank: when its first task started
   std::vector<std::vector<MemorySample>> raw_curves_;
   // Work lists, reused
   std::vector<int> dirty_ranks_;

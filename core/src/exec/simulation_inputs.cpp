@@ -17,6 +17,7 @@ ExecOptions exec_options_of(const Config& config, bool record_memory_curve) {
   ExecOptions options;
   options.max_events = config.simulation.max_events;
   options.record_memory_curve = record_memory_curve;
+  options.overlap_iterations = config.strategy.optimizer_post_validation;
   return options;
 }
 

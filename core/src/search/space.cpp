@@ -203,6 +203,11 @@ void expand(const Problem& p, size_t k, StrategySpec& s, SpaceEnumeration* out) 
 }  // namespace
 
 SpaceEnumeration enumerate(const Config& base) {
+  // Its bounds and its other schedules are for the synchronised iteration (docs/design.md §4).
+  if (base.strategy.optimizer_post_validation)
+    throw invalid_config("strategy.optimizer_post_validation",
+                         "the search compares schedules over one synchronised iteration, most of which "
+                         "cannot post-validate; remove optimizer_post_validation");
   if (!base.strategy.stage_layers.empty())
     throw invalid_config(
         "strategy.stage_layers",
