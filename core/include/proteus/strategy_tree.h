@@ -36,6 +36,9 @@ struct ParallelConfig {
   // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): their
   // bytes times Op::eager_bytes_factor.
   bool eager_elementwise = false;
+  // PyTorch FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run
+  // on the compute stream (framework fsdp; compile/fsdp_copies.h).
+  bool fsdp2_copies = false;
   bool fp8_param_gather = false;  // FP8 weights gathered in FP8 (root)
   bool tp_only_amax_red = false;  // delayed scaling's amax all-reduce over tp x cp only (root)
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collective_steps.h"
+#include "fsdp_copies.h"
 #include "proteus/units.h"
 
 namespace proteus {
@@ -140,9 +141,28 @@ void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps, Phase ph
     add_steps(&merged, redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_));
   }
   const int label = emit_.exec().label_id("grad_bucket_" + std::to_string(bi));
+  const std::vector<int> copied =
+      knobs_.fsdp2_copies ? std::vector<int>{fsdp_reduce_copy_in(bi, deps, phase, mb)} : deps;
   for (const CollectiveStep& s : merged)
     grad_sync_tasks_.push_back(
-        emit_.collective(s.kind, s.axes, s.bytes, Stream::DpComm, phase, mb, label, deps, "gradient"));
+        emit_.collective(s.kind, s.axes, s.bytes, Stream::DpComm, phase, mb, label, copied, "gradient"));
+}
+
+// FSDP2's reduce-scatter copy-in (fsdp_copies.h): the bucket's unsharded gradients into the
+// fp32 send buffer, on the compute stream once they exist. One work per bucket.
+int IterationTail::fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb) {
+  Bucket& b = buckets_[bi];
+  if (b.copy_in_work < 0) {
+    double elements = 0;
+    for (int t : b.tensors) elements += weight_plan_of_tensor_[t]->local_params;  // unsharded over dp
+    ComputeWork w;
+    w.op_kind = OpKind::Elementwise;
+    w.bytes = fsdp_reduce_copy_in_bytes(elements, index_.weight_bytes, kGradBytes);
+    b.copy_in_work = emit_.exec().add_work(w);
+  }
+  const Task t =
+      emit_.compute_task(emit_.exec().label_id("fsdp_reduce_scatter_copy_in"), phase, mb, b.copy_in_work);
+  return emit_.compute(t, deps, {});
 }
 
 // A weight used by ops on several stages (tied input/output embedding) keeps a copy per stage;

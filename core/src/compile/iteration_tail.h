@@ -38,12 +38,14 @@ class IterationTail {
     std::vector<int> ready_tasks;
     int mb_pending = 0;  // per_micro_batch: weights whose gradient this micro-batch still lacks
     std::vector<int> mb_ready_tasks;
+    int copy_in_work = -1;  // its FSDP2 reduce-scatter copy-in (fsdp_reduce_copy_in)
   };
 
   void plan_buckets();
   void weights_final(int op, int w_task);
   void micro_batch_grad_done(int op, int w_task, int mb);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
+  int fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb);
   void tied_weight_reduce();
   double data_replication(const WeightPlan& w) const;
   void static_memory_and_optimizer();

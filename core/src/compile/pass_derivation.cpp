@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collective_steps.h"
+#include "fsdp_copies.h"
 #include "iteration_tail.h"
 #include "proteus/error.h"
 #include "userbuffers.h"
@@ -31,6 +32,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       ring_work_ids_(2 * in.graph.ops.size(), -1),
       ub_work_ids_(3 * in.graph.ops.size(), -1),
       kept_gather_(in.graph.ops.size()),
+      copy_out_work_ids_(in.graph.ops.size(), -1),
       amax_(plan_fp8_amax(in.graph, in.plans, in.tree, index)) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
@@ -86,13 +88,14 @@ void PassDeriver::note_weight_compute(int task) {
 int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps,
                                std::vector<MemEvent>* frees, bool keep_gathered) {
   std::vector<CollectiveStep> merged;
-  double gathered_bytes = 0;
+  double gathered_bytes = 0, moved_bytes = 0;
   for (const WeightPlan& w : plans_[op].weights) {
     if (w.storage == w.use) continue;
     // The gathered copy: 16-bit, or FP8 plus the transpose its GEMMs make (same 2 bytes).
     gathered_bytes += w.local_params * index_.weight_bytes;
     const double element_bytes =
         gather_bytes_per_element(w, index_.weight_bytes, tree_.root().fp8_param_gather);
+    moved_bytes += w.local_params * element_bytes;
     add_steps(&merged,
               redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_));
   }
@@ -102,6 +105,7 @@ int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* de
   for (const CollectiveStep& step : merged)
     gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::ParamComm, phase, mb,
                               index_.labels[op], gdeps, "weight")};
+  if (tree_.root().fsdp2_copies) gdeps = {fsdp_copy_out(op, mb, phase, gdeps.back(), moved_bytes)};
   deps->push_back(gdeps.back());
   if (keep_gathered)
     kept_gather_[static_cast<size_t>(op)] = {gdeps.back(), mb, gathered_bytes};
@@ -109,6 +113,20 @@ int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* de
     frees->push_back({MemCategory::Weights, true, -gathered_bytes});
   pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
   return gdeps.back();
+}
+
+// FSDP2's all-gather copy-out (fsdp_copies.h): on the compute stream once the gather is done,
+// before the op that uses the weights. One work per op, shared by micro-batches and ranks.
+int PassDeriver::fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes) {
+  int& id = copy_out_work_ids_[static_cast<size_t>(op)];
+  if (id < 0) {
+    ComputeWork w;
+    w.op_kind = OpKind::Elementwise;
+    w.bytes = fsdp_copy_out_bytes(moved_bytes);
+    id = emit_.exec().add_work(w);
+  }
+  if (copy_out_label_ < 0) copy_out_label_ = emit_.exec().label_id("fsdp_all_gather_copy_out");
+  return emit_.compute(emit_.compute_task(copy_out_label_, phase, mb, id), {gather}, {});
 }
 
 // Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work in
