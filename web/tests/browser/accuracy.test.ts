@@ -1,5 +1,5 @@
 // "How accurate is this?" in headless Chromium: opened from the keyboard, rows filling in from
-// the worker (cheapest first), the group means, the not-run cases with their reason, one case
+// the worker (cheapest first), the group means, the not-run cases with their reason (none today: the section is then absent), one case
 // loaded with one click (its controls and its simulated time equal to the row's), axe-core
 // on the panel, no console errors. Screenshot docs/images/accuracy-1440x900.png.
 import { copyFileSync, readFileSync } from 'node:fs';
