@@ -39,6 +39,9 @@ struct ParallelConfig {
   // PyTorch FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run
   // on the compute stream (framework fsdp; compile/fsdp_copies.h).
   bool fsdp2_copies = false;
+  // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
+  // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
+  bool torch_cp = false;
   bool fp8_param_gather = false;  // FP8 weights gathered in FP8 (root)
   bool tp_only_amax_red = false;  // delayed scaling's amax all-reduce over tp x cp only (root)
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).

@@ -6,6 +6,7 @@
 #include "fsdp_copies.h"
 #include "iteration_tail.h"
 #include "proteus/error.h"
+#include "torch_cp_merge.h"
 #include "userbuffers.h"
 
 namespace proteus {
@@ -33,6 +34,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       ub_work_ids_(3 * in.graph.ops.size(), -1),
       kept_gather_(in.graph.ops.size()),
       copy_out_work_ids_(in.graph.ops.size(), -1),
+      cp_merge_work_ids_(2 * in.graph.ops.size(), -1),
       amax_(plan_fp8_amax(in.graph, in.plans, in.tree, index)) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
@@ -195,8 +197,11 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
     return ring_compute(op, mb, phase, deps, mem,
                         {kAxisTp, tp_ring_shard_bytes, ub_chunk_work(op, which, 0), kUserbuffersPurpose},
                         last_step);
-  if (!is_ring_attention(op))
-    return emit_.compute(emit_.compute_task(index_.labels[op], phase, mb, work_id(op, which)), deps, mem);
+  if (!is_ring_attention(op)) {
+    const int t =
+        emit_.compute(emit_.compute_task(index_.labels[op], phase, mb, work_id(op, which)), deps, mem);
+    return tree_.root().torch_cp && gathered_kv_bytes(op) > 0 ? torch_cp_merge(op, mb, phase, which, t) : t;
+  }
   const Op& o = g_.ops[op];
   const int seq_kv = o.find_dim("seq_kv");
   double kv_bytes = 0;
@@ -209,6 +214,28 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
                       {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes,
                        ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"},
                       nullptr);
+}
+
+// PyTorch CP (torch_cp_merge.h): after the attention's SDPA calls, the fused fp32 merge of the
+// outputs (forward, recompute) or accumulation of dQ, dK, dV (backward), on the compute stream.
+int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int attention) {
+  int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
+  if (id < 0) {
+    const Op& o = g_.ops[op];
+    const Tensor& out = g_.tensors[o.output.tensor];
+    const double out_elements = tensor_bytes_per_rank(out, plans_[op].output, mesh_) / out.bytes() *
+                                static_cast<double>(out.elements());
+    const int cp = mesh_.size[kAxisCp];
+    // dK/dV are accumulated for the local K/V shard: the gathered K/V (gathered_kv_bytes) / cp.
+    const double kv_elements = gathered_kv_bytes(op) / cp / out.bytes() * static_cast<double>(out.elements());
+    ComputeWork w;
+    w.op_kind = OpKind::Elementwise;
+    w.bytes = which == 0 ? torch_cp_forward_merge_bytes(out_elements, cp)
+                         : torch_cp_backward_accumulate_bytes(out_elements, kv_elements, cp);
+    id = emit_.exec().add_work(w);
+  }
+  const int label = emit_.exec().label_id(which == 0 ? "cp_sdpa_merge" : "cp_grad_accumulate");
+  return emit_.compute(emit_.compute_task(label, phase, mb, id), {attention}, {});
 }
 
 // cp_comm_type all_gather (TE AttnFuncWithCPAndKVAllGather): the attention works on K/V gathered

@@ -70,6 +70,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.tp_comm_overlap = s.tp_comm_overlap;
   c.eager_elementwise = s.framework == Framework::Fsdp && !s.torch_compile;
   c.fsdp2_copies = s.framework == Framework::Fsdp;
+  c.torch_cp = s.framework == Framework::Fsdp;
   c.fp8_param_gather = s.fp8_param_gather;
   c.tp_only_amax_red = s.tp_only_amax_red;
   return c;
