@@ -26,11 +26,12 @@ Subcommands:
 The repository keeps the compact file (tests/calibration/xla_collective_table.json), not the
 ~509,000-character header; `extract` rebuilds it from the header at the recorded commit.
 """
-import argparse
 import json
 import os
 import re
 import sys
+
+import xla_table_cli
 
 SOURCE = {
     "repo": "openxla/xla",
@@ -148,25 +149,14 @@ def point_sets(data, gpu):
 
 
 def dump_data(table):
-    """The compact data file: one entry per line, so that diffs stay readable."""
-    lines = ["{", '  "source": %s,' % json.dumps(SOURCE), '  "definition": %s,' % json.dumps(DEFINITION),
-             '  "gpus": {']
-    gpus = sorted(table)
-    for i, gpu in enumerate(gpus):
-        lines.append('    "%s": [' % gpu)
-        rows = [json.dumps(e) for e in table[gpu]]
-        lines += ["      %s%s" % (r, "," if j + 1 < len(rows) else "") for j, r in enumerate(rows)]
-        lines.append("    ]%s" % ("," if i + 1 < len(gpus) else ""))
-    lines += ["  }", "}"]
-    return "\n".join(lines) + "\n"
+    """The compact data file (xla_table_cli.data_file_text)."""
+    return xla_table_cli.data_file_text(
+        ['  "source": %s,' % json.dumps(SOURCE), '  "definition": %s,' % json.dumps(DEFINITION)], table)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("extract", help="textproto header -> compact data file")
-    ex.add_argument("raw")
-    ex.add_argument("-o", "--output")
+    parser, sub = xla_table_cli.command_parser(__doc__)
+    xla_table_cli.add_extract_command(sub)
     pt = sub.add_parser("points", help="data file -> points files for measure_ops.py --fit-collectives")
     pt.add_argument("data")
     pt.add_argument("--gpu", default="sm_90")
@@ -174,14 +164,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "extract":
-            with open(args.raw) as f:
-                text = dump_data(extract(f.read()))
-            if args.output:
-                with open(args.output, "w") as f:
-                    f.write(text)
-            else:
-                sys.stdout.write(text)
-            return 0
+            return xla_table_cli.run_extract(args, lambda text: dump_data(extract(text)))
         with open(args.data) as f:
             sets = point_sets(json.load(f), args.gpu)
         os.makedirs(args.output_dir, exist_ok=True)
@@ -192,7 +175,6 @@ def main(argv=None):
         return 0
     except (KeyError, ValueError) as e:
         parser.error(str(e))
-
 
 if __name__ == "__main__":
     sys.exit(main())

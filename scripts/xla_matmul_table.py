@@ -34,11 +34,12 @@ Subcommands:
 The repository keeps the compact file (tests/calibration/xla_matmul_table.json), not the headers
 (~79,000 and ~317,000 characters); `extract` rebuilds it from the headers at the recorded commits.
 """
-import argparse
 import json
 import os
 import re
 import sys
+
+import xla_table_cli
 
 # Device -> the copy of the header its table is taken from.
 SOURCES = {
@@ -173,19 +174,13 @@ def format_table(table, indent=4):
 
 
 def dump_data(table):
-    """The compact data file: one entry per line, so that diffs stay readable."""
+    """The compact data file (xla_table_cli.data_file_text), with the header copy of each device."""
     gpus = sorted(table)
-    lines = ["{", '  "sources": {']
-    lines += ['    "%s": %s%s' % (g, json.dumps(SOURCES[g]), "," if i + 1 < len(gpus) else "")
-              for i, g in enumerate(gpus)]
-    lines += ["  },", '  "definition": %s,' % json.dumps(DEFINITION), '  "gpus": {']
-    for i, gpu in enumerate(gpus):
-        lines.append('    "%s": [' % gpu)
-        rows = [json.dumps(e) for e in table[gpu]]
-        lines += ["      %s%s" % (r, "," if j + 1 < len(rows) else "") for j, r in enumerate(rows)]
-        lines.append("    ]%s" % ("," if i + 1 < len(gpus) else ""))
-    lines += ["  }", "}"]
-    return "\n".join(lines) + "\n"
+    head = ['  "sources": {']
+    head += ['    "%s": %s%s' % (g, json.dumps(SOURCES[g]), "," if i + 1 < len(gpus) else "")
+             for i, g in enumerate(gpus)]
+    head += ["  },", '  "definition": %s,' % json.dumps(DEFINITION)]
+    return xla_table_cli.data_file_text(head, table)
 
 
 def extract_into(text, gpu, data_path):
@@ -205,12 +200,9 @@ def extract_into(text, gpu, data_path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    ex = sub.add_parser("extract", help="textproto header -> compact data file")
-    ex.add_argument("raw")
-    ex.add_argument("--gpu", required=True, help="device key, one of %s" % ", ".join(sorted(SOURCES)))
-    ex.add_argument("-o", "--output")
+    parser, sub = xla_table_cli.command_parser(__doc__)
+    xla_table_cli.add_extract_command(
+        sub, (["--gpu"], {"required": True, "help": "device key, one of %s" % ", ".join(sorted(SOURCES))}))
     pr = sub.add_parser("preset", help="data file -> a preset's gpu.gemm_table")
     pr.add_argument("data")
     pr.add_argument("--gpu", default="sm_100")
@@ -218,14 +210,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "extract":
-            with open(args.raw) as f:
-                text = extract_into(f.read(), args.gpu, args.output)
-            if args.output:
-                with open(args.output, "w") as f:
-                    f.write(text)
-            else:
-                sys.stdout.write(text)
-            return 0
+            return xla_table_cli.run_extract(args, lambda text: extract_into(text, args.gpu, args.output))
         with open(args.data) as f:
             table = preset_table(json.load(f), args.gpu)
         if args.check:
