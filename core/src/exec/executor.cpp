@@ -46,6 +46,16 @@ namespace {
 
 using exec::EventKind;
 
+// Kept out of line: LLVM inlines a static function that has a single caller whatever its size,
+// which made Executor::run one 15.7 kB WebAssembly function (setup, event loop and result
+// together). V8 compiles a hot wasm function whole with TurboFan, in the background and in time
+// that grows faster than its size, while the page's first simulation runs (web/README.md,
+// "Start-up"; docs/performance.md, "The page's first simulation"). So each phase of run is a
+// function of its own; what the loop does per event or per instant stays inlined into it (an
+// out-of-line settle() cost 1.4% more instructions natively). Out-of-line calls change no
+// arithmetic: results are byte-identical.
+#define PROTEUS_OUT_OF_LINE [[gnu::noinline]]
+
 enum class TaskState : uint8_t { Waiting, Ready, Running, Done };
 
 // What the event loop reads and writes per task, packed in 24 bytes (the ExecGraph's Task is
@@ -127,8 +137,7 @@ class Executor {
     validate_and_index();
     precompute_durations();
     init_ranks();
-    for (size_t q = 0; q < heads_.size(); ++q)
-      if (static_cast<size_t>(heads_[q]) < queue_len(q)) try_start(head_task(q));
+    start_queue_heads();
     loop();
     return finish();
   }
@@ -138,7 +147,7 @@ class Executor {
 
   // Checks the graph's invariants (a malformed graph is an internal error, not a hang) while
   // building the executor's indexes, in as few passes over the million-task arrays as it takes.
-  void validate_and_index() {
+  PROTEUS_OUT_OF_LINE void validate_and_index() {
     const size_t n = g_.tasks.size();
     if (g_.dep_offsets.size() != n + 1 || g_.task_mem.size() != n)
       throw Error("internal", "", "exec graph: dependency offsets or memory lists do not match the tasks");
@@ -154,7 +163,7 @@ class Executor {
   }
 
   // hot_ from each task; its dependencies and memory list checked; dependents counted.
-  void index_tasks() {
+  PROTEUS_OUT_OF_LINE void index_tasks() {
     const size_t n = g_.tasks.size();
     const int mem_lists = static_cast<int>(g_.mem_list_offsets.size()) - 1;
     const size_t collectives = g_.collectives.size();
@@ -186,7 +195,7 @@ class Executor {
   }
 
   // Every task in exactly one queue, its own rank's and stream's.
-  void index_queues() {
+  PROTEUS_OUT_OF_LINE void index_queues() {
     const size_t n = g_.tasks.size();
     size_t queued = 0;
     for (size_t q = 0; q < g_.queues.size(); ++q) {
@@ -212,7 +221,7 @@ class Executor {
 
   // Member tasks of every collective, checked and copied into one flat array (the event loop
   // reads them at every start and end; the graph keeps them in a vector per collective).
-  void index_members() {
+  PROTEUS_OUT_OF_LINE void index_members() {
     const size_t n = g_.tasks.size();
     member_offsets_.assign(1, 0);
     member_offsets_.reserve(g_.collectives.size() + 1);
@@ -237,7 +246,7 @@ class Executor {
   }
 
   // Reverse CSR: who waits on each task (dependents_offsets_ holds the counts from index_tasks).
-  void index_dependents() {
+  PROTEUS_OUT_OF_LINE void index_dependents() {
     const size_t n = g_.tasks.size();
     for (size_t t = 0; t < n; ++t) dependents_offsets_[t + 1] += dependents_offsets_[t];
     dependents_.assign(static_cast<size_t>(dependents_offsets_[n]), 0);
@@ -250,13 +259,13 @@ class Executor {
   }
 
   // The cost model once per distinct work (ExecGraph::works).
-  void precompute_durations() {
+  PROTEUS_OUT_OF_LINE void precompute_durations() {
     work_s_.resize(g_.works.size());
     for (size_t w = 0; w < g_.works.size(); ++w) work_s_[w] = cost_.compute_time_s(g_.works[w]);
   }
   double duration_s(int t) const { return work_s_[static_cast<size_t>(hot_[static_cast<size_t>(t)].work)]; }
 
-  void init_ranks() {
+  PROTEUS_OUT_OF_LINE void init_ranks() {
     ranks_.assign(g_.ranks.size(), RankState{});
     traces_.assign(g_.ranks.size(), RankTrace{});
     first_start_s_.assign(g_.ranks.size(), std::numeric_limits<double>::infinity());
@@ -272,12 +281,18 @@ class Executor {
     }
   }
 
+  // At time 0, every queue's first task that has no dependencies.
+  PROTEUS_OUT_OF_LINE void start_queue_heads() {
+    for (size_t q = 0; q < heads_.size(); ++q)
+      if (static_cast<size_t>(heads_[q]) < queue_len(q)) try_start(head_task(q));
+  }
+
   size_t queue_len(size_t q) const { return q < g_.queues.size() ? g_.queues[q].size() : 0; }
   int head_task(size_t q) const { return g_.queues[q][static_cast<size_t>(heads_[q])]; }
 
   // ---- the loop -----------------------------------------------------------------------------
 
-  void loop() {
+  PROTEUS_OUT_OF_LINE void loop() {
     for (;;) {
       if (events_.empty() || events_.top().time_s > now_s_) {
         settle();
@@ -296,24 +311,27 @@ class Executor {
           end_task(e.id);
           break;
         }
-        case EventKind::FlowEnd: {
-          CollectiveState& cs = coll_[static_cast<size_t>(e.id)];
-          if (cs.flow_version != e.version) continue;
-          // Every flow of the collective that ends now (flows of one plan often end together).
-          for (int f = cs.first_flow; f >= 0;) {
-            const int next = flows_[static_cast<size_t>(f)].next;
-            if (flows_[static_cast<size_t>(f)].end_s <= now_s_) end_flow(f);
-            f = next;
-          }
-          if (cs.open_flows > 0) touch_flow_ends(e.id);
+        case EventKind::FlowEnd:
+          if (coll_[static_cast<size_t>(e.id)].flow_version != e.version) continue;
+          end_flows_due(e.id);
           break;
-        }
         case EventKind::CollectiveEnd:
           end_collective(e.id);
           break;
       }
     }
     if (done_ != g_.tasks.size()) report_deadlock();
+  }
+
+  // Every flow of collective c that ends now (flows of one plan often end together).
+  void end_flows_due(int c) {
+    CollectiveState& cs = coll_[static_cast<size_t>(c)];
+    for (int f = cs.first_flow; f >= 0;) {
+      const int next = flows_[static_cast<size_t>(f)].next;
+      if (flows_[static_cast<size_t>(f)].end_s <= now_s_) end_flow(f);
+      f = next;
+    }
+    if (cs.open_flows > 0) touch_flow_ends(c);
   }
 
   // Everything that happened at now_s_ is in: re-evaluate interference factors of the ranks
@@ -651,7 +669,7 @@ class Executor {
   // downstream only delays the gradients it waits for). So the period is exact when such a rank
   // has the longest span (in 1F1B the first stage spans the makespan: nothing is gained), an
   // upper bound otherwise.
-  double steady_period_s() const {
+  PROTEUS_OUT_OF_LINE double steady_period_s() const {
     double period = 0;
     for (size_t r = 0; r < traces_.size(); ++r)
       if (first_start_s_[r] <= traces_[r].end_s)
@@ -659,7 +677,7 @@ class Executor {
     return period;
   }
 
-  Trace finish() {
+  PROTEUS_OUT_OF_LINE Trace finish() {
     // Close the accounting intervals (every rank is idle by now).
     for (size_t r = 0; r < ranks_.size(); ++r) mark_dirty(static_cast<int>(r));
     for (int r : dirty_ranks_) refresh_rank(r);
@@ -723,6 +741,8 @@ class Executor {
   std::vector<int> dirty_flow_ends_;  // collectives whose FlowEnd event must be rescheduled
   bool network_dirty_ = false;
 };
+
+#undef PROTEUS_OUT_OF_LINE
 
 }  // namespace
 
