@@ -71,6 +71,9 @@ struct IntraNodeSpec {
   double cpu_link_GBps = 0;      // pcie-tree: socket-to-socket (QPI/UPI) per direction
   double pcie_latency_us = 5.7;
   NodeCollectiveEfficiency collective_efficiency;
+  // NVLink SHARP (third-generation NVSwitch and later): the switch reduces, and NCCL runs an
+  // all-reduce across nodes as its NVLS tree (NCCL_ALGO NVLSTree) when that is faster.
+  bool nvls = false;
 };
 
 struct InterNodeSpec {

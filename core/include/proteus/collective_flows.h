@@ -24,7 +24,7 @@ struct FlowSpec {
 struct CollectivePlan {
   std::vector<FlowSpec> flows;
   double latency_s = 0;   // added after the last flow ends
-  std::string algorithm;  // "ring", "tree", "direct", "p2p"
+  std::string algorithm;  // "ring", "tree", "nvls_tree", "direct", "p2p"
 };
 
 CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
@@ -63,6 +63,7 @@ struct PlanShape {
 
 struct CollectiveShapes {
   std::vector<PlanShape> candidates;  // the ring first; an all-reduce across nodes adds the tree
+                                      // and, on NVLS nodes, the NVLS tree
   bool moves = false;                 // two distinct members: the call pays the base latency
 };
 

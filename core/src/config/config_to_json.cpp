@@ -179,6 +179,7 @@ Out cluster_json(const ClusterSpec& c) {
             {"pcie_latency_us", n.pcie_latency_us}};
   if (n.links.empty()) intra["links"] = Out::array();
   if (n.pcie_fanout.empty()) intra["pcie_fanout"] = Out::array();
+  if (n.nvls) intra["nvls"] = true;
   if (!n.collective_efficiency.empty()) {
     const NodeCollectiveEfficiency& t = n.collective_efficiency;
     intra["collective_efficiency"] = Out{{"members", t.members},       {"all_reduce", t.all_reduce},

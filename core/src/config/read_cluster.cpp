@@ -252,7 +252,7 @@ NodeCollectiveEfficiency read_collective_efficiency(const Json& value, const std
 IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gpus_per_node) {
   ObjectReader in(value, path,
                   {"kind", "link_GBps", "links", "bus_efficiency", "latency_us", "pcie_GBps", "pcie_fanout",
-                   "cpu_link_GBps", "pcie_latency_us", "collective_efficiency"});
+                   "cpu_link_GBps", "pcie_latency_us", "collective_efficiency", "nvls"});
   IntraNodeSpec node;
   node.kind = as_enum(in.required("kind", "nvswitch, nvlink-mesh or pcie-tree"), in.path_of("kind"),
                       {IntraNodeKind::NvSwitch, IntraNodeKind::NvLinkMesh, IntraNodeKind::PcieTree});
@@ -304,6 +304,9 @@ IntraNodeSpec read_intra_node(const Json& value, const std::string& path, int gp
   if (in.has("collective_efficiency"))
     node.collective_efficiency =
         read_collective_efficiency(in.at("collective_efficiency"), in.path_of("collective_efficiency"));
+  node.nvls = in.boolean("nvls", false);
+  if (node.nvls && node.kind != IntraNodeKind::NvSwitch)
+    throw invalid_config(in.path_of("nvls"), "nvls (NVLink SHARP) needs intra_node.kind \"nvswitch\"");
   return node;
 }
 

@@ -20,9 +20,13 @@
 //   inter-node tree edge carries S / 2c up (reduce) and S / 2c down (broadcast) between the
 //   heads through the heads' own NICs; every chain edge carries S / c in each direction (both trees).
 //   latency_s = 2 * (tree depth * inter-node alpha + (chain length - 1) * intra-node alpha).
-//   Ring or tree: the one with the smaller estimate latency_s + max over links of (bytes
-//   through the link / its capacity), the time of the plan alone on the network (NCCL also
-//   chooses by an alpha-beta estimate); ties (within a relative 1e-9) go to the ring.
+// NVLS tree (all-reduce only, across nodes whose switch reduces: intra_node.nvls, NCCL's
+//   NVLSTree): the tree's edges between heads, and inside each node the node's own all-reduce
+//   (a ring over its members at the all-reduce efficiency measured for them), all together.
+//   latency_s = 2(m-1) * intra-node alpha + 2 * tree depth * inter-node alpha.
+//   Ring, tree or NVLS tree: the one with the smallest estimate latency_s + max over links of
+//   (bytes through the link / its capacity), the time of the plan alone on the network (NCCL
+//   also chooses by an alpha-beta estimate); ties (within a relative 1e-9) go to the earlier.
 // All-to-all: a direct flow of S / n from every member to every other member; inter-node flows
 //   use the sender's own NIC. latency_s = largest per-hop alpha among the pairs.
 // Send-recv: one flow of S bytes from group[0] to group[1] through the sender's NIC;
@@ -230,6 +234,24 @@ int tree_depth(int tree, int n) {
   return depth;
 }
 
+// The double binary tree's edges between the nodes' heads (heads[r]: node r's head for this
+// channel), S / 2c each way per edge and tree. Returns the largest inter-node hop alpha.
+double add_tree_edges(const Topology& t, PlanShape& plan, PathIndex& paths, const std::vector<int>& heads,
+                      int channels) {
+  const Geometry geo = geometry_of(t);
+  const int nodes = static_cast<int>(heads.size());
+  double alpha_s = 0;
+  for (int tree = 0; tree < 2; ++tree)
+    for (int r = 0; r < nodes; ++r) {
+      const int p = dtree_parent(tree, r, nodes);
+      if (p < 0) continue;
+      alpha_s = std::max(alpha_s, t.hop_latency_s(heads[r], heads[p]));
+      add_flow(t, plan, paths, heads[r], heads[p], 1.0, 2.0 * channels, own_nic(geo, heads[r]));
+      add_flow(t, plan, paths, heads[p], heads[r], 1.0, 2.0 * channels, own_nic(geo, heads[p]));
+    }
+  return alpha_s;
+}
+
 PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
   const Geometry geo = geometry_of(t);
   const std::vector<Segment> segments = segments_of(t, geo, group);
@@ -257,15 +279,7 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
         add_flow(t, plan, paths, a, b, 1.0, channels, own_nic(geo, a));
       }
     }
-    // Tree edges: S / 2c each way.
-    for (int tree = 0; tree < 2; ++tree)
-      for (int r = 0; r < nodes; ++r) {
-        const int p = dtree_parent(tree, r, nodes);
-        if (p < 0) continue;
-        inter_alpha_s = std::max(inter_alpha_s, t.hop_latency_s(heads[r], heads[p]));
-        add_flow(t, plan, paths, heads[r], heads[p], 1.0, 2.0 * channels, own_nic(geo, heads[r]));
-        add_flow(t, plan, paths, heads[p], heads[r], 1.0, 2.0 * channels, own_nic(geo, heads[p]));
-      }
+    inter_alpha_s = std::max(inter_alpha_s, add_tree_edges(t, plan, paths, heads, channels));
   }
   const int depth = std::max(tree_depth(0, nodes), tree_depth(1, nodes));
   plan.latency_s = 2.0 * (depth * inter_alpha_s + static_cast<double>(longest_chain - 1) * intra_alpha_s);
@@ -390,6 +404,61 @@ void apply_node_efficiency(const Topology& t, CollectiveKind kind, const std::ve
     for (FlowShape& f : plan.flows) f.scale *= stretch;
 }
 
+// NCCL's NVLS tree (all-reduce across nodes of NVLink SHARP switches): inside each node the
+// switch reduces the members' data and multicasts the result (NVLS), across nodes the heads run
+// the double binary tree. The node's part moves what the node's own all-reduce moves, at the
+// efficiency measured for it: a ring over the node's members, 2(m-1)/m * S per hop, each flow
+// stretched by bus_efficiency / efficiency (all-reduce over m members; no table: no stretch).
+// NCCL pipelines the two parts (tuning.cc: NVLSTree bandwidth = min(intra, inter)), as the
+// flows here run together. The tree edges are the tree's, one channel per NIC.
+// latency_s = 2(m-1) * intra-node alpha (the node's all-reduce) + 2 * tree depth * inter-node alpha.
+PlanShape nvls_tree_plan(const Topology& t, const std::vector<Segment>& segments) {
+  const Geometry geo = geometry_of(t);
+  const int nodes = static_cast<int>(segments.size());
+  const int channels = geo.nics;
+  PlanShape plan;
+  plan.algorithm = "nvls_tree";
+  PathIndex paths;
+  double intra_alpha_s = 0, inter_alpha_s = 0;
+  size_t longest = 1;
+  const NodeCollectiveEfficiency& table = t.cluster.intra_node.collective_efficiency;
+  for (const Segment& s : segments) {
+    const int m = static_cast<int>(s.gpus.size());
+    longest = std::max(longest, s.gpus.size());
+    const double efficiency = table.empty() ? 0 : node_efficiency(table, CollectiveKind::AllReduce, m);
+    const double stretch = efficiency > 0 ? t.cluster.intra_node.bus_efficiency / efficiency : 1.0;
+    const double scale = 2.0 * (m - 1) / m * stretch;
+    for (int i = 0; i < m; ++i) {
+      const int src = s.gpus[static_cast<size_t>(i)], dst = s.gpus[static_cast<size_t>((i + 1) % m)];
+      intra_alpha_s = std::max(intra_alpha_s, t.hop_latency_s(src, dst));
+      add_flow(t, plan, paths, src, dst, scale, 1.0, own_nic(geo, src));
+    }
+  }
+  std::vector<int> heads(static_cast<size_t>(nodes));
+  for (int k = 0; k < channels; ++k) {
+    // Channel k's head: member k*m/c (mod m), as in the tree.
+    for (int r = 0; r < nodes; ++r) {
+      const auto& gpus = segments[static_cast<size_t>(r)].gpus;
+      heads[static_cast<size_t>(r)] =
+          gpus[(static_cast<size_t>(k) * gpus.size() / static_cast<size_t>(channels)) % gpus.size()];
+    }
+    inter_alpha_s = std::max(inter_alpha_s, add_tree_edges(t, plan, paths, heads, channels));
+  }
+  const int depth = std::max(tree_depth(0, nodes), tree_depth(1, nodes));
+  plan.latency_s = 2.0 * static_cast<double>(longest - 1) * intra_alpha_s + 2.0 * depth * inter_alpha_s;
+  return plan;
+}
+
+// NCCL offers the NVLS tree for an all-reduce across nodes when the switch reduces (intra_node.nvls)
+// and every node holds at least two members (one member per node has nothing to reduce in the switch).
+bool nvls_tree_applies(const Topology& t, const std::vector<Segment>& segments) {
+  if (!t.cluster.intra_node.nvls || t.cluster.intra_node.kind != IntraNodeKind::NvSwitch) return false;
+  if (segments.size() < 2) return false;
+  for (const Segment& s : segments)
+    if (s.gpus.size() < 2) return false;
+  return true;
+}
+
 }  // namespace
 
 CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind,
@@ -426,17 +495,27 @@ CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind
     return shapes;
   }
   shapes.candidates.push_back(tree_plan(topology, group));
+  const std::vector<Segment> segments = segments_of(topology, geo, group);
+  if (nvls_tree_applies(topology, segments)) shapes.candidates.push_back(nvls_tree_plan(topology, segments));
   for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(topology, plan);
   return shapes;
 }
 
 size_t choose_plan(const Topology& topology, const CollectiveShapes& shapes, double bytes) {
-  if (shapes.candidates.size() < 2) return 0;
-  const double ring_s = estimate_s(topology, shapes.candidates[0], bytes);
-  const double tree_s = estimate_s(topology, shapes.candidates[1], bytes);
-  // Near-ties go to the ring: isomorphic sibling groups sum their link loads in different
-  // orders, and a rounding-level difference must not give them different algorithms.
-  return tree_s < ring_s * (1 - 1e-9) ? 1 : 0;
+  size_t best = 0;
+  if (shapes.candidates.size() < 2) return best;
+  double best_s = estimate_s(topology, shapes.candidates[0], bytes);
+  // Near-ties go to the earlier candidate (the ring first): isomorphic sibling groups sum their
+  // link loads in different orders, and a rounding-level difference must not give them
+  // different algorithms.
+  for (size_t i = 1; i < shapes.candidates.size(); ++i) {
+    const double candidate_s = estimate_s(topology, shapes.candidates[i], bytes);
+    if (candidate_s < best_s * (1 - 1e-9)) {
+      best = i;
+      best_s = candidate_s;
+    }
+  }
+  return best;
 }
 
 double plan_latency_s(const Topology& topology, const CollectiveShapes& shapes, size_t chosen) {
