@@ -103,7 +103,11 @@ int validate(const std::vector<std::string>& args) {
                   c["id"].get<std::string>().c_str(), c["group"].get<std::string>().c_str(),
                   c["published_s"].get<double>(), c["predicted_s"].get<double>(),
                   c["error_pct"].get<double>(), c["gated"].get<bool>() ? "" : "  (reported)");
-    std::cout << line << "\n";
+    std::cout << line;
+    // A published run ran: predicting that it does not fit is a memory-model miss worth seeing.
+    if (c["oom"].get<bool>())
+      std::printf("  (over memory: %.1f GiB predicted)", c["peak_memory_GiB"].get<double>());
+    std::cout << "\n";
   }
   for (const auto& c : r["not_run"])
     std::cout << "not run: " << c["id"].get<std::string>() << ": " << c["needs"].get<std::string>() << "\n";

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -77,6 +78,26 @@ TEST_CASE("validation: known memory issues still miss (a fix must update the val
     CAPTURE(m["id"].get<std::string>());
     CAPTURE(m["quantity"].get<std::string>());
     CHECK(std::fabs(m["error_pct"].get<double>()) > 3.0);
+  }
+}
+
+TEST_CASE("validation: published runs fit in the GPU's memory (they ran), but for the listed exceptions") {
+  // A run that was measured fitted in memory; predicting it does not is a miss of the memory
+  // model or of the case's settings. The NeMo 24.07 GPT-3 and Llama rows fit only with the
+  // bf16 gradient buffer their launcher scripts set (grad_reduce_in_fp32 false; 94.0, 85.8 and
+  // 83.1 GiB with fp32 gradients). Exceptions, each for a reason, must still miss (so that a
+  // fix is noticed and the list shrinks):
+  //   nemo-longseq-llama2-7b-4k: the long-sequence table's recipe is not published; with fp32
+  //     gradients and the distributed optimizer over dp 4 it needs 83.3 GiB.
+  //   nemo2407-nemotron-340b-128: no launcher script for it; dp 2 leaves 12 bytes of optimizer
+  //     state per parameter half sharded (96.3 GiB with fp32 gradients).
+  const std::set<std::string> known = {"nemo-longseq-llama2-7b-4k", "nemo2407-nemotron-340b-128"};
+  const auto& v = validation();
+  for (const auto& c : v["cases"]) {
+    const std::string id = c["id"].get<std::string>();
+    CAPTURE(id);
+    CAPTURE(c["peak_memory_GiB"].get<double>());
+    CHECK(c["oom"].get<bool>() == (known.count(id) > 0));
   }
 }
 

@@ -42,7 +42,22 @@ NEMO_SRC = ("NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 
             "distributed optimizer (zero 1) with overlapped gradient reduce and parameter gather, sequence "
             "parallelism when TP > 1, interleaved 1F1B when VP > 1, no activation recompute, one DGX H100 "
             "node per 8 GPUs. FP8 is Proteus's fp8 precision (every GEMM at the fp8 peak), not Transformer "
-            "Engine's recipe with its casts and bf16 attention.")
+            "Engine's recipe with its casts and bf16 attention.{grads}")
+
+# NeMo-Framework-Launcher's H100 FP8 performance scripts (examples/training/<family>/h100/) that
+# reduce gradients in bf16 (+training.model.optim.grad_sync_dtype=bf16, Apex DistributedFusedAdam's
+# grad_sync_dtype: a bf16 gradient buffer, 2 bytes per parameter): strategy.grad_reduce_in_fp32
+# false. The Nemotron scripts (nemotron_8b_fp8.sh, nemotron_22b_fp8.sh) do not set it, and there
+# is no 340B script: those rows keep fp32 gradients.
+NEMO_BF16_GRAD_SCRIPTS = {
+    "gpt3-5b-64": "gpt/h100/5b_fp8_8node.sh", "gpt3-20b-64": "gpt/h100/20b_fp8_8node.sh",
+    "gpt3-175b-128": "gpt/h100/175b_fp8_16node.sh", "gpt3-175b-512": "gpt/h100/175b_fp8_16node.sh",
+    "llama2-7b-8": "llama/h100/llama2_7b_fp8.sh", "llama2-13b-16": "llama/h100/llama2_13b_fp8.sh",
+    "llama2-70b-64": "llama/h100/llama2_70b_fp8.sh", "llama3-8b-8": "llama/h100/llama3_8b_fp8.sh",
+    "llama3-70b-64": "llama/h100/llama3_70b_fp8.sh",
+}
+NEMO_GRADS_SRC = (" Gradients reduced in bf16 (grad_reduce_in_fp32 false): NVIDIA/NeMo-Framework-Launcher "
+                  "examples/training/{script} sets +training.model.optim.grad_sync_dtype=bf16.")
 
 
 def nemo_row(row, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps):
@@ -53,7 +68,11 @@ def nemo_row(row, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps):
                     schedule="interleaved-1f1b" if vp > 1 else "1f1b")
     if vp > 1:
         strategy["virtual_stages"] = vp
-    return dict(id="nemo2407-" + row, gpu="H100", source=NEMO_SRC.format(row=row),
+    grads = ""
+    if row in NEMO_BF16_GRAD_SCRIPTS:
+        strategy["grad_reduce_in_fp32"] = False
+        grads = NEMO_GRADS_SRC.format(script=NEMO_BF16_GRAD_SCRIPTS[row])
+    return dict(id="nemo2407-" + row, gpu="H100", source=NEMO_SRC.format(row=row, grads=grads),
                 config=dict(model=dict(model, seq_len=seq),
                             cluster=dict(preset="dgx-h100", nodes=gpus // 8),
                             training=dict(global_batch=gbs, seq_len=seq, precision="fp8", optimizer="adam"),

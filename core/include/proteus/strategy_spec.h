@@ -67,6 +67,11 @@ struct StrategySpec {
   Recompute recompute = Recompute::None;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  // Gradients accumulated and reduced in fp32 (4 bytes per parameter), Megatron-Core's
+  // DistributedDataParallelConfig.grad_reduce_in_fp32, forced on for bf16 by Megatron-LM unless
+  // --grad-reduce-in-bf16; false: in the 16-bit dtype (2 bytes), as NeMo's optim.grad_sync_dtype
+  // bf16 and PyTorch FSDP's reduce_dtype bf16. Mixed precision only.
+  bool grad_reduce_in_fp32 = true;
   double grad_bucket_MB = 25;
   Framework framework = Framework::Megatron;
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default

@@ -27,6 +27,7 @@ struct ParallelConfig {
   double grad_bucket_MB = 25;        // data-parallel gradient bucket size (root node)
   bool overlap_grad_reduce = true;   // reduce a bucket as soon as its gradients are final (root)
   bool overlap_param_gather = true;  // ZeRO-1/2 parameter all-gather overlapped with the next forward (root)
+  bool grad_reduce_in_fp32 = true;   // gradient buffers and their reduction in fp32, else 16-bit (root)
   // Framework semantics (docs/frameworks.md): when gradients are reduced (root), how context
   // parallelism exchanges K/V in attention, and TE's TP comm/GEMM overlap.
   GradSync grad_sync = GradSync::AtBoundary;

@@ -26,6 +26,6 @@ const char* to_string(Fp8Recipe);
 // Bytes of one element of activations / weights in this precision (fp32 & tf32 → 4, else 2; fp8 → 1
 // for GEMM inputs but 2 for stored activations, as Transformer Engine keeps bf16 copies).
 double activation_bytes(Precision);
-bool is_mixed_precision(Precision);  // fp16/bf16/fp8: fp32 master weights and main grads
+bool is_mixed_precision(Precision);  // fp16/bf16/fp8: fp32 master weights, 16-bit weights
 
 }  // namespace proteus

@@ -11,9 +11,11 @@ namespace {
 
 constexpr double kFp8AmaxBytes = 4;  // one fp32 amax per FP8 weight
 
-// Mixed-precision training keeps fp32 main gradients (Megatron-LM's default) and reduces them
-// in fp32; fp32 training has fp32 gradients too.
-constexpr double kGradBytes = 4;
+// Bytes per gradient element in the gradient buffers and their reductions: fp32 main gradients
+// (Megatron-LM's default under bf16, arguments.py; fp32 training), or the 16-bit training dtype
+// with grad_reduce_in_fp32 false (Megatron --grad-reduce-in-bf16, NeMo optim.grad_sync_dtype bf16,
+// FSDP2 reduce_dtype bf16), which the config check allows under mixed precision only.
+double grad_bytes(const ParallelConfig& knobs) { return knobs.grad_reduce_in_fp32 ? 4 : 2; }
 // PyTorch DDP's first bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES); later ones grad_bucket_MB.
 constexpr double kFirstBucketMB = 1;
 
@@ -80,7 +82,7 @@ void IterationTail::plan_buckets() {
           buckets_.back().param_gather_bytes +=
               w.local_params * gather_bytes_per_element(w, index_.weight_bytes, knobs_.fp8_param_gather);
         ++buckets_.back().pending;
-        filled += w.local_params * kGradBytes;
+        filled += w.local_params * grad_bytes(knobs_);
       }
     }
   }
@@ -138,7 +140,8 @@ void IterationTail::reduce_bucket(int bi, const std::vector<int>& deps, Phase ph
   std::vector<CollectiveStep> merged;
   for (int t : b.tensors) {
     const WeightPlan& w = *weight_plan_of_tensor_[t];
-    add_steps(&merged, redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * kGradBytes, mesh_));
+    add_steps(&merged,
+              redistribute(w.grad, w.grad_target, g_.tensors[t].elements() * grad_bytes(knobs_), mesh_));
   }
   const int label = emit_.exec().label_id("grad_bucket_" + std::to_string(bi));
   const std::vector<int> copied =
@@ -157,7 +160,7 @@ int IterationTail::fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Pha
     for (int t : b.tensors) elements += weight_plan_of_tensor_[t]->local_params;  // unsharded over dp
     ComputeWork w;
     w.op_kind = OpKind::Elementwise;
-    w.bytes = fsdp_reduce_copy_in_bytes(elements, index_.weight_bytes, kGradBytes);
+    w.bytes = fsdp_reduce_copy_in_bytes(elements, index_.weight_bytes, grad_bytes(knobs_));
     b.copy_in_work = emit_.exec().add_work(w);
   }
   const Task t =
@@ -183,8 +186,8 @@ void IterationTail::tied_weight_reduce() {
     const std::vector<int>& stages = index_.weight_stages[t];
     if (stages.size() < 2) continue;
     const WeightPlan& w = *weight_plan_of_tensor_[t];
-    const double bytes =
-        static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) * kGradBytes;
+    const double bytes = static_cast<double>(g_.tensors[t].elements()) / w.grad_target.shard_factor(mesh_) *
+                         grad_bytes(knobs_);
     auto same = std::find_if(reductions.begin(), reductions.end(),
                              [&](const Reduction& r) { return r.stages == stages; });
     if (tree_.copies > 1 && same != reductions.end())
@@ -238,7 +241,7 @@ void IterationTail::static_memory_and_optimizer() {
     // Gradients stay whole until the boundary (Megatron's fp32 grad buffer, FSDP's no_sync);
     // reduced every micro-batch, only the shard survives (DeepSpeed ZeRO-2/3).
     const bool grads_sharded = zero >= 2 && knobs_.grad_sync == GradSync::PerMicroBatch;
-    bytes[static_cast<int>(MemCategory::Gradients)] += p * kGradBytes / (grads_sharded ? d : 1);
+    bytes[static_cast<int>(MemCategory::Gradients)] += p * grad_bytes(knobs_) / (grads_sharded ? d : 1);
     bytes[static_cast<int>(MemCategory::OptimizerStates)] += p * index_.opt_state_bytes / (zero >= 1 ? d : 1);
     opt_params += p / (zero >= 1 ? d : 1);
   }
@@ -254,7 +257,9 @@ void IterationTail::static_memory_and_optimizer() {
   t.stage = emit_.stage();
   ComputeWork step;
   step.op_kind = OpKind::Elementwise;
-  step.bytes = opt_params * index_.opt_traffic_bytes + fp8_cast_params * 4;
+  // The step reads each gradient once: 4 bytes in opt_traffic_bytes, 2 when they are 16-bit.
+  const double grad_read_saving = 4 - grad_bytes(knobs_);
+  step.bytes = opt_params * (index_.opt_traffic_bytes - grad_read_saving) + fp8_cast_params * 4;
   step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
   t.work = emit_.exec().add_work(step);
   std::vector<int> deps = grad_sync_tasks_;

@@ -251,6 +251,7 @@ Out strategy_json(const StrategySpec& s) {
   if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;
   if (s.tp_only_amax_red) out["tp_only_amax_red"] = true;
+  if (!s.grad_reduce_in_fp32) out["grad_reduce_in_fp32"] = false;
   if (s.first_stage_layers > 0) out["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) out["last_stage_layers"] = s.last_stage_layers;
   if (s.embedding_as_layer) out["account_for_embedding_in_pipeline_split"] = true;

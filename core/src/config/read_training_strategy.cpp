@@ -171,6 +171,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "recompute",
                    "overlap_grad_reduce",
                    "overlap_param_gather",
+                   "grad_reduce_in_fp32",
                    "grad_bucket_MB",
                    "overrides",
                    "stage_layers",
@@ -216,6 +217,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
       in.enumeration("recompute", Recompute::None, {Recompute::None, Recompute::Selective, Recompute::Full});
   strategy.overlap_grad_reduce = in.boolean("overlap_grad_reduce", true);
   strategy.overlap_param_gather = in.boolean("overlap_param_gather", true);
+  strategy.grad_reduce_in_fp32 = in.boolean("grad_reduce_in_fp32", true);
   strategy.grad_bucket_MB = in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);
   strategy.framework = in.enumeration("framework", Framework::Megatron,
                                       {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp});

@@ -65,6 +65,13 @@ void check_overlaps(const Config& c) {
                          "(Megatron's distributed optimizer or FSDP); precision is \"" +
                              std::string(to_string(c.training.precision)) + "\", zero=" + to_string(s.zero));
   }
+  // 16-bit gradients exist only under mixed precision: fp32/tf32 training's gradients are fp32.
+  if (!s.grad_reduce_in_fp32 && !is_mixed_precision(c.training.precision)) {
+    throw invalid_config("strategy.grad_reduce_in_fp32",
+                         "false keeps gradients in the 16-bit training dtype, which needs mixed precision "
+                         "(fp16, bf16 or fp8); precision is \"" +
+                             std::string(to_string(c.training.precision)) + "\"");
+  }
   // Megatron's --tp-only-amax-red picks the group of FP8 amax reductions: FP8 only.
   if (s.tp_only_amax_red && c.training.precision != Precision::Fp8) {
     throw invalid_config("strategy.tp_only_amax_red",

@@ -188,11 +188,17 @@ void strategy_args(const Config& c, Args& a) {
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
   if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");
   if (st.zero >= 1 && st.overlap_param_gather) a.add("--overlap-param-gather");
+  // Megatron's gradient dtype defaults (arguments.py): fp32 under bf16 unless
+  // --grad-reduce-in-bf16; fp16 under fp16 unless --accumulate-allreduce-grads-in-fp32.
+  const bool fp16 = c.training.precision == Precision::Fp16;
+  if (st.grad_reduce_in_fp32 && fp16) a.add("--accumulate-allreduce-grads-in-fp32");
+  if (!st.grad_reduce_in_fp32 && !fp16) a.add("--grad-reduce-in-bf16");
   if (st.overlap_grad_reduce || st.grad_bucket_MB != 25) {
-    // Megatron counts the bucket in fp32 gradient elements (4 bytes each).
-    const double elements = st.grad_bucket_MB * 1e6 / 4;
+    // Megatron counts the bucket in gradient elements (4 bytes each, 2 when 16-bit).
+    const double grad_bytes = st.grad_reduce_in_fp32 ? 4 : 2;
+    const double elements = st.grad_bucket_MB * 1e6 / grad_bytes;
     if (elements != static_cast<double>(static_cast<int64_t>(elements))) {
-      throw invalid_config("strategy.grad_bucket_MB", "the bucket is not a whole number of fp32 gradients");
+      throw invalid_config("strategy.grad_bucket_MB", "the bucket is not a whole number of gradients");
     }
     a.add("--ddp-bucket-size", static_cast<int64_t>(elements));
   }

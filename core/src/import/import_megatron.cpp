@@ -644,7 +644,8 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
   st["overlap_grad_reduce"] = in.flag("--overlap-grad-reduce");
   const bool overlap_param = in.flag("--overlap-param-gather");
   if (zero >= 1) st["overlap_param_gather"] = overlap_param;
-  // Megatron's DDP bucket is counted in parameters; main gradients are fp32 (4 bytes). Its
+  // Megatron's DDP bucket is counted in parameters of fp32 main gradients (4 bytes; halved by
+  // gradient_dtype_part when they are 16-bit). Its
   // default, max(40M, 1M x dp) parameters, applies when gradient reduction overlaps; without
   // overlap all gradients go in one bucket after the backward.
   if (in.has("--ddp-bucket-size")) {
@@ -673,6 +674,31 @@ Json training_part(ArgReader& in, Json& training) {
   training["precision"] = precision;
   training["optimizer"] = in.choice("--optimizer", "adam", {"adam", "sgd"});
   return training;
+}
+
+// The dtype of the main gradients and their reduction (megatron/training/arguments.py): bf16
+// training accumulates and reduces in fp32 unless --grad-reduce-in-bf16 (Megatron-Core's
+// DistributedDataParallelConfig.grad_reduce_in_fp32 takes it). fp16 training keeps fp16 main
+// gradients unless --accumulate-allreduce-grads-in-fp32; Proteus keeps fp32 there and says so,
+// since the published fp16 Megatron runs' memory (Korthikanti et al.: 18 bytes per parameter,
+// tests/validation) counts fp32 gradients. With 16-bit gradients a bucket of the same parameter
+// count holds half the bytes.
+void gradient_dtype_part(ArgReader& in, Json& st, const Json& training, std::vector<std::string>& assumed) {
+  const std::string precision = training["precision"].get<std::string>();
+  const bool bf16_grads = in.flag("--grad-reduce-in-bf16");
+  const bool fp32_grads = in.flag("--accumulate-allreduce-grads-in-fp32");
+  if (bf16_grads && fp32_grads)
+    throw Error("invalid_config", "--grad-reduce-in-bf16",
+                "--grad-reduce-in-bf16 contradicts --accumulate-allreduce-grads-in-fp32");
+  if (bf16_grads && precision == "fp32")
+    throw Error("invalid_config", "--grad-reduce-in-bf16", "--grad-reduce-in-bf16 needs --bf16");
+  if (in.flag("--fp16") && !fp32_grads)
+    assumed.push_back(
+        "fp32 main gradients under --fp16 (Megatron's default there is fp16; add "
+        "--accumulate-allreduce-grads-in-fp32 to say so, or set strategy.grad_reduce_in_fp32 false)");
+  if (!bf16_grads) return;
+  st["grad_reduce_in_fp32"] = false;
+  if (st.contains("grad_bucket_MB")) st["grad_bucket_MB"] = st["grad_bucket_MB"].get<double>() / 2;
 }
 
 // Transformer Engine's knobs that Megatron-LM passes through (megatron/training/arguments.py):
@@ -794,6 +820,7 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
   training["seq_len"] = in.has("--seq-length") ? in.integer("--seq-length", 0, 1, 16777216)
                                                : in.integer("--encoder-seq-length", 0, 1, 16777216);
   training_part(in, training);
+  gradient_dtype_part(in, strategy, training, result.assumed);
   transformer_engine_part(in, strategy, training, result.ignored);
   attention_kernel_part(in, strategy, result.assumed);
   for (const std::string& name : args.repeated)

@@ -67,6 +67,8 @@ const std::set<std::string>& mapped_args() {
                                               "--recompute-modules",
                                               "--fp16",
                                               "--bf16",
+                                              "--grad-reduce-in-bf16",
+                                              "--accumulate-allreduce-grads-in-fp32",
                                               "--fp8-format",
                                               "--fp8",
                                               "--fp8-recipe",
@@ -152,7 +154,7 @@ const char* const kUnusedArgs =
     " --end-weight-decay --weight-decay-incr-style --clip-grad --adam-beta1 --adam-beta2 --adam-eps"
     " --sgd-momentum --init-method-std --init-method-xavier-uniform --seed --data-parallel-random-init"
     " --loss-scale --initial-loss-scale --min-loss-scale --loss-scale-window --hysteresis"
-    " --attention-softmax-in-fp32 --accumulate-allreduce-grads-in-fp32 --fp16-lm-cross-entropy"
+    " --attention-softmax-in-fp32 --fp16-lm-cross-entropy"
     " --apply-query-key-layer-scaling --norm-epsilon --layernorm-epsilon --apply-layernorm-1p"
     " --apply-residual-connection-post-layernorm --openai-gelu --onnx-safe --rotary-base --rotary-percent"
     " --rotary-interleaved --rotary-seq-len-interpolation-factor --rotary-scaling-factor --use-rope-scaling"
@@ -166,7 +168,7 @@ const char* const kUnusedArgs =
     " --check-for-spiky-loss --check-for-large-grads --fp32-residual-connection --use-ring-exchange-p2p"
     " --no-shared-storage --deterministic-mode --qk-layernorm-weight-decay --bert-binary-head"
     " --init-model-with-meta-device --embedding-path --position-embedding-type-for-fixed --hidden-dropout-prob"
-    " --grad-reduce-in-bf16 --first-last-layers-bf16 --num-layers-at-start-in-bf16"
+    " --first-last-layers-bf16 --num-layers-at-start-in-bf16"
     " --num-layers-at-end-in-bf16 --fp8-margin --fp8-interval --fp8-amax-history-len"
     " --fp8-amax-compute-algo --te-rng-tracker --inference-rng-tracker"
     " --no-fp8-weight-transpose-cache --fp8-wgrad --no-fp8-wgrad --fp4-format --fp4-recipe"

@@ -1,12 +1,11 @@
 // Lower bounds, term by term (docs/search.md):
 //
 // Memory. A rank holds its weights, gradients and optimizer states all iteration
-// (program_builder's static memory: per parameter 2 or 4 bytes of weight, 4 of gradient and
-// the optimizer's states, divided over the data-parallel ranks by ZeRO 3, 2 and 1). Just
-// before the first backward of micro-batch 0 it also holds everything micro-batch 0's
-// forward kept. Analytic: the layers of the most loaded stage, every parameter divided by
-// tp * ep (replicated norms only add). Compiled: the compiler's own static bytes plus its
-// activations per micro-batch, per stage.
+// (program_builder's static memory: per parameter 2 or 4 bytes of weight, 4 (or 2: grad_reduce_in_fp32
+// false) of gradient and the optimizer's states, divided over the data-parallel ranks by ZeRO 3, 2 and 1).
+// Just before the first backward of micro-batch 0 it also holds everything micro-batch 0's forward kept.
+// Analytic: the layers of the most loaded stage, every parameter divided by tp * ep (replicated norms only
+// add). Compiled: the compiler's own static bytes plus its activations per micro-batch, per stage.
 //
 // Time. The compute stream of a rank runs its tasks one at a time, each at least its
 // cost-model time, so an iteration is at least a stage's compute. In the pipelines whose
@@ -58,7 +57,7 @@ PipelineShape pipeline_shape(Schedule s) {
 
 double bytes_per_param(const Config& c, double data_ranks) {
   const bool mixed = is_mixed_precision(c.training.precision);
-  const double weight = mixed ? 2 : 4, grad = 4;
+  const double weight = mixed ? 2 : 4, grad = c.strategy.grad_reduce_in_fp32 ? 4 : 2;
   const double opt = c.training.optimizer == Optimizer::Adam ? (mixed ? 12 : 8) : (mixed ? 8 : 4);
   const int zero = c.strategy.zero;
   return weight / (zero >= 3 ? data_ranks : 1) + grad / (zero >= 2 ? data_ranks : 1) +

@@ -65,6 +65,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.grad_bucket_MB = s.grad_bucket_MB;
   c.overlap_grad_reduce = s.overlap_grad_reduce;
   c.overlap_param_gather = s.overlap_param_gather;
+  c.grad_reduce_in_fp32 = s.grad_reduce_in_fp32;
   c.grad_sync = s.grad_sync;
   c.cp_comm_type = s.cp_comm_type;
   c.tp_comm_overlap = s.tp_comm_overlap;
