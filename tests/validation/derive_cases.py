@@ -41,8 +41,8 @@ NEMO_SRC = ("NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 
             "container NeMo 24.07, DGX-H100: row '{row}'. Assumed (not stated in the table): Megatron-Core "
             "distributed optimizer (zero 1) with overlapped gradient reduce and parameter gather, sequence "
             "parallelism when TP > 1, interleaved 1F1B when VP > 1, no activation recompute, one DGX H100 "
-            "node per 8 GPUs. FP8 is Proteus's fp8 precision (every GEMM at the fp8 peak), not Transformer "
-            "Engine's recipe with its casts and bf16 attention.{grads}")
+            "node per 8 GPUs. FP8: Transformer Engine's delayed scaling, HYBRID format (the launcher "
+            "scripts' fp8=True, fp8_hybrid=True; Proteus's default fp8_recipe), attention in bf16.{grads}")
 
 # NeMo-Framework-Launcher's H100 FP8 performance scripts (examples/training/<family>/h100/) that
 # reduce gradients in bf16 (+training.model.optim.grad_sync_dtype=bf16, Apex DistributedFusedAdam's
