@@ -11,6 +11,14 @@ import { groupMeans, notRunCases, parseValidationFile, validationJobs, type Job,
 
 const signed = (pct: number) => `${pct >= 0 ? '+' : '−'}${sig3(Math.abs(pct))}%`;
 
+/**
+ * A published run ran, so a prediction that it does not fit is a miss of the model (or of the
+ * case's settings) that the row should show, as `proteus validate` does.
+ */
+function overMemory(peakGiB: number): HTMLElement {
+  return h('span', { class: 'accuracy-oom', title: `Proteus predicts ${formatGiB(peakGiB)} per GPU, more than the GPU holds; the published run fitted` }, ' over memory');
+}
+
 export class AccuracyView {
   private readonly status = h('p', { id: 'accuracy-status', class: 'sweep-status', 'aria-live': 'polite' });
   private readonly stopBtn = h('button', { id: 'accuracy-stop', class: 'small' }, 'Stop');
@@ -148,7 +156,7 @@ export class AccuracyView {
         h('td', { title: c.source }, c.id, c.gated ? '' : ' (reported only)'),
         h('td', null, c.group),
         h('td', { class: 'num' }, formatDuration(c.published_s)),
-        h('td', { class: 'num' }, formatDuration(c.predicted_s)),
+        h('td', { class: 'num' }, formatDuration(c.predicted_s), c.oom ? overMemory(c.peak_memory_GiB) : ''),
         h('td', { class: 'num accuracy-error' }, signed(c.error_pct)),
         h('td', null, this.loadButton(j)),
       );

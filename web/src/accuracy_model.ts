@@ -51,6 +51,9 @@ export interface TimeRow {
   predicted_s: number;
   error_pct: number;
   gated: boolean;
+  /** The simulated peak per GPU, and whether it is over the GPU's memory (the published run fitted). */
+  peak_memory_GiB: number;
+  oom: boolean;
 }
 
 export interface GroupMean {

@@ -39,6 +39,17 @@ describe('accuracy panel', () => {
     expect(groupCases[groupCases.length - 1]).toBeGreaterThanOrEqual(3); // the "all" row
     expect(groupCases[groupCases.length - 1]).toBeLessThanOrEqual(done + 1);
     await page.waitForFunction(() => (window as any).proteus.accuracy.rows.length >= 8, null, { timeout: 240_000 });
+    // A row says "over memory" exactly when its simulation is over the GPU's memory; the
+    // 4K long-sequence row (a cheap one, filled early) is one of the two that are
+    // (tests/test_validation.cpp lists them).
+    const OVER = 'nemo-longseq-llama2-7b-4k';
+    await page.waitForFunction((id) => (window as any).proteus.accuracy.rows.some((r: any) => r.id === id), OVER, { timeout: 240_000 });
+    const filled = await page.evaluate(() => (window as any).proteus.accuracy.rows.map((r: any) => ({ id: r.id, oom: r.oom })));
+    expect(filled.find((r: any) => r.id === OVER)?.oom).toBe(true);
+    for (const r of filled) {
+      const text = await page.textContent(`#accuracy-time tr[data-case="${r.id}"]`);
+      expect(text?.includes('over memory'), r.id).toBe(r.oom);
+    }
     await page.evaluate(() => {
       document.querySelector('.tabs')!.scrollIntoView({ block: 'start' });
       window.scrollBy(0, -document.querySelector('header')!.getBoundingClientRect().height - 8); // below the sticky header
