@@ -38,11 +38,18 @@ inline std::string gpt_model(int layers, int h, int heads, int s, int vocab) {
          ",\"mlp\":\"gelu\",\"norm\":\"layernorm\",\"tied_embeddings\":true}";
 }
 
+// A config in the given training precision ("fp32", "fp16", "bf16", "fp8"), Adam.
+inline std::string config_json_in(const std::string& precision, const std::string& model,
+                                  const std::string& cluster, int64_t global_batch,
+                                  const std::string& strategy, const std::string& extra = "") {
+  return "{\"model\":" + model + ",\"cluster\":" + cluster +
+         ",\"training\":{\"global_batch\":" + std::to_string(global_batch) + ",\"precision\":\"" + precision +
+         "\",\"optimizer\":\"adam\"},\"strategy\":" + strategy + extra + "}";
+}
+
 inline std::string config_json(const std::string& model, const std::string& cluster, int64_t global_batch,
                                const std::string& strategy, const std::string& extra = "") {
-  return "{\"model\":" + model + ",\"cluster\":" + cluster +
-         ",\"training\":{\"global_batch\":" + std::to_string(global_batch) +
-         ",\"precision\":\"bf16\",\"optimizer\":\"adam\"},\"strategy\":" + strategy + extra + "}";
+  return config_json_in("bf16", model, cluster, global_batch, strategy, extra);
 }
 
 inline CompiledModel compile_text(const std::string& json) { return compile(parse_config(json)); }

@@ -22,9 +22,7 @@ namespace {
 std::string config(const std::string& precision, const std::string& strategy) {
   std::string model = test::gpt_model(2, 512, 8, 256, 8000);
   model.insert(model.size() - 1, ",\"bias\":false");
-  return "{\"model\":" + model +
-         ",\"cluster\":{\"preset\":\"dgx-h100\",\"nodes\":1},\"training\":{\"global_batch\":8,\"precision\":\"" +
-         precision + "\",\"optimizer\":\"adam\"},\"strategy\":" + strategy + "}";
+  return test::config_json_in(precision, model, R"({"preset":"dgx-h100","nodes":1})", 8, strategy);
 }
 
 double gathered_weight_bytes(const CompiledModel& c) {

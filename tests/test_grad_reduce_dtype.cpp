@@ -22,10 +22,8 @@ namespace {
 // GPT-style, 2 layers, hidden 512, 8 heads, seq 256, vocab 8000 (tied), one DGX H100 node,
 // data parallel 8, one micro-batch per rank.
 std::string config(const std::string& precision, const std::string& strategy) {
-  const std::string model = test::gpt_model(2, 512, 8, 256, 8000);
-  return "{\"model\":" + model +
-         ",\"cluster\":{\"preset\":\"dgx-h100\",\"nodes\":1},\"training\":{\"global_batch\":8,\"precision\":\"" +
-         precision + "\",\"optimizer\":\"adam\"},\"strategy\":" + strategy + "}";
+  return test::config_json_in(precision, test::gpt_model(2, 512, 8, 256, 8000),
+                              R"({"preset":"dgx-h100","nodes":1})", 8, strategy);
 }
 
 double gradient_bytes_moved(const CompiledModel& c) {

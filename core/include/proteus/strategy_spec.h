@@ -49,6 +49,12 @@ struct OverrideSpec {
   std::optional<int> stage;  // pipeline stage this module runs on
 };
 
+// Bytes per gradient element in the gradient buffers and their reductions (and in Megatron's
+// bucket, which --ddp-bucket-size counts in elements): fp32 main gradients, or the 16-bit training
+// dtype when StrategySpec::grad_reduce_in_fp32 is false. The one place this rule lives: the
+// compiler's buffers and collectives, the search's memory bound and the Megatron import/export.
+constexpr double grad_bytes_per_element(bool grad_reduce_in_fp32) { return grad_reduce_in_fp32 ? 4 : 2; }
+
 struct StrategySpec {
   int dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
   int64_t micro_batch = 1;

@@ -4,6 +4,7 @@
 
 #include "collective_steps.h"
 #include "fsdp_copies.h"
+#include "proteus/strategy_spec.h"
 #include "proteus/units.h"
 
 namespace proteus {
@@ -11,11 +12,9 @@ namespace {
 
 constexpr double kFp8AmaxBytes = 4;  // one fp32 amax per FP8 weight
 
-// Bytes per gradient element in the gradient buffers and their reductions: fp32 main gradients
-// (Megatron-LM's default under bf16, arguments.py; fp32 training), or the 16-bit training dtype
-// with grad_reduce_in_fp32 false (Megatron --grad-reduce-in-bf16, NeMo optim.grad_sync_dtype bf16,
-// FSDP2 reduce_dtype bf16), which the config check allows under mixed precision only.
-double grad_bytes(const ParallelConfig& knobs) { return knobs.grad_reduce_in_fp32 ? 4 : 2; }
+// Bytes per gradient element: fp32 main gradients, or 16-bit with grad_reduce_in_fp32 false
+// (Megatron --grad-reduce-in-bf16, NeMo optim.grad_sync_dtype bf16, FSDP2 reduce_dtype bf16).
+double grad_bytes(const ParallelConfig& knobs) { return grad_bytes_per_element(knobs.grad_reduce_in_fp32); }
 // PyTorch DDP's first bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES); later ones grad_bucket_MB.
 constexpr double kFirstBucketMB = 1;
 
@@ -258,7 +257,7 @@ void IterationTail::static_memory_and_optimizer() {
   ComputeWork step;
   step.op_kind = OpKind::Elementwise;
   // The step reads each gradient once: 4 bytes in opt_traffic_bytes, 2 when they are 16-bit.
-  const double grad_read_saving = 4 - grad_bytes(knobs_);
+  const double grad_read_saving = grad_bytes_per_element(true) - grad_bytes(knobs_);
   step.bytes = opt_params * (index_.opt_traffic_bytes - grad_read_saving) + fp8_cast_params * 4;
   step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
   t.work = emit_.exec().add_work(step);

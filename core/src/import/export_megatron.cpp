@@ -6,6 +6,7 @@
 #include "proteus/config.h"
 #include "proteus/error.h"
 #include "proteus/import.h"
+#include "proteus/strategy_spec.h"
 
 namespace proteus {
 
@@ -194,9 +195,8 @@ void strategy_args(const Config& c, Args& a) {
   if (st.grad_reduce_in_fp32 && fp16) a.add("--accumulate-allreduce-grads-in-fp32");
   if (!st.grad_reduce_in_fp32 && !fp16) a.add("--grad-reduce-in-bf16");
   if (st.overlap_grad_reduce || st.grad_bucket_MB != 25) {
-    // Megatron counts the bucket in gradient elements (4 bytes each, 2 when 16-bit).
-    const double grad_bytes = st.grad_reduce_in_fp32 ? 4 : 2;
-    const double elements = st.grad_bucket_MB * 1e6 / grad_bytes;
+    // Megatron counts the bucket in gradient elements.
+    const double elements = st.grad_bucket_MB * 1e6 / grad_bytes_per_element(st.grad_reduce_in_fp32);
     if (elements != static_cast<double>(static_cast<int64_t>(elements))) {
       throw invalid_config("strategy.grad_bucket_MB", "the bucket is not a whole number of gradients");
     }

@@ -11,6 +11,7 @@
 #include "proteus/error.h"
 #include "proteus/import.h"
 #include "proteus/presets.h"
+#include "proteus/strategy_spec.h"
 
 namespace proteus {
 
@@ -97,6 +98,8 @@ class ArgReader {
 };
 
 constexpr int64_t kBig = int64_t{1} << 31;
+// The bucket arithmetic below starts from fp32 main gradients, Megatron's default under bf16.
+constexpr double kFp32GradBytes = grad_bytes_per_element(true);
 
 // What the training script builds (Megatron's entry points).
 enum class Family { Gpt, Bert };
@@ -650,9 +653,10 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
   // overlap all gradients go in one bucket after the backward.
   if (in.has("--ddp-bucket-size")) {
     st["grad_bucket_MB"] =
-        static_cast<double>(in.integer("--ddp-bucket-size", 0, 1, int64_t{1} << 40)) * 4 / 1e6;
+        static_cast<double>(in.integer("--ddp-bucket-size", 0, 1, int64_t{1} << 40)) * kFp32GradBytes / 1e6;
   } else if (st["overlap_grad_reduce"].get<bool>()) {
-    st["grad_bucket_MB"] = static_cast<double>(std::max<int64_t>(40'000'000, 1'000'000 * dp)) * 4 / 1e6;
+    st["grad_bucket_MB"] =
+        static_cast<double>(std::max<int64_t>(40'000'000, 1'000'000 * dp)) * kFp32GradBytes / 1e6;
     assumed.push_back("gradient buckets of Megatron's default max(40M, 1M x dp) parameters");
   }
   (void)model;
@@ -698,7 +702,9 @@ void gradient_dtype_part(ArgReader& in, Json& st, const Json& training, std::vec
         "--accumulate-allreduce-grads-in-fp32 to say so, or set strategy.grad_reduce_in_fp32 false)");
   if (!bf16_grads) return;
   st["grad_reduce_in_fp32"] = false;
-  if (st.contains("grad_bucket_MB")) st["grad_bucket_MB"] = st["grad_bucket_MB"].get<double>() / 2;
+  if (st.contains("grad_bucket_MB"))
+    st["grad_bucket_MB"] =
+        st["grad_bucket_MB"].get<double>() * grad_bytes_per_element(false) / kFp32GradBytes;
 }
 
 // Transformer Engine's knobs that Megatron-LM passes through (megatron/training/arguments.py):
