@@ -105,8 +105,9 @@ TEST_CASE("attention kernel: log-length interpolation, clamped outside the measu
 }
 
 TEST_CASE("attention kernel: cuDNN, other head dimensions and GPUs without a table keep the roofline") {
-  // The reference kernel: exactly attention_efficiency (0.55 of 989.4 TFLOP/s on H100).
-  const ComputeWork w = attention_work(8192, 128, false);
+  // The reference kernel at the level's length (level_seq, 16K): exactly attention_efficiency
+  // (0.55 of 989.4 TFLOP/s on H100).
+  const ComputeWork w = attention_work(16384, 128, false);
   CHECK(h100_cost(AttentionKernel::Cudnn).compute_time_s(w) == w.flops / (989.4e12 * 0.55));
   // Head dimension 64: not measured at this head dimension in the table, the roofline for any kernel.
   CHECK(time_ratio(AttentionKernel::Fa2, 8192, true, false, 64) == 1.0);
@@ -120,6 +121,49 @@ TEST_CASE("attention kernel: cuDNN, other head dimensions and GPUs without a tab
   CostModel unfused = h100_cost(AttentionKernel::Fa2);
   unfused.fused_attention = false;
   CHECK(unfused.compute_time_s(w) == h100_cost(AttentionKernel::Cudnn).compute_time_s(w));
+}
+
+TEST_CASE("attention kernel: fewer keys reach less of the level, as cuDNN measured") {
+  // attention_efficiency holds at level_seq (16K keys); cuDNN's causal forward at 2K, 4K and 8K
+  // is 484, 518 and 529 TFLOP/s against 539 at 16K, so the same FLOPs take 539/484, 539/518 and
+  // 539/529 as long as at the level.
+  const auto per_flop_s = [](AttentionKernel kernel, int64_t seq, bool causal, bool backward) {
+    const ComputeWork w = attention_work(seq, 128, backward);
+    return h100_cost(kernel, causal).compute_time_s(w) / w.flops;
+  };
+  const double level = per_flop_s(AttentionKernel::Cudnn, 16384, true, false);
+  CHECK(level == doctest::Approx(1 / (989.4e12 * 0.55)).epsilon(1e-12));
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 2048, true, false) / level ==
+        doctest::Approx(539.0 / 484).epsilon(1e-12));
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 4096, true, false) / level ==
+        doctest::Approx(539.0 / 518).epsilon(1e-12));
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 8192, true, false) / level ==
+        doctest::Approx(539.0 / 529).epsilon(1e-12));
+  // Beyond the last measured length the level holds; at 512 keys 539/315, and below it clamps.
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 131072, true, false) == doctest::Approx(level).epsilon(1e-12));
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 256, true, false) / level ==
+        doctest::Approx(539.0 / 315).epsilon(1e-12));
+  // Backward (no mask curve): 465 at 2K against 516 at 16K.
+  const double level_bwd = per_flop_s(AttentionKernel::Cudnn, 16384, false, true);
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 2048, false, true) / level_bwd ==
+        doctest::Approx(516.0 / 465).epsilon(1e-12));
+  // Another kernel: its own rate at its length over cuDNN's at 16K (FA2 causal 2K: 298).
+  CHECK(per_flop_s(AttentionKernel::Fa2, 2048, true, false) / level ==
+        doctest::Approx(539.0 / 298).epsilon(1e-12));
+}
+
+TEST_CASE("attention kernel: level_seq outside the measured lengths is an error naming it") {
+  const auto message = [](const std::string& level) {
+    return test::error_path([&] {
+      parse_config(
+          R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": "dgx-a100-80g", "gpu": {"attention_table": {"head_dim": 128, "reference": "cudnn", "seq": [512, 1024], "level_seq": )" +
+          level +
+          R"(, "TFLOPS": {"cudnn": {"forward_causal": [1, 2], "forward": [1, 2], "backward": [1, 2]}}}}}, "training": {"global_batch": 8}, "strategy": {"dp": 8}})");
+    });
+  };
+  CHECK(message("1024") == test::kNoError);
+  CHECK(message("2048") == "cluster.gpu.attention_table.level_seq");
+  CHECK(message("0") == "cluster.gpu.attention_table.level_seq");
 }
 
 TEST_CASE("attention kernel: the search's compute bound allows the fastest kernel") {

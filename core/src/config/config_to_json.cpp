@@ -166,6 +166,7 @@ Out cluster_json(const ClusterSpec& c) {
                                  {"reference", to_string(table.reference)},
                                  {"seq", table.seq},
                                  {"TFLOPS", std::move(per_kernel)}};
+    if (table.level_seq > 0) gpu["attention_table"]["level_seq"] = table.level_seq;
   }
   const IntraNodeSpec& n = c.intra_node;
   Out intra{{"kind", to_string(n.kind)},

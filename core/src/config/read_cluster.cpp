@@ -93,10 +93,11 @@ std::vector<double> read_attention_curve(const ObjectReader& in, const char* key
   return curve;
 }
 
-// "attention_table": {"head_dim": 128, "reference": "cudnn", "seq": [...], "TFLOPS": {"fa2":
+// "attention_table": {"head_dim": 128, "reference": "cudnn", "seq": [...], "level_seq": 16384, "TFLOPS":
+// {"fa2":
 // {"forward_causal": [...], "forward": [...], "backward": [...]}, ...}} (attention_table.h).
 AttentionTable read_attention_table(const Json& value, const std::string& path) {
-  ObjectReader in(value, path, {"head_dim", "reference", "seq", "TFLOPS"});
+  ObjectReader in(value, path, {"head_dim", "reference", "seq", "level_seq", "TFLOPS"});
   AttentionTable table;
   table.head_dim = in.required_integer("head_dim", 1, L::kMaxGraphDim, "the measured head dimension");
   const std::initializer_list<AttentionKernel> kernels = {AttentionKernel::Cudnn, AttentionKernel::Fa2,
@@ -104,6 +105,14 @@ AttentionTable read_attention_table(const Json& value, const std::string& path) 
   table.reference = as_enum(in.required("reference", "the kernel attention_efficiency stands for"),
                             in.path_of("reference"), kernels);
   table.seq = read_gemm_axis(in, "seq");
+  if (in.has("level_seq")) {
+    table.level_seq = in.required_integer("level_seq", 1, L::kMaxGraphDim,
+                                          "the length at which attention_efficiency holds");
+    if (table.level_seq < table.seq.front() || table.level_seq > table.seq.back())
+      throw invalid_config(in.path_of("level_seq"), "level_seq must lie within the measured lengths " +
+                                                        std::to_string(table.seq.front()) + ".." +
+                                                        std::to_string(table.seq.back()));
+  }
   const std::string tflops_path = in.path_of("TFLOPS");
   const Json& per_kernel = in.required("TFLOPS", "measured TFLOP/s per kernel");
   if (!per_kernel.is_object() || per_kernel.empty())

@@ -29,13 +29,15 @@ double log_rate(const std::vector<int64_t>& seq, const std::vector<double>& valu
 
 double attention_kernel_factor(const AttentionTable& table, AttentionKernel kernel,
                                const AttentionShape& shape) {
-  if (table.empty() || kernel == table.reference || shape.head_dim != table.head_dim || shape.seq_kv <= 0 ||
-      table.seq.size() < 2)
+  const bool by_length = table.level_seq > 0;
+  if (table.empty() || (kernel == table.reference && !by_length) || shape.head_dim != table.head_dim ||
+      shape.seq_kv <= 0 || table.seq.size() < 2)
     return 1.0;
   const auto run = table.TFLOPS.find(kernel), ref = table.TFLOPS.find(table.reference);
   if (run == table.TFLOPS.end() || ref == table.TFLOPS.end()) return 1.0;
+  const int64_t ref_seq = by_length ? table.level_seq : shape.seq_kv;
   const double log_ratio = log_rate(table.seq, curve_of(run->second, shape), shape.seq_kv) -
-                           log_rate(table.seq, curve_of(ref->second, shape), shape.seq_kv);
+                           log_rate(table.seq, curve_of(ref->second, shape), ref_seq);
   return det_exp2(log_ratio);
 }
 
@@ -48,8 +50,12 @@ double max_attention_kernel_factor(const AttentionTable& table) {
                                               {&curves.forward, &ref->second.forward},
                                               {&curves.backward, &ref->second.backward}};
     for (const auto& pair : pairs)
-      for (size_t i = 0; i < pair[0]->size() && i < pair[1]->size(); ++i)
-        if ((*pair[1])[i] > 0) best = std::max(best, (*pair[0])[i] / (*pair[1])[i]);
+      for (size_t i = 0; i < pair[0]->size() && i < pair[1]->size(); ++i) {
+        // Against the reference at the same length, or at level_seq when the level is by length.
+        const double ref_rate =
+            table.level_seq > 0 ? det_exp2(log_rate(table.seq, *pair[1], table.level_seq)) : (*pair[1])[i];
+        if (ref_rate > 0) best = std::max(best, (*pair[0])[i] / ref_rate);
+      }
   }
   return best;
 }

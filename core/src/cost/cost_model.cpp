@@ -120,7 +120,7 @@ double CostModel::attention_efficiency_of(const ComputeWork& work) const {
   // length at a fixed token count. gemm_k is the head dimension.
   const AttentionShape shape{work.gemm_n, work.gemm_k, causal_attention, work.backward};
   const double factor = attention_kernel_factor(gpu.attention_table, attention_kernel, shape);
-  return gpu.attention_efficiency * factor;  // x * 1.0 == x: the reference kernel keeps its roofline
+  return gpu.attention_efficiency * factor;  // 1.0 where the table cannot say: the roofline level
 }
 
 double CostModel::compute_time_s(const ComputeWork& work) const {
