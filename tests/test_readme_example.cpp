@@ -38,13 +38,15 @@ TEST_CASE("README: the simulate default example shows what the default scenario 
   const nlohmann::json summary =
       nlohmann::json::parse(simulate_json(R"({"preset": "default"})", SimulateOptions{}))["summary"];
   // Printed to 3 decimals (seconds, fractions), whole numbers (tokens/s, TFLOP/s).
-  CHECK(std::fabs(readme_figure(text, "iteration_time_s") - summary["iteration_time_s"].get<double>()) <= 5e-4);
+  CHECK(std::fabs(readme_figure(text, "iteration_time_s") - summary["iteration_time_s"].get<double>()) <=
+        5e-4);
   CHECK(std::fabs(readme_figure(text, "mfu") - summary["mfu"].get<double>()) <= 5e-4);
   CHECK(std::fabs(readme_figure(text, "tokens_per_s") - summary["tokens_per_s"].get<double>()) <= 0.5);
-  CHECK(std::fabs(readme_figure(text, "model_tflops_per_gpu") - summary["model_tflops_per_gpu"].get<double>()) <=
-        0.5);
-  CHECK(std::fabs(readme_figure(text, "compute_fraction") - summary["compute_fraction"].get<double>()) <= 5e-4);
-  CHECK(std::fabs(readme_figure(text, "exposed_comm_fraction") - summary["exposed_comm_fraction"].get<double>()) <=
+  CHECK(std::fabs(readme_figure(text, "model_tflops_per_gpu") -
+                  summary["model_tflops_per_gpu"].get<double>()) <= 0.5);
+  CHECK(std::fabs(readme_figure(text, "compute_fraction") - summary["compute_fraction"].get<double>()) <=
         5e-4);
+  CHECK(std::fabs(readme_figure(text, "exposed_comm_fraction") -
+                  summary["exposed_comm_fraction"].get<double>()) <= 5e-4);
   CHECK(std::fabs(readme_figure(text, "bubble_fraction") - summary["bubble_fraction"].get<double>()) <= 5e-4);
 }
