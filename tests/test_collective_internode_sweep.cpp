@@ -37,20 +37,10 @@ double busbw_GBps(const ClusterSpec& cluster, double bytes) {
   return 2 * (n - 1) / n * bytes / all_reduce_s(cluster, bytes) / 1e9;
 }
 
-CollectivePlan all_reduce_plan(const ClusterSpec& cluster, double bytes) {
+std::string algorithm_of(const ClusterSpec& cluster, double bytes) {
   std::vector<int> group;
   for (int r = 0; r < cluster.nodes * cluster.gpus_per_node; ++r) group.push_back(r);
-  return plan_collective(build_topology(cluster), CollectiveKind::AllReduce, group, bytes);
-}
-
-std::string algorithm_of(const ClusterSpec& cluster, double bytes) {
-  return all_reduce_plan(cluster, bytes).algorithm;
-}
-
-// "algorithm/protocol" of the plan NCCL's choice gives.
-std::string choice_of(const ClusterSpec& cluster, double bytes) {
-  const CollectivePlan plan = all_reduce_plan(cluster, bytes);
-  return plan.algorithm + "/" + plan.protocol;
+  return plan_collective(build_topology(cluster), CollectiveKind::AllReduce, group, bytes).algorithm;
 }
 
 struct Point {
@@ -81,9 +71,7 @@ TEST_CASE("internode sweep: 2 x 8 H200 all-reduce against the published nccl-tes
     CAPTURE(model);
     sum_abs += std::fabs(error);
     if (p.bytes <= 4 * kMiB) {
-      // Latency-bound. 1 MiB: NCCL's tree/LL (25.2 us + 1.875 MiB at LL's 39 GB/s ceiling,
-      // 76 us, against 77); 2-4 MiB: the NVLS tree, 8.4 us + 2 x 7 NVLink hops x 3.73 us +
-      // 2 x 9.6 us plus the bytes, against 86-106 us.
+      // Latency-bound: 8.4 us + 2 x 7 NVLink hops x 3.73 us + 2 x 9.6 us against ~77-106 us.
       CHECK(std::fabs(error) < 0.12);
     } else if (p.bytes <= 128 * kMiB) {
       // Mid sizes: the model is fast by up to ~30% (NCCL's own tuning.cc corrects its tree
@@ -101,45 +89,6 @@ TEST_CASE("internode sweep: 2 x 8 H200 all-reduce against the published nccl-tes
   // Mean absolute error over the 14 sizes: ~12% (it was ~15% before the NVLS tree, with the
   // plain tree's NVLink chains limiting the bus bandwidth to ~385 GB/s).
   CHECK(sum_abs / kH200RoCE.size() < 0.13);
-}
-
-// The same table below 1 MiB (schmaustech/nvidia-tools-image README.md, the 2 x 8 H200 run
-// above: out-of-place time in us; bus bandwidth has two decimals only at these sizes).
-struct TimePoint {
-  double bytes, time_us;
-};
-const std::vector<TimePoint> kH200RoCESmall = {
-    {1024, 45.06},  {2048, 43.84},  {4096, 43.51},   {8192, 47.64},   {16384, 53.65},
-    {32768, 64.93}, {65536, 70.32}, {131072, 81.24}, {262144, 63.59}, {524288, 80.78}};
-
-TEST_CASE("internode sweep: below 1 MiB NCCL runs LL, at its own latency estimate, under the measured time") {
-  const ClusterSpec cluster = two_nodes("dgx-h200");
-  for (const TimePoint& p : kH200RoCESmall) {
-    CAPTURE(p.bytes);
-    CHECK(choice_of(cluster, p.bytes) == "tree/LL");
-    const double model_us = all_reduce_s(cluster, p.bytes) * 1e6;
-    CAPTURE(model_us);
-    // NCCL's LL tree latency across 2 nodes (tuning.cc: baseLat 6.8 + 2 x (7 NVLink hops x 0.6 +
-    // 1 network hop x 5.0) = 25.2 us) plus the bytes at LL's 39 GB/s ceiling: 25-50 us. The
-    // RoCE cluster measured 44-81 us: the model is faster by 1.3-2.6x (NCCL's estimate has
-    // no launch or RoCE overheads and NCCL runs few channels for small messages).
-    CHECK(model_us < p.time_us);
-    CHECK(model_us > p.time_us / 2.7);
-  }
-  // NCCL's own choice and estimate, as its log prints them (NVIDIA/nccl issue #1453, 3 x 8 H100
-  // on InfiniBand, NCCL_DEBUG_SUBSYS=TUNING: "2048 Bytes -> Algo 0 proto 0 time 25.495272",
-  // algorithm 0 = tree, protocol 0 = LL): the model picks the same.
-  CHECK(choice_of(two_nodes("dgx-h100"), 2048) == "tree/LL");
-  ClusterSpec three = two_nodes("dgx-h100");
-  three.nodes = 3;
-  CHECK(choice_of(three, 2048) == "tree/LL");
-  // Across 2 nodes the model's LL tree latency is NCCL's estimate, 6.8 + 2 x (7 x 0.6 + 5.0) us
-  // (NCCL adds the network's own latencyInter, ~0.1 us in the log above). Across 3 the model's
-  // tree is 2 network hops deep (35.2 us) where NCCL counts log2(3) = 1.
-  CHECK(all_reduce_plan(cluster, 1024).latency_s * 1e6 == doctest::Approx(25.2).epsilon(1e-9));
-  // From 2 MiB the NVLS tree (Simple) is faster: NCCL switches at 256 KiB-1 MiB in the table.
-  CHECK(choice_of(cluster, 2 * kMiB) == "nvls_tree/Simple");
-  CHECK(choice_of(cluster, 16384 * kMiB) == "nvls_tree/Simple");
 }
 
 TEST_CASE("internode sweep: NCCL's NVLS tree runs large all-reduces across NVLS nodes") {
@@ -177,13 +126,13 @@ TEST_CASE("internode sweep: the NVLS tree needs two members per node and an nvsw
   const ClusterSpec h100 = two_nodes("dgx-h100");
   const Topology topology = build_topology(h100);
   // One member per node (tensor parallelism over the node, data parallelism across): nothing
-  // to reduce in the switch, so ring and tree only (each also in LL: 4 candidates).
-  CHECK(collective_shapes(topology, CollectiveKind::AllReduce, {0, 8}).candidates.size() == 4);
-  CHECK(collective_shapes(topology, CollectiveKind::AllReduce, {0, 1, 8, 9}).candidates.size() == 5);
+  // to reduce in the switch, so ring and tree only.
+  CHECK(collective_shapes(topology, CollectiveKind::AllReduce, {0, 8}).candidates.size() == 2);
+  CHECK(collective_shapes(topology, CollectiveKind::AllReduce, {0, 1, 8, 9}).candidates.size() == 3);
   // Inside one node: unchanged (the measured single-node efficiency already holds NVLS).
   CHECK(collective_shapes(topology, CollectiveKind::AllReduce, {0, 1, 2, 3}).candidates.size() == 1);
-  // All-gather and reduce-scatter stay rings (Simple and LL).
-  CHECK(collective_shapes(topology, CollectiveKind::AllGather, {0, 1, 8, 9}).candidates.size() == 2);
+  // All-gather and reduce-scatter stay rings.
+  CHECK(collective_shapes(topology, CollectiveKind::AllGather, {0, 1, 8, 9}).candidates.size() == 1);
   // nvls on a node without NVSwitch is an error naming the field.
   try {
     parse_config(R"({"model": "llama3-8b", "cluster": {"preset": "dgx1-v100-1ib", "nodes": 2,

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 #include "proteus/exec_graph.h"
-#include "proteus/nccl_protocol.h"
 #include "proteus/topology.h"
 
 namespace proteus {
@@ -24,9 +23,8 @@ struct FlowSpec {
 
 struct CollectivePlan {
   std::vector<FlowSpec> flows;
-  double latency_s = 0;             // added after the last flow ends
-  std::string algorithm;            // "ring", "tree", "nvls_tree", "direct", "p2p"
-  std::string protocol = "Simple";  // NCCL's protocol: "LL" or "Simple"
+  double latency_s = 0;   // added after the last flow ends
+  std::string algorithm;  // "ring", "tree", "nvls_tree", "direct", "p2p"
 };
 
 CollectivePlan plan_collective(const Topology& topology, CollectiveKind kind, const std::vector<int>& group,
@@ -58,23 +56,14 @@ struct PlanShape {
   std::vector<int> links;        // the flows' paths, back to back (flows may share a path)
   double latency_s = 0;          // without the library's base latency
   std::string algorithm;
-  LinkLoads loads;  // filled only when the plan competes with another (not in protocol variants)
-  // NCCL's protocol (nccl_protocol.h). An LL variant of a ring or tree copies that plan
-  // (candidate simple_of) with every flow's bytes multiplied by `stretch` (1 / LL's payload
-  // share, or more under NCCL's LL ceiling) and NCCL's LL latencies for the hops it counts.
-  NcclProtocol protocol = NcclProtocol::Simple;
-  NcclFamily family = NcclFamily::Ring;
-  HopCounts hops{};    // the hops latency_s counts, by kind
-  int simple_of = -1;  // a variant: index of its Simple candidate; -1 for a Simple candidate
-  double stretch = 1;
+  LinkLoads loads;  // filled only when the plan competes with another
   const int* path_begin(const FlowShape& f) const { return links.data() + f.first_link; }
   const int* path_end(const FlowShape& f) const { return links.data() + f.first_link + f.link_count; }
 };
 
 struct CollectiveShapes {
   std::vector<PlanShape> candidates;  // the ring first; an all-reduce across nodes adds the tree
-                                      // and, on NVLS nodes, the NVLS tree; across nodes then the
-                                      // LL variants of the ring and tree
+                                      // and, on NVLS nodes, the NVLS tree
   bool moves = false;                 // two distinct members: the call pays the base latency
 };
 

@@ -41,11 +41,6 @@
 // Every collective of two or more members (send-recv and all-to-all included) also pays the
 // library's fixed cost per call, cluster.collectives.base_latency_us (NCCL's baseLat, 8.4 us for
 // the ring/Simple protocol in src/graph/tuning.cc; REFERENCE.md section 2), added to latency_s.
-//
-// Protocols (nccl_protocol.h): the plans above are NCCL's Simple protocol. A collective across
-// nodes also offers each ring and tree in LL (add_protocol_variants): flows stretched to LL's
-// share of the link and NCCL's LL ceiling, NCCL's LL latencies (per call instead of
-// base_latency_us, per hop instead of the presets' alphas); the same estimate chooses.
 #include "proteus/collective_flows.h"
 #include <algorithm>
 #include <cmath>
@@ -111,14 +106,6 @@ std::vector<Segment> segments_of(const Topology& t, const Geometry& geo, const s
     }
   }
   return segments;
-}
-
-// Distinct nodes among the members.
-int node_count(const Geometry& geo, const std::vector<int>& group) {
-  std::vector<int> nodes;
-  for (int gpu : group) nodes.push_back(geo.node_of(gpu));
-  std::sort(nodes.begin(), nodes.end());
-  return static_cast<int>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
 }
 
 // The NIC a flow leaving `gpu` takes: the one serving that GPU (NCCL prefers the NIC local to
@@ -201,21 +188,17 @@ PlanShape ring_plan(const Topology& t, const std::vector<int>& group, int steps)
   // Each hop moves steps / n * S / channels bytes.
   const double scale = static_cast<double>(steps) / n;
   double alpha_s = 0;
-  HopKind slowest = HopKind::NvLink;
   PathIndex paths;
   plan.flows.reserve(static_cast<size_t>(channels) * static_cast<size_t>(n));
   for (int k = 0; k < channels; ++k) {
     const auto& ring = rings[k];
     for (int i = 0; i < n; ++i) {
       const int src = ring[i], dst = ring[(i + 1) % n];
-      const double hop_s = t.hop_latency_s(src, dst);
-      if (hop_s > alpha_s) slowest = t.hop_kind(src, dst);
-      alpha_s = std::max(alpha_s, hop_s);
+      alpha_s = std::max(alpha_s, t.hop_latency_s(src, dst));
       add_flow(t, plan, paths, src, dst, scale, channels, own_nic(geo, src));
     }
   }
   plan.latency_s = steps * alpha_s;
-  plan.hops[static_cast<size_t>(slowest)] = steps;
   return plan;
 }
 
@@ -276,9 +259,7 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
   const int channels = geo.nics;
   PlanShape plan;
   plan.algorithm = "tree";
-  plan.family = NcclFamily::Tree;
   double intra_alpha_s = 0, inter_alpha_s = 0;
-  HopKind intra_kind = HopKind::NvLink;
   size_t longest_chain = 1;
   std::vector<int> heads(nodes);
   PathIndex paths;
@@ -293,9 +274,7 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
       // Chain from the head through the node's other members: S / c each way per edge.
       for (size_t i = 0; i + 1 < gpus.size(); ++i) {
         const int a = gpus[(first + i) % gpus.size()], b = gpus[(first + i + 1) % gpus.size()];
-        const double hop_s = t.hop_latency_s(a, b);
-        if (hop_s > intra_alpha_s) intra_kind = t.hop_kind(a, b);
-        intra_alpha_s = std::max(intra_alpha_s, hop_s);
+        intra_alpha_s = std::max(intra_alpha_s, t.hop_latency_s(a, b));
         add_flow(t, plan, paths, b, a, 1.0, channels, own_nic(geo, b));
         add_flow(t, plan, paths, a, b, 1.0, channels, own_nic(geo, a));
       }
@@ -304,8 +283,6 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
   }
   const int depth = std::max(tree_depth(0, nodes), tree_depth(1, nodes));
   plan.latency_s = 2.0 * (depth * inter_alpha_s + static_cast<double>(longest_chain - 1) * intra_alpha_s);
-  plan.hops[static_cast<size_t>(HopKind::Net)] = 2.0 * depth;
-  plan.hops[static_cast<size_t>(intra_kind)] += 2.0 * static_cast<double>(longest_chain - 1);
   return plan;
 }
 
@@ -326,9 +303,9 @@ LinkLoads link_loads_of(const Topology& t, const PlanShape& plan) {
   return loads;
 }
 
-// The most loaded link's bytes / capacity, the plan's transfer time alone on the network. Each
-// link's load sums its flows' bytes in flow order.
-double busiest_link_s(const Topology& t, const PlanShape& plan, double bytes) {
+// The plan's time alone on the network: latency + the most loaded link's bytes / capacity.
+// Each link's load sums its flows' bytes in flow order.
+double estimate_s(const Topology& t, const PlanShape& plan, double bytes) {
   double worst_s = 0;
   if (bytes > 0) {
     const LinkLoads& loads = plan.loads;
@@ -342,14 +319,7 @@ double busiest_link_s(const Topology& t, const PlanShape& plan, double bytes) {
     for (size_t i = 0; i < load.size(); ++i)
       worst_s = std::max(worst_s, load[i] / t.links[static_cast<size_t>(loads.links[i])].capacity_Bps);
   }
-  return worst_s;
-}
-
-// The library's fixed cost per call of a plan: the preset's (NCCL ring/Simple baseLat) for
-// Simple, NCCL's baseLat for LL.
-double base_latency_s(const Topology& t, const PlanShape& plan) {
-  if (plan.protocol == NcclProtocol::Simple) return t.cluster.collectives.base_latency_us * kSecondsPerUs;
-  return nccl_protocol_latency_s(plan.family, plan.protocol, HopCounts{});
+  return plan.latency_s + worst_s;
 }
 
 PlanShape empty_shape(CollectiveKind kind) {
@@ -420,63 +390,18 @@ double node_efficiency(const NodeCollectiveEfficiency& table, CollectiveKind kin
 // links' capacity): each flow's bytes grow by bus_efficiency / efficiency, so the flow holds
 // its links as long as the measured collective took (docs/fidelity.md, "Collectives inside a
 // node"). Collectives across nodes keep the links' capacities.
-// Returns whether it applied.
-bool apply_node_efficiency(const Topology& t, CollectiveKind kind, const std::vector<int>& group,
+void apply_node_efficiency(const Topology& t, CollectiveKind kind, const std::vector<int>& group,
                            CollectiveShapes& shapes) {
   const NodeCollectiveEfficiency& table = t.cluster.intra_node.collective_efficiency;
-  if (table.empty()) return false;
+  if (table.empty()) return;
   const int g = std::max(1, t.gpus_per_node);
   for (int gpu : group)
-    if (gpu / g != group[0] / g) return false;
+    if (gpu / g != group[0] / g) return;
   const double efficiency = node_efficiency(table, kind, static_cast<int>(group.size()));
-  if (!(efficiency > 0)) return false;
+  if (!(efficiency > 0)) return;
   const double stretch = t.cluster.intra_node.bus_efficiency / efficiency;
   for (PlanShape& plan : shapes.candidates)
     for (FlowShape& f : plan.flows) f.scale *= stretch;
-  return true;
-}
-
-// The bytes every flow of a `protocol` variant of `simple` carries per byte of its Simple plan:
-// 1 / payload share, and for LL at least what keeps the plan's bus bandwidth (alone on the
-// network, nccl-tests' definition) under NCCL's LL ceiling.
-double protocol_stretch(const Topology& t, const PlanShape& simple, NcclProtocol protocol, double bus_factor,
-                        int nodes) {
-  const double stretch = 1.0 / protocol_payload_share(protocol);
-  if (protocol != NcclProtocol::LL) return stretch;
-  const double seconds_per_byte = busiest_link_s(t, simple, 1.0);
-  if (!(seconds_per_byte > 0)) return stretch;
-  const double simple_bus_Bps = bus_factor / seconds_per_byte;
-  return std::max(stretch, simple_bus_Bps / ll_max_bus_Bps(nodes));
-}
-
-// The LL variant NCCL would also consider for each ring and tree candidate (nccl_protocol.h):
-// the same flows with their bytes stretched (protocol_stretch), and NCCL's LL latencies for the
-// same hops. The NVLS tree runs Simple only (tuning.cc skips LL and LL128 for NVLS
-// algorithms). Candidates must have their loads filled.
-void add_protocol_variants(const Topology& t, CollectiveKind kind, int members, int nodes,
-                           CollectiveShapes& shapes) {
-  const double n = members;
-  const double bus_factor = kind == CollectiveKind::AllReduce ? 2 * (n - 1) / n : (n - 1) / n;
-  const NcclProtocol protocol = NcclProtocol::LL;
-  const size_t simple_count = shapes.candidates.size();
-  for (size_t i = 0; i < simple_count; ++i) {
-    const PlanShape& simple = shapes.candidates[i];
-    if (simple.algorithm != "ring" && simple.algorithm != "tree") continue;
-    PlanShape variant;
-    variant.flows = simple.flows;
-    variant.links = simple.links;
-    variant.algorithm = simple.algorithm;
-    variant.family = simple.family;
-    variant.hops = simple.hops;
-    variant.protocol = protocol;
-    variant.simple_of = static_cast<int>(i);
-    variant.stretch = protocol_stretch(t, simple, protocol, bus_factor, nodes);
-    for (FlowShape& f : variant.flows) f.scale *= variant.stretch;
-    // NCCL's per-hop latencies only: the per-call part is base_latency_s.
-    variant.latency_s =
-        nccl_protocol_latency_s(simple.family, protocol, simple.hops) - base_latency_s(t, variant);
-    shapes.candidates.push_back(std::move(variant));
-  }
 }
 
 // NCCL's NVLS tree (all-reduce across nodes of NVLink SHARP switches): inside each node the
@@ -558,52 +483,33 @@ CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind
   }
   if (kind != CollectiveKind::AllReduce) {
     shapes.candidates.push_back(ring_plan(topology, group, n - 1));
-  } else {
-    shapes.candidates.push_back(ring_plan(topology, group, 2 * (n - 1)));
-    const Geometry geo = geometry_of(topology);
-    bool crosses_nodes = false;
-    for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);
-    if (crosses_nodes) {
-      shapes.candidates.push_back(tree_plan(topology, group));
-      const std::vector<Segment> segments = segments_of(topology, geo, group);
-      if (nvls_tree_applies(topology, segments))
-        shapes.candidates.push_back(nvls_tree_plan(topology, segments));
-    }
+    apply_node_efficiency(topology, kind, group, shapes);
+    return shapes;
   }
-  // A collective inside a node keeps Simple alone: at its measured efficiency where the
-  // cluster has a table (which holds whatever protocol NCCL ran at each measured size), else at
-  // NCCL's ring/Simple constants. NCCL's LL and LL128 inside a node are not modelled yet
-  // (docs/fidelity.md, "NCCL's protocols").
-  if (apply_node_efficiency(topology, kind, group, shapes)) return shapes;
-  const int nodes = node_count(geometry_of(topology), group);
-  if (nodes < 2) return shapes;
+  shapes.candidates.push_back(ring_plan(topology, group, 2 * (n - 1)));
+  const Geometry geo = geometry_of(topology);
+  bool crosses_nodes = false;
+  for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);
+  if (!crosses_nodes) {
+    apply_node_efficiency(topology, kind, group, shapes);
+    return shapes;
+  }
+  shapes.candidates.push_back(tree_plan(topology, group));
+  const std::vector<Segment> segments = segments_of(topology, geo, group);
+  if (nvls_tree_applies(topology, segments)) shapes.candidates.push_back(nvls_tree_plan(topology, segments));
   for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(topology, plan);
-  add_protocol_variants(topology, kind, n, nodes, shapes);
   return shapes;
 }
 
 size_t choose_plan(const Topology& topology, const CollectiveShapes& shapes, double bytes) {
   size_t best = 0;
-  const size_t count = shapes.candidates.size();
-  if (count < 2) return best;
-  // The plan's time alone on the network: latency (the per-call part relative to Simple's) +
-  // the busiest link's time, computed once per Simple candidate and stretched for its variants.
-  std::vector<double> busiest_s(count, -1.0);
-  const double simple_base_s = topology.cluster.collectives.base_latency_us * kSecondsPerUs;
-  auto estimate_s = [&](size_t i) {
-    const PlanShape& plan = shapes.candidates[i];
-    const size_t source = plan.simple_of < 0 ? i : static_cast<size_t>(plan.simple_of);
-    if (busiest_s[source] < 0) busiest_s[source] = busiest_link_s(topology, shapes.candidates[source], bytes);
-    if (plan.protocol == NcclProtocol::Simple) return plan.latency_s + busiest_s[source];
-    return plan.latency_s + (base_latency_s(topology, plan) - simple_base_s) +
-           busiest_s[source] * plan.stretch;
-  };
-  double best_s = estimate_s(0);
-  // Near-ties go to the earlier candidate (the ring first, Simple before LL):
-  // isomorphic sibling groups sum their link loads in different orders, and a rounding-level
-  // difference must not give them different algorithms.
-  for (size_t i = 1; i < count; ++i) {
-    const double candidate_s = estimate_s(i);
+  if (shapes.candidates.size() < 2) return best;
+  double best_s = estimate_s(topology, shapes.candidates[0], bytes);
+  // Near-ties go to the earlier candidate (the ring first): isomorphic sibling groups sum their
+  // link loads in different orders, and a rounding-level difference must not give them
+  // different algorithms.
+  for (size_t i = 1; i < shapes.candidates.size(); ++i) {
+    const double candidate_s = estimate_s(topology, shapes.candidates[i], bytes);
     if (candidate_s < best_s * (1 - 1e-9)) {
       best = i;
       best_s = candidate_s;
@@ -613,9 +519,8 @@ size_t choose_plan(const Topology& topology, const CollectiveShapes& shapes, dou
 }
 
 double plan_latency_s(const Topology& topology, const CollectiveShapes& shapes, size_t chosen) {
-  const PlanShape& plan = shapes.candidates[chosen];
-  double latency_s = plan.latency_s;
-  if (shapes.moves) latency_s += base_latency_s(topology, plan);
+  double latency_s = shapes.candidates[chosen].latency_s;
+  if (shapes.moves) latency_s += topology.cluster.collectives.base_latency_us * kSecondsPerUs;
   return latency_s;
 }
 
@@ -624,7 +529,6 @@ CollectivePlan instantiate_plan(const Topology& topology, const CollectiveShapes
   const PlanShape& shape = shapes.candidates[chosen];
   CollectivePlan plan;
   plan.algorithm = shape.algorithm;
-  plan.protocol = protocol_name(shape.protocol);
   plan.latency_s = plan_latency_s(topology, shapes, chosen);
   if (!(bytes > 0)) return plan;  // zero bytes: no flows, the latency stays
   plan.flows.reserve(shape.flows.size());
