@@ -15,11 +15,6 @@ namespace proteus {
 
 enum class LinkLevel : uint8_t { NvLink, Pcie, CpuLink, Nic, Fabric };
 
-// What a hop between two GPUs crosses, as NCCL's latency tables tell them apart
-// (src/graph/tuning.cc hwLat[NVLINK|PCI|NET]).
-enum class HopKind : uint8_t { NvLink, Pcie, Net };
-constexpr int kHopKinds = 3;
-
 struct Link {
   LinkLevel level = LinkLevel::NvLink;
   double capacity_Bps = 0;  // effective (bus efficiency applied)
@@ -34,8 +29,6 @@ struct Topology {
   std::vector<int> path(int src_gpu, int dst_gpu, int channel) const;
   // Per-hop latency (alpha) between two GPUs, seconds: the slowest level on the path.
   double hop_latency_s(int src_gpu, int dst_gpu) const;
-  // The kind of that slowest level: the network across nodes, else NVLink or PCIe.
-  HopKind hop_kind(int src_gpu, int dst_gpu) const;
   // Channels NCCL would use for a ring over these GPUs (nics per node when it crosses nodes).
   int ring_channels(const std::vector<int>& group) const;
   ClusterSpec cluster;  // what it was built from

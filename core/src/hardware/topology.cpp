@@ -272,20 +272,6 @@ double Topology::hop_latency_s(int src_gpu, int dst_gpu) const {
   return in.pcie_latency_us * kSecondsPerUs;
 }
 
-HopKind Topology::hop_kind(int src_gpu, int dst_gpu) const {
-  const int g = std::max(1, gpus_per_node);
-  if (src_gpu / g != dst_gpu / g) return HopKind::Net;
-  switch (cluster.intra_node.kind) {
-    case IntraNodeKind::NvSwitch:
-      return HopKind::NvLink;
-    case IntraNodeKind::NvLinkMesh:
-      return mesh_connected(cluster, src_gpu % g, dst_gpu % g) ? HopKind::NvLink : HopKind::Pcie;
-    case IntraNodeKind::PcieTree:
-      break;
-  }
-  return HopKind::Pcie;
-}
-
 int Topology::ring_channels(const std::vector<int>& group) const {
   if (group.size() <= 1) return 1;
   const int g = std::max(1, gpus_per_node);
