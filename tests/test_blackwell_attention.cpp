@@ -65,14 +65,38 @@ TEST_CASE("Blackwell attention: faster than H200 by cuDNN's measured ratio at 16
   }
 }
 
-TEST_CASE("Blackwell attention: the one level is within 6% of the measured ratio at 8K") {
-  // One scalar level, set by the 16K ratio: 1.5% (GB300) to 5% (GB200) above the 8K ratio measured.
+TEST_CASE("Blackwell attention: by key length, within 3% of the measured ratio at 8K") {
+  // Each GPU falls off below 16K by its own measured curve (level_seq): Blackwell by the sweep's,
+  // H200 by the FlashAttention-3 paper's cuDNN 9.1.1 (529/539 at 8K, where the sweep's H200 has
+  // 646.8/672.1): the modelled 8K ratio is 2% under the sweep's (it was 1.5-5% over with one
+  // level at every length).
   for (const Measured& gpu : kBlackwell) {
     CAPTURE(gpu.preset);
     const double measured = gpu.at_8k_TFLOPS / kH200.at_8k_TFLOPS;
-    CHECK(speedup_over_h200(gpu.preset, 8192) >= measured);
-    CHECK(speedup_over_h200(gpu.preset, 8192) == doctest::Approx(measured).epsilon(0.06));
+    CHECK(speedup_over_h200(gpu.preset, 8192) == doctest::Approx(measured).epsilon(0.03));
   }
+}
+
+TEST_CASE("Blackwell attention: fewer keys reach the measured fraction of the 16K level") {
+  // B200's sweep: 915.0, 1201.5, 1401.241 TFLOP/s at 2K, 4K, 8K against 1488.046 at 16K; the same
+  // FLOPs take 16K's rate over each.
+  const CostModel b200 = cudnn_cost("dgx-b200");
+  const auto per_flop_s = [&](int64_t seq) {
+    const ComputeWork w = attention_work(seq);
+    return b200.compute_time_s(w) / w.flops;
+  };
+  const double level = per_flop_s(16384);
+  CHECK(per_flop_s(2048) / level == doctest::Approx(1488.046 / 915.0).epsilon(1e-9));
+  CHECK(per_flop_s(4096) / level == doctest::Approx(1488.046 / 1201.5).epsilon(1e-9));
+  CHECK(per_flop_s(8192) / level == doctest::Approx(1488.046 / 1401.241).epsilon(1e-9));
+  // The backward, not in the sweep, follows the causal forward's curve.
+  ComputeWork backward = attention_work(2048);
+  backward.backward = true;
+  ComputeWork backward_16k = attention_work(16384);
+  backward_16k.backward = true;
+  CHECK((b200.compute_time_s(backward) / backward.flops) /
+            (b200.compute_time_s(backward_16k) / backward_16k.flops) ==
+        doctest::Approx(1488.046 / 915.0).epsilon(1e-9));
 }
 
 TEST_CASE("Blackwell attention: GB300's faster exponential units show, B200 and GB200 stay close") {

@@ -16,7 +16,8 @@
 
 namespace proteus {
 
-// One kernel's curves, one value per AttentionTable::seq entry.
+// One kernel's curves, one value per AttentionTable::seq entry; forward and backward may be
+// empty (not measured), and then the causal forward stands for them.
 struct AttentionCurves {
   std::vector<double> forward_causal, forward, backward;
 };

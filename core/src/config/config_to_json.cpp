@@ -158,10 +158,12 @@ Out cluster_json(const ClusterSpec& c) {
   if (!g.attention_table.empty()) {
     const AttentionTable& table = g.attention_table;
     Out per_kernel = Out::object();
-    for (const auto& [kernel, curves] : table.TFLOPS)
-      per_kernel[to_string(kernel)] = Out{{"forward_causal", curves.forward_causal},
-                                          {"forward", curves.forward},
-                                          {"backward", curves.backward}};
+    for (const auto& [kernel, curves] : table.TFLOPS) {
+      Out out{{"forward_causal", curves.forward_causal}};
+      if (!curves.forward.empty()) out["forward"] = curves.forward;
+      if (!curves.backward.empty()) out["backward"] = curves.backward;
+      per_kernel[to_string(kernel)] = std::move(out);
+    }
     gpu["attention_table"] = Out{{"head_dim", table.head_dim},
                                  {"reference", to_string(table.reference)},
                                  {"seq", table.seq},

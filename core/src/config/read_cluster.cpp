@@ -93,9 +93,9 @@ std::vector<double> read_attention_curve(const ObjectReader& in, const char* key
   return curve;
 }
 
-// "attention_table": {"head_dim": 128, "reference": "cudnn", "seq": [...], "level_seq": 16384, "TFLOPS":
-// {"fa2":
-// {"forward_causal": [...], "forward": [...], "backward": [...]}, ...}} (attention_table.h).
+// "attention_table": {"head_dim": 128, "reference": "cudnn", "seq": [...], "level_seq": 16384,
+// "TFLOPS": {"fa2": {"forward_causal": [...], "forward": [...], "backward": [...]}, ...}}
+// (attention_table.h); "forward" and "backward" optional.
 AttentionTable read_attention_table(const Json& value, const std::string& path) {
   ObjectReader in(value, path, {"head_dim", "reference", "seq", "level_seq", "TFLOPS"});
   AttentionTable table;
@@ -121,9 +121,13 @@ AttentionTable read_attention_table(const Json& value, const std::string& path) 
     const std::string k_path = join_path(tflops_path, item.key());
     const AttentionKernel kernel = as_enum(Json(item.key()), k_path, kernels);
     ObjectReader curves(item.value(), k_path, {"forward_causal", "forward", "backward"});
+    // A source may measure the causal forward only (cudnn-frontend's Blackwell sweep): the
+    // other curves are then optional, and the causal forward stands for them (attention_table.h).
+    const auto optional_curve = [&](const char* key) {
+      return curves.has(key) ? read_attention_curve(curves, key, table.seq.size()) : std::vector<double>{};
+    };
     table.TFLOPS[kernel] = {read_attention_curve(curves, "forward_causal", table.seq.size()),
-                            read_attention_curve(curves, "forward", table.seq.size()),
-                            read_attention_curve(curves, "backward", table.seq.size())};
+                            optional_curve("forward"), optional_curve("backward")};
   }
   if (!table.TFLOPS.count(table.reference))
     throw invalid_config(in.path_of("reference"), std::string("the reference kernel \"") +

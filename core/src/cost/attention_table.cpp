@@ -10,9 +10,13 @@
 namespace proteus {
 namespace {
 
+// The curve measured for the shape's direction and mask; the causal forward where the source
+// measured nothing else.
 const std::vector<double>& curve_of(const AttentionCurves& c, const AttentionShape& shape) {
-  if (shape.backward) return c.backward;
-  return shape.causal ? c.forward_causal : c.forward;
+  const std::vector<double>& wanted = shape.backward ? c.backward
+                                      : shape.causal ? c.forward_causal
+                                                     : c.forward;
+  return wanted.empty() ? c.forward_causal : wanted;
 }
 
 double log_rate(const std::vector<int64_t>& seq, const std::vector<double>& values, int64_t s) {
@@ -45,17 +49,20 @@ double max_attention_kernel_factor(const AttentionTable& table) {
   double best = 1.0;
   const auto ref = table.TFLOPS.find(table.reference);
   if (ref == table.TFLOPS.end()) return best;
+  // The three directions, each curve as curve_of picks it (the causal forward where missing).
+  const AttentionShape directions[3] = {
+      {1, table.head_dim, true, false}, {1, table.head_dim, false, false}, {1, table.head_dim, false, true}};
   for (const auto& [kernel, curves] : table.TFLOPS) {
-    const std::vector<double>* pairs[3][2] = {{&curves.forward_causal, &ref->second.forward_causal},
-                                              {&curves.forward, &ref->second.forward},
-                                              {&curves.backward, &ref->second.backward}};
-    for (const auto& pair : pairs)
-      for (size_t i = 0; i < pair[0]->size() && i < pair[1]->size(); ++i) {
+    for (const AttentionShape& d : directions) {
+      const std::vector<double>& run = curve_of(curves, d);
+      const std::vector<double>& base = curve_of(ref->second, d);
+      for (size_t i = 0; i < run.size() && i < base.size(); ++i) {
         // Against the reference at the same length, or at level_seq when the level is by length.
         const double ref_rate =
-            table.level_seq > 0 ? det_exp2(log_rate(table.seq, *pair[1], table.level_seq)) : (*pair[1])[i];
-        if (ref_rate > 0) best = std::max(best, (*pair[0])[i] / ref_rate);
+            table.level_seq > 0 ? det_exp2(log_rate(table.seq, base, table.level_seq)) : base[i];
+        if (ref_rate > 0) best = std::max(best, run[i] / ref_rate);
       }
+    }
   }
   return best;
 }
