@@ -56,10 +56,11 @@ double max_attention_kernel_factor(const AttentionTable& table) {
     for (const AttentionShape& d : directions) {
       const std::vector<double>& run = curve_of(curves, d);
       const std::vector<double>& base = curve_of(ref->second, d);
+      // Against the reference at the same length, or at level_seq when the level is by length.
+      const double level_rate =
+          table.level_seq > 0 ? det_exp2(log_rate(table.seq, base, table.level_seq)) : 0;
       for (size_t i = 0; i < run.size() && i < base.size(); ++i) {
-        // Against the reference at the same length, or at level_seq when the level is by length.
-        const double ref_rate =
-            table.level_seq > 0 ? det_exp2(log_rate(table.seq, base, table.level_seq)) : base[i];
+        const double ref_rate = table.level_seq > 0 ? level_rate : base[i];
         if (ref_rate > 0) best = std::max(best, run[i] / ref_rate);
       }
     }
