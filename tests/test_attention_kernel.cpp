@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include "attention_work.h"
 #include "error_path.h"
 #include "proteus/api.h"
 #include "proteus/attention_table.h"
@@ -26,17 +27,9 @@ std::string config_text(const std::string& cluster, const std::string& strategy_
          strategy_extra + "}}";
 }
 
-// One attention op per GPU: b*heads = 32 blocks of seq x seq x 128, compute-bound (bytes 0).
+// One attention op per GPU: b*heads = 32 blocks of seq x seq x head_dim.
 ComputeWork attention_work(int64_t seq, int64_t head_dim, bool backward) {
-  ComputeWork w;
-  w.op_kind = OpKind::Attention;
-  w.gemm_m = w.gemm_n = seq;
-  w.gemm_k = head_dim;
-  w.gemm_batch = 32;
-  w.kernels = 0;  // no launch time: the ratio of two times is the ratio of two rates
-  w.backward = backward;
-  w.flops = (backward ? 8.0 : 4.0) * static_cast<double>(seq * seq * head_dim * 32);
-  return w;
+  return test::attention_work(seq, head_dim, backward, 32);
 }
 
 CostModel h100_cost(AttentionKernel kernel, bool causal = true) {

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include "attention_work.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
@@ -37,16 +38,9 @@ CostModel cudnn_cost(const std::string& cluster) {
   return cost;
 }
 
-// One causal forward attention op, 64 heads of seq x seq x 128, compute-bound (no bytes, no launch).
-ComputeWork attention_work(int64_t seq) {
-  ComputeWork w;
-  w.op_kind = OpKind::Attention;
-  w.gemm_m = w.gemm_n = seq;
-  w.gemm_k = 128;
-  w.gemm_batch = 64;
-  w.kernels = 0;
-  w.flops = 4.0 * static_cast<double>(seq * seq * 128 * 64);
-  return w;
+// One causal forward attention op, 64 heads of seq x seq x 128.
+ComputeWork attention_work(int64_t seq, bool backward = false) {
+  return test::attention_work(seq, 128, backward, 64);
 }
 
 double speedup_over_h200(const std::string& preset, int64_t seq) {
@@ -90,10 +84,8 @@ TEST_CASE("Blackwell attention: fewer keys reach the measured fraction of the 16
   CHECK(per_flop_s(4096) / level == doctest::Approx(1488.046 / 1201.5).epsilon(1e-9));
   CHECK(per_flop_s(8192) / level == doctest::Approx(1488.046 / 1401.241).epsilon(1e-9));
   // The backward, not in the sweep, follows the causal forward's curve.
-  ComputeWork backward = attention_work(2048);
-  backward.backward = true;
-  ComputeWork backward_16k = attention_work(16384);
-  backward_16k.backward = true;
+  const ComputeWork backward = attention_work(2048, true);
+  const ComputeWork backward_16k = attention_work(16384, true);
   CHECK((b200.compute_time_s(backward) / backward.flops) /
             (b200.compute_time_s(backward_16k) / backward_16k.flops) ==
         doctest::Approx(1488.046 / 915.0).epsilon(1e-9));
