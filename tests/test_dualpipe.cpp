@@ -116,12 +116,13 @@ TEST_CASE("dualpipe-v: F&B groups hide one micro-batch's all-to-all behind the o
   const json serial = simulate(moe_config(R"({"stages":[)" + stages + R"(],"placement":"v"})"));
   // Same work: the group's compute is the sum of its members' (the GPU runs the kernels of the
   // two micro-batches one after the other), only slowed where an all-to-all now runs beside it
-  // (dgx-h100's compute_slowdown_with_comm, 1.1: NCCL's SMs): between 1x and 1.1x the serial.
+  // (dgx-h100's compute_slowdown_with_comm, 1.189: NCCL's SMs): between 1x and 1.189x the serial.
+  constexpr double kH100ComputeSlowdownWithComm = 1.189;
   for (int s = 0; s < 2; ++s) {
     const double with = overlapped["devices"][s]["busy_s"]["compute"].get<double>();
     const double without = serial["devices"][s]["busy_s"]["compute"].get<double>();
     CHECK(with > without);
-    CHECK(with < 1.1 * without);
+    CHECK(with < kH100ComputeSlowdownWithComm * without);
   }
   // ... and the all-to-alls of one run while the other computes: less exposed communication,
   // a shorter iteration.

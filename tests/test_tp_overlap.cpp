@@ -168,7 +168,7 @@ TEST_CASE("tp_comm_overlap: the ring step runs beside the first chunk, the secon
   CHECK(start(fc1[1]) == doctest::Approx(start(fc1[0])));
   CHECK(start(fc1[2]) == doctest::Approx(std::max(end(fc1[0]), end(fc1[1]))));
   // The copy-engine step does not slow the chunk beside it (dgx-a100 compute_slowdown_with_comm
-  // 1.1 applies to NCCL collectives only): both chunks take the same time.
+  // 1.189 applies to NCCL collectives only): both chunks take the same time.
   CHECK(end(fc1[2]) - start(fc1[2]) == doctest::Approx(end(fc1[0]) - start(fc1[0])));
 }
 
