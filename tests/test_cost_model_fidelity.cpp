@@ -71,12 +71,14 @@ TEST_CASE("collectives: NCCL's per-call base latency comes on top of the hops") 
   ClusterSpec without = config.cluster;
   without.collectives.base_latency_us = 0;
   const Topology with_t = build_topology(config.cluster), without_t = build_topology(without);
-  // Ring all-reduce inside a node over 8 GPUs: 14 hops of 3.4 us, + 8.4 us per call.
+  // Ring all-reduce inside a node over 8 GPUs: 14 hops of the preset's NVLink alpha
+  // (intra_node.latency_us, 5.65 us on DGX A100), + 8.4 us per call.
+  const double hop_s = config.cluster.intra_node.latency_us * 1e-6;
   std::vector<int> node0 = {0, 1, 2, 3, 4, 5, 6, 7};
   const double a = plan_collective(with_t, CollectiveKind::AllReduce, node0, 64e6).latency_s;
   const double b = plan_collective(without_t, CollectiveKind::AllReduce, node0, 64e6).latency_s;
-  CHECK(b == approx(14 * 3.4e-6));
-  CHECK(a == approx(14 * 3.4e-6 + 8.4e-6));
+  CHECK(b == approx(14 * hop_s));
+  CHECK(a == approx(14 * hop_s + 8.4e-6));
   // Send-recv across nodes: one network hop (9.6 us) + 8.4 us; a send to oneself costs nothing.
   CHECK(plan_collective(with_t, CollectiveKind::SendRecv, {3, 11}, 1e6).latency_s == approx(18e-6));
   CHECK(plan_collective(with_t, CollectiveKind::SendRecv, {3, 3}, 1e6).latency_s == 0);
