@@ -40,6 +40,11 @@ struct Trace {
   std::vector<RankTrace> ranks;                  // per simulated rank
   int64_t events = 0;
   int64_t flows = 0;
+  // Symmetry reduction only: collectives that started while a collective whose plan loads the
+  // nodes of its group unequally (NCCL's double binary tree over 3+ nodes) and one standing for
+  // sibling groups both had flows. Where non-zero the result can differ (slightly) from
+  // simulating every GPU (DESIGN.md §3, "Symmetry").
+  int64_t symmetry_uneven_overlaps = 0;
 };
 
 // Told how far a simulation is: tasks ended so far and the graph's task count. Called with

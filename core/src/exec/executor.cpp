@@ -22,6 +22,10 @@
 //   flows progress at (max-min share) / gpu.comm_slowdown_with_compute. The slowed flow does
 //   not hand its unused share to others (NCCL kernels slowed by SM contention still hold
 //   their channel); with the default factor 1.0 this rule is inactive.
+// - With the symmetry reduction, where a sibling's contention may not mirror its
+//   representative's (a collective that loads the nodes of its group unequally, NCCL's tree over
+//   3+ nodes, beside one standing for sibling groups), the start is counted in
+//   Trace::symmetry_uneven_overlaps; nothing is changed.
 // - State changes that happen at one instant (a task ends, the next starts) are settled once
 //   per instant: interference factors and bandwidth shares are re-evaluated just before the
 //   clock advances, so a zero-length flip does not churn events.
@@ -92,6 +96,8 @@ struct CollectiveState {
   double latency_s = 0;
   uint32_t flow_version = 0;  // of its latest FlowEnd event
   bool ends_dirty = false;    // a flow's end_s changed since its FlowEnd event was pushed
+  // Its plan's WeightedPlan::uneven_nodes and stands_for_siblings, while it has open flows.
+  bool uneven_nodes = false, stands_for_siblings = false;
 };
 
 struct RankState {
@@ -128,6 +134,7 @@ class Executor {
         cost_(cost),
         options_(options),
         plans_(graph, topology),
+        nodes_(topology.nodes),
         network_(link_capacities(topology)),
         compute_slowdown_(cost.gpu.compute_slowdown_with_comm > 0 ? cost.gpu.compute_slowdown_with_comm
                                                                   : 1.0),
@@ -160,6 +167,8 @@ class Executor {
     start_s_.assign(n, 0.0);
     end_s_.assign(n, 0.0);
     coll_.assign(g_.collectives.size(), CollectiveState{});
+    uneven_collectives_on_node_.assign(static_cast<size_t>(std::max(1, nodes_)), 0);
+    sibling_collectives_on_node_.assign(uneven_collectives_on_node_.size(), 0);
   }
 
   // hot_ from each task; its dependencies and memory list checked; dependents counted.
@@ -514,7 +523,43 @@ class Executor {
       new_flows_.push_back(f);
       network_dirty_ = true;
     }
-    if (cs.open_flows == 0) events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, c, 0);
+    if (cs.open_flows == 0)
+      events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, c, 0);
+    else
+      open_symmetry_watch(cs, plan);
+  }
+
+  // The symmetry reduction simulates a sibling's flows only where they cross the
+  // representative's links, assuming its contention elsewhere mirrors the representative's.
+  // A plan that loads the nodes of its group unequally breaks that mirror for the per-rank
+  // traffic that runs beside it on those nodes (DESIGN.md §3, "Symmetry"). Counts the
+  // collectives that start while both kinds have flows on a common node: counters per node,
+  // touched only by the collectives concerned, so the watch costs nothing per flow.
+  void open_symmetry_watch(CollectiveState& cs, const exec::WeightedPlan& plan) {
+    cs.uneven_nodes = plan.uneven_nodes;
+    cs.stands_for_siblings = plan.stands_for_siblings;
+    if (!cs.uneven_nodes && !cs.stands_for_siblings) return;
+    bool overlap = false;
+    for (int node : plan.nodes) {
+      const size_t n = static_cast<size_t>(node);
+      overlap = overlap || (cs.uneven_nodes && sibling_collectives_on_node_[n] > 0) ||
+                (cs.stands_for_siblings && uneven_collectives_on_node_[n] > 0);
+    }
+    symmetry_uneven_overlaps_ += overlap ? 1 : 0;
+    count_on_nodes(cs, plan, +1);
+  }
+
+  void close_symmetry_watch(int c, CollectiveState& cs) {
+    if (!cs.uneven_nodes && !cs.stands_for_siblings) return;
+    count_on_nodes(cs, plans_.plan_of(c), -1);  // the cached plan: an index lookup
+    cs.uneven_nodes = cs.stands_for_siblings = false;
+  }
+
+  void count_on_nodes(const CollectiveState& cs, const exec::WeightedPlan& plan, int delta) {
+    for (int node : plan.nodes) {
+      if (cs.uneven_nodes) uneven_collectives_on_node_[static_cast<size_t>(node)] += delta;
+      if (cs.stands_for_siblings) sibling_collectives_on_node_[static_cast<size_t>(node)] += delta;
+    }
   }
 
   // ---- flows ----------------------------------------------------------------------------------
@@ -557,7 +602,10 @@ class Executor {
       cs.first_flow = fs.next;
     if (fs.next >= 0) flows_[static_cast<size_t>(fs.next)].prev = fs.prev;
     fs.prev = fs.next = -1;
-    if (--cs.open_flows == 0) events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, fs.collective, 0);
+    if (--cs.open_flows == 0) {
+      close_symmetry_watch(fs.collective, cs);
+      events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, fs.collective, 0);
+    }
   }
 
   void end_collective(int c) {
@@ -686,6 +734,7 @@ class Executor {
     Trace trace;
     trace.events = popped_;
     trace.flows = flows_started_;
+    trace.symmetry_uneven_overlaps = symmetry_uneven_overlaps_;
     for (size_t r = 0; r < traces_.size(); ++r) {
       RankTrace& tr = traces_[r];
       tr.compute_busy_s = tr.busy_s[static_cast<size_t>(Stream::Compute)];
@@ -709,6 +758,7 @@ class Executor {
   const CostModel& cost_;
   const ExecOptions& options_;
   exec::PlanCache plans_;
+  const int nodes_;  // of the topology
   BandwidthSharing network_;
   const double compute_slowdown_;
   const double comm_slowdown_;
@@ -717,6 +767,10 @@ class Executor {
   double now_s_ = 0;
   int64_t popped_ = 0;
   int64_t flows_started_ = 0;
+  // The symmetry watch: per node, collectives with open flows whose plan is uneven / stands
+  // for sibling groups.
+  std::vector<int> uneven_collectives_on_node_, sibling_collectives_on_node_;
+  int64_t symmetry_uneven_overlaps_ = 0;
   size_t done_ = 0;
   size_t next_progress_ = 1;  // done_ at which progress is reported next
 

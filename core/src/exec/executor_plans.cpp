@@ -163,7 +163,8 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
     }
   // Flows of every sibling group (the representative included) on those links. Flows on
   // links the representative does not use are its siblings' business: by symmetry their
-  // contention mirrors the representative's own links.
+  // contention mirrors the representative's own links (not beside a plan that loads its
+  // nodes unequally: uneven_nodes below, which the executor watches for).
   std::vector<int> all_count(rep_count.size(), 0);
   auto count_links = [&](const auto& links) {
     for (int l : links) {
@@ -188,6 +189,38 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
       weights.push_back(static_cast<double>(all_count[slot]) / static_cast<double>(rep_count[slot]));
     }
   return weights;
+}
+
+// True when the flows (a PlanShape's or a CollectivePlan's) do not leave and enter every node
+// of the group alike (WeightedPlan::uneven_nodes): NCCL's double binary tree over three or more nodes
+// (ncclGetDtree; collective_flows.cpp) makes some nodes interior in one tree and others root or leaf in both,
+// e.g. over 4 nodes the trees 0-2-{1,3} and 3-1-{2,0} give nodes 1 and 2 four edges each, nodes 0 and 3 two.
+// Rings (one hop in, one out per channel on every node), all-to-all and trees over two
+// nodes are even. Counts flows, not bytes: every edge of a tree carries the same bytes.
+template <class Flows>
+bool uneven_nodes(const Topology& topology, const std::vector<int>& group, const Flows& flows) {
+  const int per_node = std::max(1, topology.gpus_per_node);
+  std::map<int, std::pair<int, int>> out_in;  // node -> (flows leaving, flows entering)
+  for (int gpu : group) out_in.emplace(gpu / per_node, std::make_pair(0, 0));
+  if (out_in.size() < 3) return false;
+  for (const auto& f : flows) {
+    const int from = f.src_gpu / per_node, to = f.dst_gpu / per_node;
+    if (from == to) continue;
+    ++out_in[from].first;
+    ++out_in[to].second;
+  }
+  for (const auto& [node, counts] : out_in)
+    if (counts != out_in.begin()->second) return true;
+  return false;
+}
+
+// The nodes of a group, each once, in order of first appearance.
+std::vector<int> nodes_of(const Topology& topology, const std::vector<int>& group) {
+  const int per_node = std::max(1, topology.gpus_per_node);
+  std::vector<int> nodes;
+  for (int gpu : group)
+    if (std::find(nodes.begin(), nodes.end(), gpu / per_node) == nodes.end()) nodes.push_back(gpu / per_node);
+  return nodes;
 }
 
 // The representative's flows with the given weights (concatenated_links order; empty: all 1),
@@ -215,7 +248,12 @@ WeightedPlan weighted_plan(const Topology& topology, const Mesh& mesh, bool symm
                            const Collective& collective) {
   const CollectivePlan rep = plan_collective(topology, collective.kind, collective.group, collective.bytes);
   if (!symmetric || rep.flows.empty()) return assemble(rep, {});
-  return assemble(rep, sibling_weights(topology, mesh, collective, rep));
+  const std::vector<double> weights = sibling_weights(topology, mesh, collective, rep);
+  WeightedPlan out = assemble(rep, weights);
+  out.stands_for_siblings = !weights.empty();
+  out.uneven_nodes = uneven_nodes(topology, collective.group, rep.flows);
+  if (out.stands_for_siblings || out.uneven_nodes) out.nodes = nodes_of(topology, collective.group);
+  return out;
 }
 
 size_t PlanCache::SignatureHash::operator()(int collective) const {
@@ -294,7 +332,11 @@ const PlanCache::PlanTemplate& PlanCache::template_of(const Collective& c, Group
   slot = std::make_unique<PlanTemplate>();
   PlanTemplate& t = *slot;
   const PlanShape& shape = group.shapes.candidates[chosen];
-  if (graph_.symmetric) t.weights = sibling_weights(topology_, graph_.mesh, c, shape);
+  if (graph_.symmetric) {
+    t.weights = sibling_weights(topology_, graph_.mesh, c, shape);
+    t.uneven_nodes = uneven_nodes(topology_, c.group, shape.flows);
+    if (t.uneven_nodes || !t.weights.empty()) t.nodes = nodes_of(topology_, c.group);
+  }
   // Merge flows with the same byte expression and weighted links. Those have equal bytes
   // at every size; flows whose expressions differ are told apart, which is exact unless two
   // of them share weighted links (merge_per_size).
@@ -326,8 +368,18 @@ const PlanCache::PlanTemplate& PlanCache::template_of(const Collective& c, Group
 
 WeightedPlan PlanCache::instantiate(const GroupPlans& group, size_t chosen, double bytes) {
   const PlanTemplate& t = *group.templates[chosen];
-  if (t.merge_per_size) return assemble(instantiate_plan(topology_, group.shapes, chosen, bytes), t.weights);
+  auto watch = [&t](WeightedPlan& out) {
+    out.stands_for_siblings = !t.weights.empty();  // sibling_weights is empty without siblings
+    out.uneven_nodes = t.uneven_nodes;
+    out.nodes = t.nodes;
+  };
+  if (t.merge_per_size) {
+    WeightedPlan out = assemble(instantiate_plan(topology_, group.shapes, chosen, bytes), t.weights);
+    watch(out);
+    return out;
+  }
   WeightedPlan out;
+  watch(out);
   out.latency_s = plan_latency_s(topology_, group.shapes, chosen);
   out.source_flows = static_cast<int64_t>(group.shapes.candidates[chosen].flows.size());
   out.flows.reserve(t.flows.size());

@@ -56,6 +56,14 @@ struct WeightedPlan {
   double latency_s = 0;
   int64_t source_flows = 0;           // flows before merging (what Trace::flows counts)
   SolverLinkStore solver_link_store;  // what the flows' solver_links point into
+  // Where the symmetry reduction's premise (a rank's siblings see images of its contention)
+  // can fail (DESIGN.md §3, "Symmetry"): the plan stands for sibling groups, whose flows on
+  // links the representative does not cross are not simulated; or the plan loads the nodes
+  // of its group unequally, NCCL's double binary tree over three or more nodes, whose
+  // interior nodes send on more edges than its root and leaves.
+  bool stands_for_siblings = false;
+  bool uneven_nodes = false;
+  std::vector<int> nodes;  // of its group, each once; filled where either of the above holds
 };
 
 // The sibling groups of `collective` (the representative's own group first), each in the
@@ -107,6 +115,8 @@ class PlanCache {
     // Two merged flows with the same links and weights but different byte expressions: they
     // may have equal bytes at some sizes and then merge, so each size is merged on its own.
     bool merge_per_size = false;
+    bool uneven_nodes = false;  // WeightedPlan::uneven_nodes
+    std::vector<int> nodes;     // WeightedPlan::nodes
   };
   struct GroupPlans {
     CollectiveShapes shapes;

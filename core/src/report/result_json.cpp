@@ -406,6 +406,7 @@ PROTEUS_OUT_OF_LINE ordered_json stats_json(const ReportInputs& in, const Simula
   stats["flows"] = in.trace.flows;
   stats["simulated_ranks"] = static_cast<int64_t>(in.graph.ranks.size());
   stats["gpus"] = in.graph.gpus;
+  stats["symmetry_uneven_overlaps"] = in.trace.symmetry_uneven_overlaps;
   if (options.wall_time) stats["wall_ms"] = in.wall_ms;
   return stats;
 }
