@@ -17,13 +17,11 @@
 // followed by one efficiency).
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+#include "calibration_data.h"
 #include "lone_collective.h"
 #include "proteus/collective_flows.h"
 #include "proteus/config.h"
@@ -38,14 +36,6 @@ namespace {
 
 const double kMiB = 1024.0 * 1024;
 const double kGiB = 1024.0 * kMiB;
-
-json calibration() {
-  std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/tests/calibration/a100_nccl_tests.json");
-  REQUIRE(f.good());
-  std::stringstream text;
-  text << f.rdbuf();
-  return json::parse(text.str());
-}
 
 ClusterSpec dgx_a100(const std::string& preset = "dgx-a100-80g") {
   return parse_config(R"({"model": "llama3-8b", "cluster": {"preset": ")" + preset +
@@ -109,18 +99,12 @@ double simulated_s(const ClusterSpec& cluster, const std::string& collective, do
   return test::lone_collective_s(cluster, kind_of(collective), bytes);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 TEST_CASE("a100 collectives: the published busbw matches the published times (transcription check)") {
   // nccl-tests prints busbw = S / t x factor; where a source printed both, they agree to its
   // rounding. Where only busbw was published the time was derived from it, so they agree exactly.
-  const json data = calibration();
+  const json data = test::calibration_json("a100_nccl_tests.json");
   for (const json& set : data.at("sets")) {
     const std::string collective = set.at("collective");
     const double n = collective == "send_recv" ? 8 : set.at("world").get<double>();
@@ -154,7 +138,7 @@ TEST_CASE("a100 collectives: dgx-a100-80g reproduces the published nccl-tests po
   const ClusterSpec cluster = dgx_a100();
   std::vector<double> all_reduce_errors, send_recv_errors;
   int points = 0;
-  const json data = calibration();
+  const json data = test::calibration_json("a100_nccl_tests.json");
   for (const json& set : data.at("sets")) {
     const std::string collective = set.at("collective");
     const double n = collective == "send_recv" ? 8 : set.at("world").get<double>();
@@ -178,9 +162,9 @@ TEST_CASE("a100 collectives: dgx-a100-80g reproduces the published nccl-tests po
   }
   CHECK(points == 22);
   CHECK(all_reduce_errors.size() == 16);
-  CHECK(median(all_reduce_errors) <= 0.10);
+  CHECK(test::median(all_reduce_errors) <= 0.10);
   CHECK(send_recv_errors.size() == 4);
-  CHECK(median(send_recv_errors) <= 0.12);
+  CHECK(test::median(send_recv_errors) <= 0.12);
 }
 
 TEST_CASE("a100 collectives: what the data do not cover keeps bus_efficiency") {

@@ -17,14 +17,12 @@
 // fits worse: 25%, 40%, 65% and 30%.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+#include "calibration_data.h"
 #include "error_path.h"
 #include "proteus/collective_flows.h"
 #include "proteus/config.h"
@@ -37,14 +35,6 @@ using nlohmann::json;
 using namespace proteus;
 
 namespace {
-
-json table_json() {
-  std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/tests/calibration/xla_collective_table.json");
-  REQUIRE(f.good());
-  std::stringstream text;
-  text << f.rdbuf();
-  return json::parse(text.str());
-}
 
 ClusterSpec cluster_of(const std::string& cluster_json, int gpus = 8) {
   const std::string dp = std::to_string(gpus);
@@ -137,12 +127,6 @@ std::string shape_of(const json& e) {
              : std::to_string(e.at("groups").get<int>()) + "x" + std::to_string(e.at("size").get<int>());
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 TEST_CASE("collective calibration: 1 GiB all-reduce on 8 H100s is the fitted flow model's time") {
@@ -224,7 +208,7 @@ struct Bounds {
 };
 
 void check_table(const std::string& preset, const std::string& gpu, const Bounds& bounds) {
-  const json data = table_json();
+  const json data = test::calibration_json("xla_collective_table.json");
   CHECK(data.at("source").at("commit") == "040b3849aff88d770f0677110fb5efc58e366a95");
   const json& entries = data.at("gpus").at(gpu);
   REQUIRE(entries.size() == 330);  // 5 opcodes x 3 group shapes or permute patterns x 22 sizes
@@ -251,7 +235,7 @@ void check_table(const std::string& preset, const std::string& gpu, const Bounds
   for (const auto& [key, list] : errors) {
     std::vector<double> abs_errors;
     for (double x : list) abs_errors.push_back(std::fabs(x));
-    const double med = median(abs_errors);
+    const double med = test::median(abs_errors);
     const double bound = key.rfind("collective-permute", 0) == 0 ? bounds.send_recv_median
                          : key.rfind("all-to-all", 0) == 0       ? bounds.all_to_all_median
                                                                  : bounds.ring_median;

@@ -12,14 +12,12 @@
 // can give: the median of the fitted points within 8%, every point >= 64 MiB within 7%.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+#include "calibration_data.h"
 #include "lone_collective.h"
 #include "proteus/config.h"
 
@@ -33,14 +31,6 @@ constexpr double kUsPerS = 1e6;
 constexpr double kGpus = 8;
 constexpr double kBusFactor = 2 * (kGpus - 1) / kGpus;  // all-reduce bus bytes per byte of S
 
-json calibration(const std::string& name) {
-  std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/tests/calibration/" + name);
-  REQUIRE(f.good());
-  std::stringstream text;
-  text << f.rdbuf();
-  return json::parse(text.str());
-}
-
 ClusterSpec mi300x_node() {
   return parse_config(R"({"model": "llama3-8b", "cluster": {"preset": "mi300x-8", "nodes": 1},
                           "training": {"global_batch": 8}, "strategy": {"dp": 8}})")
@@ -52,16 +42,10 @@ double modelled_us(double bytes) {
   return test::lone_collective_s(node, CollectiveKind::AllReduce, bytes) * kUsPerS;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 TEST_CASE("mi300x: an 8-GPU all-reduce takes RCCL's measured time from 1 MiB to 16 GiB") {
-  const json data = calibration("mi300x_rccl_all_reduce.json");
+  const json data = test::calibration_json("mi300x_rccl_all_reduce.json");
   REQUIRE(data.at("world") == 8);
   std::vector<double> errors;
   for (const json& p : data.at("points")) {
@@ -72,7 +56,7 @@ TEST_CASE("mi300x: an 8-GPU all-reduce takes RCCL's measured time from 1 MiB to 
     if (bytes >= 64 * kMiB) CHECK_MESSAGE(std::fabs(error) < 0.07, bytes << " B: " << error);
   }
   REQUIRE(errors.size() == 15);
-  CHECK(median(errors) < 0.08);
+  CHECK(test::median(errors) < 0.08);
 }
 
 TEST_CASE("mi300x: the largest all-reduce reaches RCCL's measured bus bandwidth") {
@@ -83,7 +67,7 @@ TEST_CASE("mi300x: the largest all-reduce reaches RCCL's measured bus bandwidth"
 }
 
 TEST_CASE("mi300x: Azure's ND MI300X v5 all-reduce bus bandwidths, a machine outside the fit") {
-  const json data = calibration("mi300x_azure_all_reduce_busbw.json");
+  const json data = test::calibration_json("mi300x_azure_all_reduce_busbw.json");
   int checked = 0;
   for (const json& p : data.at("busbw_GBps")) {
     const double bytes = p.at(0), busbw_GBps = p.at(1);
