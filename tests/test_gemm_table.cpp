@@ -142,8 +142,9 @@ TEST_CASE("gemm ceiling: measured maximum achievable matmul TFLOP/s per precisio
   cost.precision = Precision::Fp8;
   const double half = 128.0 * 256 / (128 + 256);  // H100 tile 128 x 256
   // 8192 x 8192 x 8192: 64 x 32 = 2048 tiles over 132 SMs in 16 waves: quantization 2048/2112.
+  // FP8's K half-point is 2 x half (1-byte operands, 16-bit output: test_fp8_gemm_shape.cpp).
   const double expected =
-      (2048.0 / 2112) * (1402.6 / 1978.9) * (8192 / (8192 + half)) * (8192 / (8192 + half));
+      (2048.0 / 2112) * (1402.6 / 1978.9) * (8192 / (8192 + 2 * half)) * (8192 / (8192 + half));
   CHECK(cost.gemm_efficiency(8192, 8192, 8192) == doctest::Approx(expected).epsilon(1e-12));
 }
 

@@ -14,7 +14,11 @@
 // from the tile shape because GpuSpec has no calibrated half-points:
 //   - K: a tile loads (tile_m + tile_n) operand elements per unit of K and stores
 //     tile_m * tile_n outputs once; at K = h the epilogue's traffic equals the main loop's, so
-//     half the tile's time is overhead. K / (K + h) is the main loop's share.
+//     half the tile's time is overhead. K / (K + h_K) is the main loop's share, with
+//     h_K = h * output bytes / operand bytes: an FP8 GEMM loads 1-byte operands and stores a
+//     16-bit output (Transformer Engine, torchao), so its epilogue weighs twice as much
+//     (h_K = 2h); 16- and 32-bit GEMMs store what they load (h_K = h). Checked against
+//     cuBLASLt's FP8 sweep on H100 (docs/fidelity.md, "FP8 GEMMs by shape").
 //   - thin shapes: an m-row tile reuses each loaded element of the other operand m times per
 //     byte, a full tile h times (m * tile_n / (m + tile_n) ~ m for m << tile_n); m / (m + h)
 //     is that reuse relative to a full tile's, saturating at 1 for wide GEMMs.
@@ -55,6 +59,11 @@ bool has_gemm_shape(const ComputeWork& w) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Output bytes per operand byte of a GEMM (the K half-point's scale, above): 16- and 32-bit
+// GEMMs store elements as wide as they load; FP8 GEMMs load 1-byte operands and store 16-bit
+// results.
+double output_per_operand_bytes(Precision precision) { return precision == Precision::Fp8 ? 2.0 : 1.0; }
+
 double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k,
                                int64_t batch) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
@@ -65,8 +74,9 @@ double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t 
   const double waves = std::ceil(tiles / sms);
   const double quantization = tiles / (waves * sms);
   const double half = static_cast<double>(tile_m * tile_n) / static_cast<double>(tile_m + tile_n);
+  const double half_k = half * output_per_operand_bytes(precision);
   const double kd = static_cast<double>(k), mn = static_cast<double>(std::min(m, n));
-  const double ceiling = gpu.gemm_ceiling(precision) * kd / (kd + half) * mn / (mn + half);
+  const double ceiling = gpu.gemm_ceiling(precision) * kd / (kd + half_k) * mn / (mn + half);
   return quantization * ceiling;
 }
 
