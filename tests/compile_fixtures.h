@@ -54,4 +54,18 @@ inline std::string config_json(const std::string& model, const std::string& clus
 
 inline CompiledModel compile_text(const std::string& json) { return compile(parse_config(json)); }
 
+// The work of simulated rank 0's first compute task in `phase` whose label ends with `suffix`
+// (".act", "loss"), or nullptr.
+inline const ComputeWork* compute_work_ending(const CompiledModel& c, Phase phase,
+                                              const std::string& suffix) {
+  for (const Task& t : c.exec.tasks) {
+    if (t.kind != TaskKind::Compute || t.rank != 0 || t.phase != phase) continue;
+    const std::string& label = c.exec.labels[static_cast<size_t>(t.label)];
+    if (label.size() >= suffix.size() &&
+        label.compare(label.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return &c.exec.works[static_cast<size_t>(t.work)];
+  }
+  return nullptr;
+}
+
 }  // namespace proteus::test

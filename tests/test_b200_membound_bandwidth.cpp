@@ -46,14 +46,9 @@ std::string swiglu_config(int tokens) {
 
 // The work of rank 0's first MLP activation task in this phase.
 const ComputeWork& act_work(const CompiledModel& c, Phase phase) {
-  for (const Task& t : c.exec.tasks) {
-    if (t.kind != TaskKind::Compute || t.rank != 0 || t.phase != phase) continue;
-    const std::string& label = c.exec.labels[static_cast<size_t>(t.label)];
-    if (label.size() >= 4 && label.compare(label.size() - 4, 4, ".act") == 0)
-      return c.exec.works[static_cast<size_t>(t.work)];
-  }
-  FAIL("no SwiGLU activation task");
-  return c.exec.works.front();
+  const ComputeWork* work = compute_work_ending(c, phase, ".act");
+  REQUIRE_MESSAGE(work != nullptr, "no SwiGLU activation task");
+  return *work;
 }
 
 // Modelled forward + input-gradient time of the SwiGLU op over `tokens` rows, milliseconds.

@@ -40,14 +40,9 @@ std::string ce_config(int vocab) {
 
 // The work of rank 0's first loss task in this phase.
 const ComputeWork& loss_work(const CompiledModel& c, Phase phase) {
-  for (const Task& t : c.exec.tasks) {
-    if (t.kind != TaskKind::Compute || t.rank != 0 || t.phase != phase) continue;
-    const std::string& label = c.exec.labels[static_cast<size_t>(t.label)];
-    if (label.size() >= 4 && label.compare(label.size() - 4, 4, "loss") == 0)
-      return c.exec.works[static_cast<size_t>(t.work)];
-  }
-  FAIL("no loss task");
-  return c.exec.works.front();
+  const ComputeWork* work = compute_work_ending(c, phase, "loss");
+  REQUIRE_MESSAGE(work != nullptr, "no loss task");
+  return *work;
 }
 
 struct CeModelled {
