@@ -58,40 +58,11 @@ CollectiveKind kind_of(const std::string& collective) {
 }
 
 // sendrecv_perf on 8 GPUs: GPU i sends S to GPU (i + 1) mod 8 while receiving from (i - 1) mod 8,
-// all at once. An odd sender's send-recv goes on its own stream so that a GPU sends and receives
-// at the same time, as nccl-tests' grouped send and receive do.
+// all at once.
 double ring_send_recv_s(const ClusterSpec& cluster, double bytes) {
-  CostModel cost;
-  cost.gpu = cluster.gpu;
-  ExecGraph g;
-  g.symmetric = false;
-  g.mesh.size = {1, 1, 1, 1, 8};
-  g.gpus = 8;
-  g.queues.resize(static_cast<size_t>(8) * kNumStreams);
-  for (int r = 0; r < 8; ++r) {
-    SimRank s;
-    s.gpu = r;
-    g.ranks.push_back(s);
-  }
-  for (int i = 0; i < 8; ++i) {
-    Collective c;
-    c.kind = CollectiveKind::SendRecv;
-    c.bytes = bytes;
-    c.group = {i, (i + 1) % 8};
-    c.axes = axis_bit(kAxisTp);
-    const int id = static_cast<int>(g.collectives.size());
-    g.collectives.push_back(c);
-    for (int rank : c.group) {
-      Task t;
-      t.kind = TaskKind::Collective;
-      t.rank = rank;
-      t.stream = i % 2 == 1 ? Stream::DpComm : Stream::PpComm;
-      t.collective = id;
-      t.label = g.label_id("p" + std::to_string(id));
-      g.collectives[static_cast<size_t>(id)].member_tasks.push_back(g.add_task(t, {}));
-    }
-  }
-  return execute(g, cost, build_topology(cluster), ExecOptions{}).iteration_time_s;
+  std::vector<test::Launch> ring;
+  for (int i = 0; i < 8; ++i) ring.push_back({CollectiveKind::SendRecv, {i, (i + 1) % 8}});
+  return test::concurrent_collectives_s(cluster, ring, bytes);
 }
 
 double simulated_s(const ClusterSpec& cluster, const std::string& collective, double bytes) {

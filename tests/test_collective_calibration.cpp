@@ -24,6 +24,7 @@
 #include <vector>
 #include "calibration_data.h"
 #include "error_path.h"
+#include "lone_collective.h"
 #include "proteus/collective_flows.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
@@ -44,14 +45,9 @@ ClusterSpec cluster_of(const std::string& cluster_json, int gpus = 8) {
 }
 
 // One measured entry as the executor runs it: its collectives, each a kind and a group.
-struct Launch {
-  CollectiveKind kind;
-  std::vector<int> group;
-};
-
-std::vector<Launch> launches_of(const json& e) {
+std::vector<test::Launch> launches_of(const json& e) {
   const std::string op = e.at("op");
-  std::vector<Launch> out;
+  std::vector<test::Launch> out;
   if (op == "collective-permute") {
     const std::string pairs = e.at("pairs");
     for (int i = 0; i < 8; ++i) {
@@ -80,47 +76,6 @@ double bytes_of(const json& e) {
   return e.at("op") == "reduce-scatter" ? bytes * e.at("size").get<double>() : bytes;
 }
 
-// The launches at once on 8 GPUs; a send-recv of an odd sender goes on its own stream so that
-// a GPU that sends and receives (ring, mutual) runs both at once, as XLA's permute does.
-double simulated_s(const ClusterSpec& cluster, const std::vector<Launch>& launches, double bytes) {
-  const Topology topo = build_topology(cluster);
-  CostModel cost;
-  cost.gpu = cluster.gpu;
-  ExecGraph g;
-  g.symmetric = false;
-  g.mesh.size = {1, 1, 1, 1, 8};
-  g.gpus = 8;
-  for (int r = 0; r < 8; ++r) {
-    SimRank s;
-    s.gpu = r;
-    g.ranks.push_back(s);
-  }
-  g.queues.resize(static_cast<size_t>(8) * kNumStreams);
-  for (const Launch& l : launches) {
-    Collective c;
-    c.kind = l.kind;
-    c.bytes = bytes;
-    c.group = l.group;
-    c.axes = axis_bit(kAxisTp);
-    const int id = static_cast<int>(g.collectives.size());
-    g.collectives.push_back(c);
-    const Stream stream =
-        l.kind == CollectiveKind::SendRecv && l.group[0] % 2 == 1 ? Stream::DpComm : Stream::PpComm;
-    std::vector<int> tasks;
-    for (int rank : l.group) {
-      Task t;
-      t.kind = TaskKind::Collective;
-      t.rank = rank;
-      t.stream = stream;
-      t.collective = id;
-      t.label = g.label_id("c" + std::to_string(id));
-      tasks.push_back(g.add_task(t, {}));
-    }
-    g.collectives[static_cast<size_t>(id)].member_tasks = tasks;
-  }
-  return execute(g, cost, topo, ExecOptions{}).iteration_time_s;
-}
-
 std::string shape_of(const json& e) {
   return e.contains("pairs")
              ? e.at("pairs").get<std::string>()
@@ -136,7 +91,8 @@ TEST_CASE("collective calibration: 1 GiB all-reduce on 8 H100s is the fitted flo
   // XLA measured 2^28 F32 = 2^30 B at 227,444,546,849 B/s: 4720.9 us (the model is 2.6% slow).
   const ClusterSpec h100 = cluster_of(R"({"preset": "dgx-h100", "nodes": 1})");
   const double S = 1024.0 * 1024 * 1024;
-  const double t = simulated_s(h100, {{CollectiveKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}}}, S);
+  const double t =
+      test::concurrent_collectives_s(h100, {{CollectiveKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}}}, S);
   CHECK(t * 1e6 == doctest::Approx(8.4 + 14 * 3.73 + 1.75 * S / (450e3 * 0.873)).epsilon(1e-9));
   CHECK(t * 1e6 == doctest::Approx(4843.71).epsilon(1e-5));
   CHECK(std::fabs(t / (S / 227444546849.0) - 1) < 0.03);
@@ -151,10 +107,10 @@ TEST_CASE("collective calibration: a group size between two measured ones interp
       {"members": [2, 8], "all_reduce": [0.5, 0.8], "all_gather": [0.5, 0.8], "reduce_scatter": [0.5, 0.8],
        "all_to_all": [0.5, 0.8], "send_recv": 0.7}}})");
   const double S = 1024.0 * 1024 * 1024;
-  const double t = simulated_s(c, {{CollectiveKind::AllReduce, {0, 1, 2, 3}}}, S);
+  const double t = test::concurrent_collectives_s(c, {{CollectiveKind::AllReduce, {0, 1, 2, 3}}}, S);
   CHECK(t * 1e6 == doctest::Approx(8.4 + 6 * 3.73 + 1.5 * S / (450e3 * 0.6)).epsilon(1e-9));
   // A send-recv inside the node: one hop, S at 0.7 of the link.
-  const double p2p = simulated_s(c, {{CollectiveKind::SendRecv, {0, 5}}}, S);
+  const double p2p = test::concurrent_collectives_s(c, {{CollectiveKind::SendRecv, {0, 5}}}, S);
   CHECK(p2p * 1e6 == doctest::Approx(8.4 + 3.73 + S / (450e3 * 0.7)).epsilon(1e-9));
 }
 
@@ -219,7 +175,7 @@ void check_table(const std::string& preset, const std::string& gpu, const Bounds
     const double bytes = bytes_of(e);
     if (bytes < 1024.0 * 1024) continue;
     const double measured_s = bytes / e.at("Bps").get<double>();
-    const double error = simulated_s(cluster, launches_of(e), bytes) / measured_s - 1;
+    const double error = test::concurrent_collectives_s(cluster, launches_of(e), bytes) / measured_s - 1;
     const std::string op = e.at("op");
     const std::string key = op + " " + shape_of(e);
     errors[key].push_back(error);
