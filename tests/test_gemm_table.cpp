@@ -98,6 +98,38 @@ TEST_CASE("gemm table: the H100 preset's XLA measurements drive GEMM time") {
       doctest::Approx(std::max(w.flops / (1978.9e12 * eff), w.bytes / (3350e9 * 0.85)) + 4e-6).epsilon(1e-9));
 }
 
+TEST_CASE("gemm table: an FP16 GEMM reads the BF16 table where the GPU runs both at one peak") {
+  // H100: fp16 and bf16 tensor cores are both 989.4 dense TFLOP/s and XLA measured bf16 only.
+  // Before, an fp16 GEMM took the roofline (0.8 of peak times shape factors): 707 TFLOP/s at
+  // 2048^3 against bf16's measured 632.0, 737 at 4096^3 against 783.3, for no difference in
+  // the hardware.
+  const Config config = parse_config(R"({"model": {"preset": "llama3-8b"}, "cluster": {"preset": "dgx-h100"},
+      "training": {"global_batch": 8, "precision": "fp16"}, "strategy": {"tp": 1, "pp": 1, "dp": 8}})");
+  CostModel cost;
+  cost.gpu = config.cluster.gpu;
+  ComputeWork w;
+  w.op_kind = OpKind::Matmul;
+  w.gemm_m = w.gemm_n = w.gemm_k = 2048;
+  w.flops = 2.0 * 2048 * 2048 * 2048;
+  w.bytes = 3.0 * 2048 * 2048 * 2;
+  cost.precision = Precision::Bf16;
+  const double bf16_s = cost.compute_time_s(w);
+  cost.precision = Precision::Fp16;
+  CHECK(cost.compute_time_s(w) == bf16_s);
+  CHECK(bf16_s == doctest::Approx(w.flops / 632.0e12 + 4e-6).epsilon(1e-9));  // XLA sm_90, 2048^3
+  // A GPU whose fp16 peak differs from its bf16 one keeps the roofline for fp16.
+  cost.gpu.peak_fp16_TFLOPS = 2 * cost.gpu.peak_bf16_TFLOPS;
+  const double eff = cost.gemm_efficiency(2048, 2048, 2048);
+  CHECK(cost.compute_time_s(w) ==
+        doctest::Approx(std::max(w.flops / (2 * 989.4e12 * eff), w.bytes / (3350e9 * 0.79)) + 4e-6)
+            .epsilon(1e-9));
+  // A measured fp16 table is the fp16 table.
+  cost.gpu = config.cluster.gpu;
+  cost.gpu.gemm_table.TFLOPS[Precision::Fp16] =
+      std::vector<double>(cost.gpu.gemm_table.TFLOPS.at(Precision::Bf16).size(), 500.0);
+  CHECK(cost.compute_time_s(w) == doctest::Approx(w.flops / 500.0e12 + 4e-6).epsilon(1e-9));
+}
+
 TEST_CASE("gemm table: a malformed table is an error naming the field") {
   const auto config_with = [](const std::string& table) {
     return R"({"model": {"preset": "gpt2-small"}, "cluster": {"preset": "dgx-a100-80g", "gpu": {"gemm_table": )" +

@@ -35,7 +35,8 @@
 //   Embedding, Norm, Elementwise, Softmax, Pool, Dispatch, Loss, Interaction: memory-bound,
 //   bytes / (hbm * memory_bound_efficiency).
 // A GEMM shape that the GPU's measured throughput table covers (gpu.gemm_table, gemm_table.h)
-// takes the table's TFLOP/s instead of peak * efficiency, still bounded by memory traffic.
+// takes the table's TFLOP/s instead of peak * efficiency, still bounded by memory traffic; an
+// FP16 GEMM reads the BF16 table where there is no FP16 one and the two peaks are equal.
 // A measured table entry for op_signature(work, precision) replaces all of this (launches
 // included: a measured time is the op's whole time).
 // A GEMM beside a userbuffers kernel (work.sm_reserved SMs taken) computes at
@@ -87,6 +88,17 @@ double sm_share(const GpuSpec& gpu, const ComputeWork& work) {
   if (work.sm_reserved <= 0 || gpu.sm_count <= 1) return 1.0;
   const int free_sms = std::max(1, gpu.sm_count - work.sm_reserved);
   return static_cast<double>(free_sms) / static_cast<double>(gpu.sm_count);
+}
+
+// The precision whose measured table times a GEMM: its own, or for FP16 the BF16 table where
+// the preset measured only BF16 and the GPU's two peaks are equal. Both are 16-bit tensor-core
+// inputs issued by the same MMA instructions at the same rate (H100 datasheet: 989.4 dense
+// TFLOP/s for each; A100 312; B200 2250), so the measured tiles and waves are the same; XLA's
+// tables measure BF16 and not FP16 for that reason.
+Precision table_precision(const GpuSpec& gpu, Precision precision) {
+  if (precision != Precision::Fp16 || gpu.gemm_table.TFLOPS.count(Precision::Fp16) > 0) return precision;
+  const bool same_peak = gpu.peak_TFLOPS(Precision::Fp16) == gpu.peak_TFLOPS(Precision::Bf16);
+  return same_peak ? Precision::Bf16 : precision;
 }
 
 bool is_memory_bound(OpKind kind) {
@@ -153,8 +165,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (is_memory_bound(work.op_kind) || work.flops <= 0) return memory_s + launch_s;
 
   if (work.op_kind != OpKind::Attention && has_gemm_shape(work)) {
-    const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, op_precision, work.gemm_m, work.gemm_n,
-                                                   work.gemm_k, work.gemm_batch);
+    const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, table_precision(gpu, op_precision),
+                                                   work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
     if (measured_TFLOPS)
       return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP * sm_share(gpu, work)), memory_s) +
              launch_s;
