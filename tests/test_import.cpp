@@ -4,6 +4,7 @@
 // the offending argument.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -63,8 +64,16 @@ TEST_CASE("import: the GPT-3 175B run's Megatron script gives the hand-written v
     if (c["id"] == "megatron-gpt3-175b-1024") hand = c["config"];
   REQUIRE(hand.is_object());
   hand.erase("simulation");  // simulator limits, not part of the run
+  // The run's Megatron-LM (2021) scattered pipeline tensors over tp (scatter_gather_p2p); the
+  // script cannot say which Megatron ran it, so the import assumes Megatron-Core's whole tensors
+  // and says so.
+  REQUIRE(hand["strategy"].value("scatter_gather_p2p", false));
+  hand["strategy"].erase("scatter_gather_p2p");
   const ImportResult r = import_megatron(fixture("megatron-gpt3-175b.sh"), on("dgx-a100-80g", 0));
   CHECK(resolved(r.config_json) == resolved(hand.dump()));
+  CHECK(std::any_of(r.assumed.begin(), r.assumed.end(), [](const std::string& a) {
+    return a.find("strategy.scatter_gather_p2p") != std::string::npos;
+  }));
   // What it read: 8 x 16 x 8 = 1024 GPUs from #SBATCH --nodes=128 and TP/PP; vocabulary
   // 50257 (GPT-2 BPE, pretrain_gpt.py's default tokenizer) padded to a multiple of 128 x 8.
   const Config c = parse_config(r.config_json);

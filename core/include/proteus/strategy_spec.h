@@ -118,6 +118,18 @@ struct StrategySpec {
   // optimizer step (gradient norm, fp16 inf/nan), so consecutive iterations overlap and the
   // iteration time is the steady-state period (docs/design.md, section 4). Zero-bubble schedules.
   bool optimizer_post_validation = false;
+  // Megatron-Core's interleaved schedule with overlap_p2p_comm (Megatron-LM's default since
+  // --no-overlap-p2p-communication replaced --overlap-p2p-communication; NeMo's configs for
+  // virtual pipelines): sends and receives posted ahead and waited only by the pass that needs
+  // them. false: its blocking path, as Megatron's non-interleaved 1F1B always runs (the calls
+  // wait on every send and receive; docs/frameworks.md, "Pipeline point-to-point").
+  bool overlap_p2p_comm = true;
+  bool overlap_p2p_comm_given = false;
+  // Legacy Megatron-LM's --scatter-gather-tensors-in-pipeline (megatron/p2p_communication.py,
+  // 2021-2022; Narayanan et al. SC'21 section 4.1): without sequence parallelism, each tp rank
+  // sends its 1/tp slice of a pipeline tensor and the receiver all-gathers them over tp.
+  // Megatron-Core's p2p sends the whole tensor (false, the default).
+  bool scatter_gather_p2p = false;
 };
 
 const char* to_string(Schedule);

@@ -65,6 +65,13 @@ struct StrategyTree {
   int micro_batches = 1;
   int64_t micro_batch = 1;
   bool sequence_parallel = false;
+  // Megatron-Core's blocking pipeline point-to-point (compile/blocking_p2p.h): its
+  // non-interleaved 1F1B always, its interleaved schedule without overlap_p2p_comm, whose
+  // steady state makes one call per forward-backward pair (p2p_paired_steady_state).
+  bool blocking_p2p = false;
+  bool p2p_paired_steady_state = false;
+  // Legacy Megatron-LM's scatter/gather of pipeline tensors over tp (pass_derivation.cpp, p2p_layout).
+  bool scatter_gather_p2p = false;
   std::vector<StrategyNode> nodes;  // one per OpGraph module, same index
   // Copies of the model (DualPipe: 2; PipelineSchedule::copies). Ops carry a model chunk
   // (0..model_chunks()-1); copy k's chunk c is the pipeline's chunk k * model_chunks() + c and

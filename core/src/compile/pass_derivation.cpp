@@ -45,13 +45,14 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   const int* found = state_.provider(mb, provider_key(mb, ns, t, want));
   if (!found && ns == kRecompute) found = state_.provider(mb, provider_key(mb, kFwd, t, want));
   if (found) return *found;
-  const Layout& src = plans_[prod].output;
+  const bool remote = !emit_.chunk_is_local(plans_[prod].chunk, mb);
+  const Layout src = remote ? p2p_layout(plans_[prod].output, g_.tensors[t]) : plans_[prod].output;
   int src_task;
   const int* at_src = state_.provider(mb, provider_key(mb, ns, t, src));
   if (!at_src && ns == kRecompute) at_src = state_.provider(mb, provider_key(mb, kFwd, t, src));
   if (at_src) {
     src_task = *at_src;
-  } else if (!emit_.chunk_is_local(plans_[prod].chunk, mb)) {
+  } else if (remote) {
     src_task = emit_.pending_ref(send_key(emit_.gpu(), t, mb, false));
     state_.set_provider(provider_key(mb, kFwd, t, src), src_task);
   } else {
@@ -76,6 +77,23 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
 }
 
 void PassDeriver::begin_rank() { kept_gather_.assign(g_.ops.size(), {}); }
+
+// Legacy Megatron-LM's scatter/gather of pipeline tensors (Narayanan et al., SC'21, section
+// 4.1; megatron/p2p_communication.py, scatter_gather_tensors_in_pipeline: each tp rank sends
+// split_tensor_into_1d_equal_chunks of the tensor, the receiver gather_split_1d_tensor's it
+// over tp): a tensor replicated over tp travels as 1/tp slices, and the receiver's
+// redistribution to the layout it reads all-gathers them. The slice is taken along the last
+// tensor axis no other mesh axis splits; which axis does not change the bytes.
+Layout PassDeriver::p2p_layout(const Layout& l, const Tensor& t) const {
+  if (!tree_.scatter_gather_p2p || mesh_.size[kAxisTp] <= 1 || l.placement[kAxisTp] != kReplicate) return l;
+  for (int axis = static_cast<int>(t.shape.size()) - 1; axis >= 0; --axis) {
+    if (std::find(l.placement.begin(), l.placement.end(), axis) != l.placement.end()) continue;
+    Layout sliced = l;
+    sliced.placement[kAxisTp] = axis;
+    return sliced;
+  }
+  return l;
+}
 
 void PassDeriver::note_weight_compute(int task) {
   state_.prev_weight_compute = state_.last_weight_compute;
@@ -318,8 +336,8 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     if (emit_.chunk_is_local(c, mb) || std::find(sent.begin(), sent.end(), c) != sent.end()) continue;
     sent.push_back(c);
     emit_.send(emit_.gpu_of_chunk(c, mb), out, mb, false,
-               tensor_bytes_per_rank(g_.tensors[out], p.output, mesh_), index_.labels[op], id,
-               plans_[op].chunk);
+               tensor_bytes_per_rank(g_.tensors[out], p2p_layout(p.output, g_.tensors[out]), mesh_),
+               index_.labels[op], id, plans_[op].chunk);
   }
 }
 
@@ -358,7 +376,8 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, doubl
       add(plans_[c_op].input_grad[k], *grad, c_op);
     } else if (std::find(remote_chunks.begin(), remote_chunks.end(), c) == remote_chunks.end()) {
       remote_chunks.push_back(c);
-      add(plans_[c_op].input_grad[k], emit_.pending_ref(send_key(emit_.gpu(), out, mb, true)), -1);
+      add(p2p_layout(plans_[c_op].input_grad[k], g_.tensors[out]),
+          emit_.pending_ref(send_key(emit_.gpu(), out, mb, true)), -1);
     }
   }
   for (const Group& gr : groups) {
@@ -442,7 +461,8 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
       }
     if (first_consumer != op) continue;
     pending_grad_sends_.push_back(
-        {t, prod, tensor_bytes_per_rank(g_.tensors[t], p.input_grad[k], mesh_), index_.labels[op]});
+        {t, prod, tensor_bytes_per_rank(g_.tensors[t], p2p_layout(p.input_grad[k], g_.tensors[t]), mesh_),
+         index_.labels[op]});
   }
   if (w_here) {
     if (split_w)

@@ -40,6 +40,8 @@ class PassDeriver {
 
   // `move_bytes`: what the redistribution moves, when not the tensor's own bytes (an FP8 copy).
   int tensor_in_layout(int mb, Namespace ns, int t, const Layout& want, double move_bytes = -1);
+  // The layout a pipeline send moves a tensor in (legacy Megatron's scatter/gather, .cpp).
+  Layout p2p_layout(const Layout& l, const Tensor& t) const;
   // Returns the gather task (-1: the op's weights are not sharded). With keep_gathered the
   // gathered copy is not freed when the task ends (a recompute whose backward follows).
   int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,

@@ -2,9 +2,11 @@
 // iteration tail's opening (parameter gathers the forward waits for), every pass of the
 // stage's schedule (pass_replay.h instantiates a template or derives it, pass_derivation.h;
 // overlapped F&B groups are interleaved afterwards, overlap_groups.h),
-// then the tail (gradient reductions, optimizer, parameter gathers; iteration_tail.h).
+// then the tail (gradient reductions, optimizer, parameter gathers; iteration_tail.h). Megatron's
+// blocking p2p adds its waits once every rank is emitted (blocking_p2p.h).
 #include "program_builder.h"
 
+#include "blocking_p2p.h"
 #include "emitter.h"
 #include "iteration_tail.h"
 #include "op_index.h"
@@ -26,6 +28,8 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
   const PipelineSchedule& schedule = in.schedule;
 
   emitter.make_ranks();
+  // Each rank's passes, where Megatron's blocking p2p needs to know its calls (blocking_p2p.h).
+  std::vector<std::vector<PassSpan>> spans(tree.blocking_p2p ? exec->ranks.size() : 0);
   for (size_t r = 0; r < exec->ranks.size(); ++r) {
     emitter.begin_rank(static_cast<int>(r));
     state.begin_rank(in.graph.ops.size());
@@ -57,12 +61,14 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       }
       if (end - i > 1)
         overlap_group(exec, static_cast<int>(r), first, split, static_cast<int>(exec->tasks.size()));
+      if (!spans.empty()) spans[r].push_back({first, static_cast<int>(exec->tasks.size()), passes[i].kind});
       i = end;
     }
     tail.finish_rank();
     if (r == 0) emitter.reserve_for_ranks();
   }
   emitter.resolve_pending();
+  if (tree.blocking_p2p) add_blocking_p2p(spans, tree.p2p_paired_steady_state, exec);
 }
 
 }  // namespace proteus

@@ -260,6 +260,8 @@ Out strategy_json(const StrategySpec& s) {
   if (s.embedding_as_layer) out["account_for_embedding_in_pipeline_split"] = true;
   if (s.loss_as_layer) out["account_for_loss_in_pipeline_split"] = true;
   if (s.optimizer_post_validation) out["optimizer_post_validation"] = true;
+  if (s.overlap_p2p_comm_given) out["overlap_p2p_comm"] = s.overlap_p2p_comm;
+  if (s.scatter_gather_p2p) out["scatter_gather_p2p"] = true;
   // MoE knobs: written where they can matter, so dense configs resolve as before.
   if (s.ep > 1 || expert_tp_of(s) != s.tp || s.moe_dispatcher != MoeDispatcher::AllToAll) {
     out["expert_tp"] = expert_tp_of(s);

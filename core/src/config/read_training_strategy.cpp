@@ -190,7 +190,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "account_for_loss_in_pipeline_split",
                    "expert_tp",
                    "moe_dispatcher",
-                   "optimizer_post_validation"});
+                   "optimizer_post_validation",
+                   "overlap_p2p_comm",
+                   "scatter_gather_p2p"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -236,6 +238,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   strategy.tp_only_amax_red = in.boolean("tp_only_amax_red", false);
   strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);
+  strategy.overlap_p2p_comm_given = in.has("overlap_p2p_comm");
+  strategy.overlap_p2p_comm = in.boolean("overlap_p2p_comm", true);
+  strategy.scatter_gather_p2p = in.boolean("scatter_gather_p2p", false);
   if (in.has("overrides")) {
     const Json& overrides =
         as_array(in.at("overrides"), in.path_of("overrides"), static_cast<size_t>(L::kMaxOverrides));

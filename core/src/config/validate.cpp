@@ -107,6 +107,25 @@ void check_pipeline(const Config& c) {
                                      "zb-v or an explicit order, not ") +
                              to_string(s.schedule));
   }
+  // --overlap-p2p-communication acts on Megatron's interleaved schedule only: Megatron-LM's
+  // validate_args turns it off for the non-interleaved one (which always waits on its p2p), and
+  // the other frameworks' and schedules' runtimes place their own sends and receives.
+  if (s.overlap_p2p_comm_given &&
+      (s.framework != Framework::Megatron || s.schedule != Schedule::Interleaved1F1B || s.pp < 2)) {
+    throw invalid_config(
+        "strategy.overlap_p2p_comm",
+        std::string("overlap_p2p_comm is Megatron-Core's option for its interleaved schedule "
+                    "(framework megatron, schedule interleaved-1f1b, pp > 1); this run has "
+                    "framework ") +
+            to_string(s.framework) + ", schedule " + to_string(s.schedule) + ", pp=" + std::to_string(s.pp) +
+            ". Megatron's 1f1b always waits on its p2p; remove the field");
+  }
+  if (s.scatter_gather_p2p && s.framework != Framework::Megatron) {
+    throw invalid_config("strategy.scatter_gather_p2p",
+                         std::string("scatter_gather_p2p is legacy Megatron-LM's "
+                                     "--scatter-gather-tensors-in-pipeline (framework megatron), not ") +
+                             to_string(s.framework) + "'s");
+  }
   const int64_t chunks = int64_t{s.pp} * chunks_per_stage(s) / model_copies(s);
   // With --account-for-embedding/loss-in-pipeline-split the embedding and the loss take a
   // layer's slot each, so Megatron-Core builds a first (last) chunk of no transformer layer when

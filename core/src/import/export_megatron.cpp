@@ -134,6 +134,8 @@ void strategy_args(const Config& c, Args& a) {
       break;
     case Schedule::Interleaved1F1B:
       a.add("--virtual-pipeline-model-parallel-size", st.virtual_stages);
+      // Megatron-LM overlaps the interleaved schedule's p2p unless told not to.
+      if (!st.overlap_p2p_comm) a.add("--no-overlap-p2p-communication");
       break;
     default:
       throw invalid_config("strategy.schedule", std::string("Megatron-LM has no ") + to_string(st.schedule) +
@@ -184,6 +186,11 @@ void strategy_args(const Config& c, Args& a) {
     a.add("--hierarchical-context-parallel-sizes",
           std::to_string(st.cp_a2a_size) + " " + std::to_string(st.cp / st.cp_a2a_size));
   }
+  if (st.scatter_gather_p2p)
+    throw invalid_config(
+        "strategy.scatter_gather_p2p",
+        "Megatron-Core's p2p sends pipeline tensors whole: the legacy scatter/gather over tp "
+        "has no Megatron-LM argument any more");
   if (st.tp_comm_overlap) a.add("--tp-comm-overlap");
   if (st.fp8_param_gather) a.add("--fp8-param-gather");
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");

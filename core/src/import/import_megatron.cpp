@@ -793,6 +793,44 @@ void transformer_engine_part(ArgReader& in, Json& st, Json& training, std::vecto
 // TE takes FlashAttention-3 instead where it is installed on Hopper). auto is what TE picks
 // itself, the framework's default (strategy.attention_kernel "auto"); unfused / local are not a
 // fused kernel (model.flash_attention false, model_part). docs/frameworks.md, "Attention kernels".
+// Pipeline point-to-point (docs/frameworks.md, "Pipeline point-to-point"). Megatron's
+// non-interleaved 1F1B always waits on its sends and receives; the interleaved one does unless
+// overlap_p2p_comm, Megatron-LM's default since --no-overlap-p2p-communication replaced
+// --overlap-p2p-communication. Megatron-Core sends pipeline tensors whole; the legacy
+// scatter/gather over tp (--no-scatter-gather-tensors-in-pipeline turned it off) is not in its
+// p2p, and the script cannot say which code ran it.
+void pipeline_p2p_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
+                       std::vector<std::string>& assumed) {
+  const bool pipelined = st.value("pp", 1) > 1;
+  const bool interleaved = st.value("schedule", std::string()) == "interleaved-1f1b";
+  const bool overlap_on = in.flag("--overlap-p2p-communication");
+  const bool overlap_off = in.flag("--no-overlap-p2p-communication");
+  if (overlap_on && overlap_off)
+    throw Error("invalid_config", "--no-overlap-p2p-communication",
+                "contradicts --overlap-p2p-communication");
+  if ((overlap_on || overlap_off) && !(pipelined && interleaved)) {
+    ignored.push_back(
+        std::string(overlap_on ? "--overlap-p2p-communication" : "--no-overlap-p2p-communication") +
+        ": only Megatron's interleaved schedule overlaps its p2p (validate_args turns it off "
+        "otherwise; 1F1B always waits)");
+  } else if (overlap_on || overlap_off) {
+    st["overlap_p2p_comm"] = overlap_on;
+  } else if (pipelined && interleaved) {
+    assumed.push_back(
+        "overlap_p2p_comm true: Megatron-LM's default since --no-overlap-p2p-communication; "
+        "older Megatron-LM waited on the interleaved schedule's p2p (set it false)");
+  }
+  if (in.flag("--no-scatter-gather-tensors-in-pipeline"))
+    ignored.push_back(
+        "--no-scatter-gather-tensors-in-pipeline: Megatron-Core's p2p sends pipeline tensors whole "
+        "already (strategy.scatter_gather_p2p false)");
+  else if (pipelined && st.value("tp", 1) > 1 && !st.value("sequence_parallel", false))
+    assumed.push_back(
+        "pipeline tensors sent whole, as Megatron-Core's p2p; Megatron-LM before it (2021-2023) "
+        "scattered them over tp and all-gathered them after the receive: "
+        "set strategy.scatter_gather_p2p");
+}
+
 void attention_kernel_part(ArgReader& in, Json& st, std::vector<std::string>& assumed) {
   if (!in.has("--attention-backend")) return;
   const std::string b =
@@ -829,6 +867,7 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
   gradient_dtype_part(in, strategy, training, result.assumed);
   transformer_engine_part(in, strategy, training, result.ignored);
   attention_kernel_part(in, strategy, result.assumed);
+  pipeline_p2p_part(in, strategy, result.ignored, result.assumed);
   for (const std::string& name : args.repeated)
     result.ignored.push_back(name + " is given more than once: the last value is used (as argparse does)");
   for (const std::string& name : in.unread()) result.ignored.push_back(name);

@@ -105,7 +105,10 @@ const std::set<std::string>& mapped_args() {
                                               "--window-size",
                                               "--window-attn-skip-freq",
                                               "--softmax-type",
-                                              "--moe-router-enable-expert-bias"};
+                                              "--moe-router-enable-expert-bias",
+                                              "--overlap-p2p-communication",
+                                              "--no-overlap-p2p-communication",
+                                              "--no-scatter-gather-tensors-in-pipeline"};
   return names;
 }
 
@@ -174,11 +177,11 @@ const char* const kUnusedArgs =
     " --no-fp8-weight-transpose-cache --fp8-wgrad --no-fp8-wgrad --fp4-format --fp4-recipe"
     " --tp-comm-overlap-cfg --disable-tp-comm-overlap-ag --disable-tp-comm-overlap-rs"
     " --tp-comm-overlap-rs-dgrad --disable-tp-comm-bulk-dgrad --disable-tp-comm-bulk-wgrad"
-    " --tp-comm-bootstrap-backend --tp-comm-split-ag --tp-comm-split-rs --overlap-p2p-communication"
-    " --no-overlap-p2p-communication --overlap-p2p-communication-warmup-flush --align-grad-reduce"
+    " --tp-comm-bootstrap-backend --tp-comm-split-ag --tp-comm-split-rs"
+    " --overlap-p2p-communication-warmup-flush --align-grad-reduce"
     " --no-align-grad-reduce --align-param-gather --no-align-param-gather --delay-grad-reduce"
     " --delay-param-gather --no-delay-grad-reduce --defer-embedding-wgrad-compute"
-    " --wgrad-deferral-limit --no-scatter-gather-tensors-in-pipeline --num-distributed-optimizer-instances"
+    " --wgrad-deferral-limit --num-distributed-optimizer-instances"
     " --use-precision-aware-optimizer --main-grads-dtype --main-params-dtype --exp-avg-dtype"
     " --exp-avg-sq-dtype --optimizer-cpu-offload --optimizer-offload-fraction --use-torch-optimizer-for-cpu-offload"
     " --overlap-cpu-optimizer-d2h-h2d --pin-cpu-grads --pin-cpu-params --ddp-average-in-collective"

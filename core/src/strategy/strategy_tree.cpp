@@ -170,6 +170,14 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   const int ep_axis = ep_axis_size(s);
   tree.mesh.size = {s.pp, s.dp / ep_axis, ep_axis, s.cp, s.tp};
   tree.schedule = s.schedule;
+  // docs/frameworks.md, "Pipeline point-to-point": which of Megatron's schedules wait on their p2p.
+  const bool megatron_schedule =
+      s.framework == Framework::Megatron && s.pp > 1 &&
+      (s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved1F1B);
+  tree.blocking_p2p = megatron_schedule && (s.schedule == Schedule::OneFOneB || !s.overlap_p2p_comm);
+  tree.p2p_paired_steady_state = s.schedule == Schedule::Interleaved1F1B;
+  // Legacy Megatron skipped it under sequence parallelism, whose tensors are already tp slices.
+  tree.scatter_gather_p2p = s.scatter_gather_p2p && !s.sequence_parallel;
   tree.stages = s.pp;
   tree.virtual_stages = chunks_per_stage(s);
   tree.chunk_stage = chunk_placement(s.pp, tree.virtual_stages, v_placement(s));
