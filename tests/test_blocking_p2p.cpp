@@ -66,9 +66,11 @@ std::vector<int> deps_of(const ExecGraph& g, int t) {
 
 }  // namespace
 
-TEST_CASE("blocking p2p: Megatron's calls follow every pass of 1F1B, every pair of interleaved's steady state") {
+TEST_CASE(
+    "blocking p2p: Megatron's calls follow every pass of 1F1B, every pair of interleaved's steady state") {
   // forward_backward_pipelining_without_interleaving: a call after every forward and backward.
-  CHECK(megatron_p2p_calls({F, F, B, F, B, B}, false) == std::vector<bool>{true, true, true, true, true, true});
+  CHECK(megatron_p2p_calls({F, F, B, F, B, B}, false) ==
+        std::vector<bool>{true, true, true, true, true, true});
   // with_interleaving: warm-up forwards and cool-down backwards each have one; in the steady
   // state a forward and the backward after it share send_forward_backward_recv_forward_backward.
   CHECK(megatron_p2p_calls({F, F, F, B, F, B, B, B}, true) ==
@@ -83,7 +85,8 @@ TEST_CASE("blocking p2p: a 1F1B send starts at both calls and holds both stages 
   const CompiledModel c = compile(config);
   REQUIRE(c.tree.blocking_p2p);
   const ExecGraph& g = c.exec;
-  const Trace tr = execute(g, cost_model_of(config), build_topology(config.cluster), exec_options_of(config, false));
+  const Trace tr =
+      execute(g, cost_model_of(config), build_topology(config.cluster), exec_options_of(config, false));
   auto start = [&](int t) { return tr.task_start_s[static_cast<size_t>(t)]; };
   auto end = [&](int t) { return tr.task_end_s[static_cast<size_t>(t)]; };
   const int act0 = send_of(g, 0, 0, false), act1 = send_of(g, 0, 1, false), grad0 = send_of(g, 1, 0, true);
@@ -104,7 +107,8 @@ TEST_CASE("blocking p2p: a 1F1B send starts at both calls and holds both stages 
   CHECK(start(f1_s1.front()) == doctest::Approx(std::max(end(grad0), end(act1))).epsilon(1e-12));
 }
 
-TEST_CASE("blocking p2p: interleaved sends a steady-state forward's output after the backward paired with it") {
+TEST_CASE(
+    "blocking p2p: interleaved sends a steady-state forward's output after the backward paired with it") {
   // pp 2, v 2, 4 micro-batches. Without overlap_p2p_comm Megatron's steady state runs a forward,
   // a backward, then one call: some forward send on stage 0 waits for a backward compute task.
   auto waits_on_backward = [](const CompiledModel& c) {
@@ -119,14 +123,16 @@ TEST_CASE("blocking p2p: interleaved sends a steady-state forward's output after
     return false;
   };
   const std::string interleaved = ",\"schedule\":\"interleaved-1f1b\",\"virtual_stages\":2";
-  const CompiledModel blocking = test::compile_text(two_stage(4, interleaved + ",\"overlap_p2p_comm\":false"));
+  const CompiledModel blocking =
+      test::compile_text(two_stage(4, interleaved + ",\"overlap_p2p_comm\":false"));
   CHECK(blocking.tree.blocking_p2p);
   CHECK(waits_on_backward(blocking));
   // overlap_p2p_comm (the default): sends posted ahead, each waits only for its producer.
   const CompiledModel overlapped = test::compile_text(two_stage(4, interleaved));
   CHECK_FALSE(overlapped.tree.blocking_p2p);
   for (size_t t = 0; t < overlapped.exec.tasks.size(); ++t)
-    if (is_send(overlapped.exec, overlapped.exec.tasks[t])) CHECK(deps_of(overlapped.exec, static_cast<int>(t)).size() == 1);
+    if (is_send(overlapped.exec, overlapped.exec.tasks[t]))
+      CHECK(deps_of(overlapped.exec, static_cast<int>(t)).size() == 1);
 }
 
 TEST_CASE("blocking p2p: Megatron's schedules never deadlock, warm-up only or not") {
@@ -148,8 +154,10 @@ TEST_CASE("blocking p2p: Megatron's schedules never deadlock, warm-up only or no
         const Config ci = parse_config(test::config_json(
             test::gpt_model(2 * pp * 3, 512, 8, 512, 4096),
             "{\"preset\":\"dgx-a100-80g\",\"nodes\":1,\"gpus_per_node\":" + std::to_string(pp) + "}", m,
-            "{\"tp\":1,\"pp\":" + std::to_string(pp) + ",\"dp\":1,\"micro_batch\":1,\"schedule\":\"interleaved-1f1b\","
-            "\"virtual_stages\":" + std::to_string(v) + ",\"overlap_p2p_comm\":false}"));
+            "{\"tp\":1,\"pp\":" + std::to_string(pp) +
+                ",\"dp\":1,\"micro_batch\":1,\"schedule\":\"interleaved-1f1b\","
+                "\"virtual_stages\":" +
+                std::to_string(v) + ",\"overlap_p2p_comm\":false}"));
         const CompiledModel ic = compile(ci);
         CHECK_NOTHROW(
             execute(ic.exec, cost_model_of(ci), build_topology(ci.cluster), exec_options_of(ci, false)));
@@ -167,8 +175,8 @@ TEST_CASE("scatter/gather p2p: each tp rank sends 1/tp of the tensor, the receiv
   CHECK(whole.stats.p2p_bytes_per_boundary[0] == doctest::Approx(tensor_bytes));
   CHECK(sliced.stats.p2p_bytes_per_boundary[0] == doctest::Approx(tensor_bytes / 4));
   // The receiving stage (rank 1) gathers the forward's input over tp, the whole tensor.
-  const test::CollCount gathers = test::count_collectives(sliced, CollectiveKind::AllGather,
-                                                          axis_bit(kAxisTp), Phase::Forward, "", 1);
+  const test::CollCount gathers =
+      test::count_collectives(sliced, CollectiveKind::AllGather, axis_bit(kAxisTp), Phase::Forward, "", 1);
   CHECK(gathers.count >= 1);
   CHECK(test::count_collectives(whole, CollectiveKind::AllGather, axis_bit(kAxisTp), Phase::Forward, "", 1)
             .count < gathers.count);
@@ -189,8 +197,9 @@ TEST_CASE("blocking p2p: the options are errors where they do not apply") {
           parse_config(two_stage(2, ",\"framework\":\"fsdp\",\"zero\":3,\"scatter_gather_p2p\":true"));
         }) == "strategy.scatter_gather_p2p");
   CHECK(test::error_path([] {
-          parse_config(two_stage(4, ",\"schedule\":\"interleaved-1f1b\",\"virtual_stages\":2,"
-                                    "\"overlap_p2p_comm\":false"));
+          parse_config(two_stage(4,
+                                 ",\"schedule\":\"interleaved-1f1b\",\"virtual_stages\":2,"
+                                 "\"overlap_p2p_comm\":false"));
         }) == test::kNoError);
 }
 
