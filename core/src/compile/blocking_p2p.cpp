@@ -9,12 +9,6 @@ namespace {
 
 constexpr int kNone = -1;
 
-bool is_pipeline_send(const ExecGraph& g, int t) {
-  const Task& task = g.tasks[static_cast<size_t>(t)];
-  return task.kind == TaskKind::Collective &&
-         g.collectives[static_cast<size_t>(task.collective)].kind == CollectiveKind::SendRecv;
-}
-
 // One rank's passes and the calls between them.
 struct RankPasses {
   std::vector<PassSpan> spans;
@@ -59,40 +53,48 @@ int first_compute_from(const ExecGraph& g, int rank, int from) {
   return it == q.end() ? kNone : *it;
 }
 
-// The first task of another rank that waits on each pipeline send: its consumer on the receiving
-// stage (kNone for tasks that are not sends, or sends nothing waits on).
-std::vector<int> first_consumers(const ExecGraph& g) {
-  const size_t n = g.tasks.size();
-  std::vector<int> consumer(n, kNone);
-  for (size_t t = 0; t < n; ++t)
-    for (int i = g.dep_offsets[t]; i < g.dep_offsets[t + 1]; ++i) {
-      const int d = g.deps[static_cast<size_t>(i)];
-      if (!is_pipeline_send(g, d) || g.tasks[static_cast<size_t>(d)].rank == g.tasks[t].rank) continue;
-      int& c = consumer[static_cast<size_t>(d)];
-      if (c == kNone || static_cast<int>(t) < c) c = static_cast<int>(t);
-    }
+// The earliest task of another rank that waits on each send (its consumer on the receiving
+// stage), by send task id; kNone where nothing waits.
+std::vector<int> first_consumers(const ExecGraph& g, const std::vector<std::pair<int, int>>& receives) {
+  std::vector<int> consumer(g.tasks.size(), kNone);
+  for (const auto& [send, task] : receives) {
+    if (g.tasks[static_cast<size_t>(send)].rank == g.tasks[static_cast<size_t>(task)].rank) continue;
+    int& c = consumer[static_cast<size_t>(send)];
+    if (c == kNone || task < c) c = task;
+  }
   return consumer;
 }
 
 // Appends the (task, dependency) pairs to the CSR, each task's new dependencies after its own,
-// dropping repeats.
+// dropping repeats. The untouched ranges move as whole blocks: the graph has millions of
+// dependencies and a few per send are added.
 void merge_deps(std::vector<std::pair<int, int>> added, ExecGraph* exec) {
   ExecGraph& g = *exec;
   std::sort(added.begin(), added.end());
   added.erase(std::unique(added.begin(), added.end()), added.end());
   const size_t n = g.tasks.size();
-  std::vector<int> offsets{0}, deps;
-  offsets.reserve(n + 1);
+  std::vector<int> deps;
   deps.reserve(g.deps.size() + added.size());
-  size_t a = 0;
-  for (size_t t = 0; t < n; ++t) {
+  std::vector<int> extra(n + 1, 0);  // dependencies added before task t, then its offset shift
+  size_t copied = 0;                 // tasks whose dependencies are in `deps`
+  for (size_t a = 0; a < added.size();) {
+    const auto t = static_cast<size_t>(added[a].first);
+    deps.insert(deps.end(), g.deps.begin() + g.dep_offsets[copied], g.deps.begin() + g.dep_offsets[t + 1]);
     const auto own_begin = g.deps.begin() + g.dep_offsets[t], own_end = g.deps.begin() + g.dep_offsets[t + 1];
-    deps.insert(deps.end(), own_begin, own_end);
-    for (; a < added.size() && added[a].first == static_cast<int>(t); ++a)
-      if (std::find(own_begin, own_end, added[a].second) == own_end) deps.push_back(added[a].second);
-    offsets.push_back(static_cast<int>(deps.size()));
+    int count = 0;
+    for (; a < added.size() && static_cast<size_t>(added[a].first) == t; ++a)
+      if (std::find(own_begin, own_end, added[a].second) == own_end) {
+        deps.push_back(added[a].second);
+        ++count;
+      }
+    extra[t + 1] = count;
+    copied = t + 1;
   }
-  g.dep_offsets = std::move(offsets);
+  deps.insert(deps.end(), g.deps.begin() + g.dep_offsets[copied], g.deps.end());
+  for (size_t t = 0; t < n; ++t) {
+    extra[t + 1] += extra[t];
+    g.dep_offsets[t + 1] += extra[t + 1];
+  }
   g.deps = std::move(deps);
 }
 
@@ -111,6 +113,7 @@ std::vector<bool> megatron_p2p_calls(const std::vector<PassKind>& order, bool pa
 }
 
 void add_blocking_p2p(const std::vector<std::vector<PassSpan>>& spans_by_rank, bool paired_steady_state,
+                      const std::vector<int>& sends, const std::vector<std::pair<int, int>>& receives,
                       ExecGraph* exec) {
   const ExecGraph& g = *exec;
   std::vector<RankPasses> ranks(spans_by_rank.size());
@@ -120,14 +123,13 @@ void add_blocking_p2p(const std::vector<std::vector<PassSpan>>& spans_by_rank, b
     for (const PassSpan& s : ranks[r].spans) kinds.push_back(s.kind);
     ranks[r].calls = megatron_p2p_calls(kinds, paired_steady_state);
   }
-  const std::vector<int> consumer = first_consumers(g);
+  const std::vector<int> consumer = first_consumers(g, receives);
   std::vector<std::pair<int, int>> added;  // (task, the task it now waits for)
   auto wait = [&added](int task, int on) {
     if (task != kNone && on != kNone && task != on) added.emplace_back(task, on);
   };
-  for (size_t s = 0; s < g.tasks.size(); ++s) {
-    const int send = static_cast<int>(s);
-    if (!is_pipeline_send(g, send)) continue;
+  for (const int send : sends) {
+    const auto s = static_cast<size_t>(send);
     const int sender = g.tasks[s].rank;
     const RankPasses& out = ranks[static_cast<size_t>(sender)];
     const int produced_in = out.pass_of(send);

@@ -19,6 +19,7 @@
 // has one after every warm-up forward and every cool-down backward, and in the steady state one
 // after each forward-backward pair (send_forward_backward_recv_forward_backward).
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "proteus/exec_graph.h"
@@ -39,9 +40,11 @@ struct PassSpan {
 // after every pass, as Megatron's all_warmup_microbatches path does.
 std::vector<bool> megatron_p2p_calls(const std::vector<PassKind>& order, bool paired_steady_state);
 
-// Adds the dependencies above to every pipeline send (a SendRecv collective task) of exec, each
-// rank's passes given by spans_by_rank[rank] in program order.
+// Adds the dependencies above to every pipeline send of exec (`sends`; `receives` pairs each
+// with a task that waits for it), each rank's passes given by spans_by_rank[rank] in program
+// order.
 void add_blocking_p2p(const std::vector<std::vector<PassSpan>>& spans_by_rank, bool paired_steady_state,
+                      const std::vector<int>& sends, const std::vector<std::pair<int, int>>& receives,
                       ExecGraph* exec);
 
 }  // namespace proteus

@@ -54,10 +54,12 @@ void Emitter::reserve_for_ranks() {
 }
 
 void Emitter::resolve_pending() {
-  for (const auto& [slot, key] : pending_slots_) {
-    const int* send = sends_.find(key);
+  receives_.reserve(pending_slots_.size());
+  for (const PendingSlot& p : pending_slots_) {
+    const int* send = sends_.find(p.key);
     if (!send) throw Error("internal", "", "a pipeline receive has no matching send");
-    exec_.deps[slot] = *send;
+    exec_.deps[p.slot] = *send;
+    receives_.emplace_back(*send, p.task);
   }
 }
 
@@ -89,7 +91,7 @@ int Emitter::with_list(const Task& t, const int* deps, size_t n_deps, int mem_li
   exec_.tasks.push_back(t);
   for (size_t i = 0; i < n_deps; ++i) {
     const int d = deps[i];
-    if (d < 0) pending_slots_.push_back({exec_.deps.size(), pending_key(d)});
+    if (d < 0) pending_slots_.push_back({exec_.deps.size(), pending_key(d), id});
     exec_.deps.push_back(d);
   }
   exec_.dep_offsets.push_back(static_cast<int>(exec_.deps.size()));
@@ -196,6 +198,7 @@ int Emitter::send(int dst_gpu, int tensor, int mb, bool backward, double bytes, 
   const int id = with_list(t, &dep, 1, -1);
   exec_.collectives[cid].member_tasks.push_back(id);
   sends_.set(send_key(dst_gpu, tensor, mb, backward), id);
+  send_tasks_.push_back(id);
   count(CollectiveKind::SendRecv, axis_bit(kAxisPp), "pipeline", 2, bytes);
   if (is_stats_rank() && mb == 0 && !backward && chunk + 1 < tree_.model_chunks() &&
       stats_.p2p_bytes_per_boundary[chunk] == 0)

@@ -45,6 +45,9 @@ class Emitter {
   void reserve_for_ranks();
   // Points every receive at its send, once all ranks are emitted.
   void resolve_pending();
+  // Every pipeline send task, and after resolve_pending each (send, task that waits for it).
+  const std::vector<int>& sends() const { return send_tasks_; }
+  const std::vector<std::pair<int, int>>& receives() const { return receives_; }
 
   int rank() const { return rank_; }
   int stage() const { return stage_; }
@@ -113,7 +116,14 @@ class Emitter {
   IdMap instance_;
   IdMap sends_;
   std::vector<uint64_t> pending_keys_;
-  std::vector<std::pair<size_t, uint64_t>> pending_slots_;
+  struct PendingSlot {
+    size_t slot;  // index into ExecGraph::deps
+    uint64_t key;
+    int task;  // the task whose dependency it is
+  };
+  std::vector<PendingSlot> pending_slots_;
+  std::vector<int> send_tasks_;
+  std::vector<std::pair<int, int>> receives_;
 };
 
 }  // namespace proteus

@@ -68,7 +68,8 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
     if (r == 0) emitter.reserve_for_ranks();
   }
   emitter.resolve_pending();
-  if (tree.blocking_p2p) add_blocking_p2p(spans, tree.p2p_paired_steady_state, exec);
+  if (tree.blocking_p2p)
+    add_blocking_p2p(spans, tree.p2p_paired_steady_state, emitter.sends(), emitter.receives(), exec);
 }
 
 }  // namespace proteus
