@@ -135,7 +135,7 @@ TEST_CASE(
       CHECK(deps_of(overlapped.exec, static_cast<int>(t)).size() == 1);
 }
 
-TEST_CASE("blocking p2p: Megatron's schedules never deadlock, warm-up only or not") {
+TEST_CASE("blocking p2p: Megatron's and DeepSpeed's schedules never deadlock, warm-up only or not") {
   for (int pp : {2, 3, 4}) {
     for (int m : {1, 2, 3, 5, 8}) {
       CAPTURE(pp);
@@ -148,6 +148,14 @@ TEST_CASE("blocking p2p: Megatron's schedules never deadlock, warm-up only or no
       const CompiledModel c = compile(config);
       CHECK_NOTHROW(execute(c.exec, cost_model_of(config), build_topology(config.cluster),
                             exec_options_of(config, false)));
+      const Config ds = parse_config(test::config_json(
+          test::gpt_model(2 * pp * 3, 512, 8, 512, 4096),
+          "{\"preset\":\"dgx-a100-80g\",\"nodes\":1,\"gpus_per_node\":" + std::to_string(2 * pp) + "}", m,
+          "{\"tp\":2,\"pp\":" + std::to_string(pp) +
+              ",\"dp\":1,\"micro_batch\":1,\"framework\":\"deepspeed\"}"));
+      const CompiledModel dc = compile(ds);
+      CHECK_NOTHROW(
+          execute(dc.exec, cost_model_of(ds), build_topology(ds.cluster), exec_options_of(ds, false)));
       if (m % pp != 0) continue;
       for (int v : {2, 3}) {
         CAPTURE(v);
@@ -224,4 +232,15 @@ TEST_CASE("blocking p2p: Megatron-LM's p2p arguments on import and export") {
   // Export writes the blocking interleaved schedule back as --no-overlap-p2p-communication.
   CHECK(export_megatron(off.config_json).find("--no-overlap-p2p-communication") != std::string::npos);
   CHECK(export_megatron(on.config_json).find("overlap-p2p") == std::string::npos);
+}
+
+TEST_CASE("blocking p2p: DeepSpeed's pipeline engine blocks and partitions what it sends over tp") {
+  // deepspeed/runtime/pipe/engine.py: blocking p2p.send / p2p.recv, and with model parallelism
+  // is_pipe_partitioned (PartitionedTensor, full() after the receive).
+  const CompiledModel ds = test::compile_text(two_stage(2, ",\"framework\":\"deepspeed\",\"zero\":1", 4));
+  CHECK(ds.tree.blocking_p2p);
+  CHECK(ds.tree.scatter_gather_p2p);
+  CHECK(ds.stats.p2p_bytes_per_boundary[0] == doctest::Approx(1.0 * 1024 * 1024 * 2 / 4));
+  // PyTorch's pipelining (framework fsdp) posts its own: not modelled as blocking.
+  CHECK_FALSE(test::compile_text(two_stage(2, ",\"framework\":\"fsdp\",\"zero\":2", 4)).tree.blocking_p2p);
 }

@@ -170,14 +170,20 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   const int ep_axis = ep_axis_size(s);
   tree.mesh.size = {s.pp, s.dp / ep_axis, ep_axis, s.cp, s.tp};
   tree.schedule = s.schedule;
-  // docs/frameworks.md, "Pipeline point-to-point": which of Megatron's schedules wait on their p2p.
+  // docs/frameworks.md, "Pipeline point-to-point": which schedules wait on their p2p. Megatron's
+  // 1F1B always, its interleaved one without overlap_p2p_comm; DeepSpeed's PipelineEngine runs
+  // its 1F1B TrainSchedule with blocking p2p.send / p2p.recv and partitions what it sends over
+  // the model-parallel group (is_pipe_partitioned, is_grad_partitioned: tp > 1).
   const bool megatron_schedule =
       s.framework == Framework::Megatron && s.pp > 1 &&
       (s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved1F1B);
-  tree.blocking_p2p = megatron_schedule && (s.schedule == Schedule::OneFOneB || !s.overlap_p2p_comm);
+  const bool deepspeed_pipe =
+      s.framework == Framework::DeepSpeed && s.pp > 1 && s.schedule == Schedule::OneFOneB;
+  tree.blocking_p2p =
+      deepspeed_pipe || (megatron_schedule && (s.schedule == Schedule::OneFOneB || !s.overlap_p2p_comm));
   tree.p2p_paired_steady_state = s.schedule == Schedule::Interleaved1F1B;
   // Legacy Megatron skipped it under sequence parallelism, whose tensors are already tp slices.
-  tree.scatter_gather_p2p = s.scatter_gather_p2p && !s.sequence_parallel;
+  tree.scatter_gather_p2p = (s.scatter_gather_p2p || deepspeed_pipe) && !s.sequence_parallel;
   tree.stages = s.pp;
   tree.virtual_stages = chunks_per_stage(s);
   tree.chunk_stage = chunk_placement(s.pp, tree.virtual_stages, v_placement(s));
