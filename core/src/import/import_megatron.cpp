@@ -788,11 +788,6 @@ void transformer_engine_part(ArgReader& in, Json& st, Json& training, std::vecto
 
 }  // namespace
 
-// --attention-backend names the kernel Transformer Engine may use (Megatron-Core's AttnBackend
-// sets NVTE_FUSED_ATTN / NVTE_FLASH_ATTN): fused -> cuDNN, flash -> flash-attn (FlashAttention-2;
-// TE takes FlashAttention-3 instead where it is installed on Hopper). auto is what TE picks
-// itself, the framework's default (strategy.attention_kernel "auto"); unfused / local are not a
-// fused kernel (model.flash_attention false, model_part). docs/frameworks.md, "Attention kernels".
 // Pipeline point-to-point (docs/frameworks.md, "Pipeline point-to-point"). Megatron's
 // non-interleaved 1F1B always waits on its sends and receives; the interleaved one does unless
 // overlap_p2p_comm, Megatron-LM's default since --no-overlap-p2p-communication replaced
@@ -831,6 +826,11 @@ void pipeline_p2p_part(ArgReader& in, Json& st, std::vector<std::string>& ignore
         "set strategy.scatter_gather_p2p");
 }
 
+// --attention-backend names the kernel Transformer Engine may use (Megatron-Core's AttnBackend
+// sets NVTE_FUSED_ATTN / NVTE_FLASH_ATTN): fused -> cuDNN, flash -> flash-attn (FlashAttention-2;
+// TE takes FlashAttention-3 instead where it is installed on Hopper). auto is what TE picks
+// itself, the framework's default (strategy.attention_kernel "auto"); unfused / local are not a
+// fused kernel (model.flash_attention false, model_part). docs/frameworks.md, "Attention kernels".
 void attention_kernel_part(ArgReader& in, Json& st, std::vector<std::string>& assumed) {
   if (!in.has("--attention-backend")) return;
   const std::string b =
