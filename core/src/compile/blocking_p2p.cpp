@@ -112,13 +112,13 @@ std::vector<bool> megatron_p2p_calls(const std::vector<PassKind>& order, bool pa
   return calls;
 }
 
-void add_blocking_p2p(const std::vector<std::vector<PassSpan>>& spans_by_rank, bool paired_steady_state,
+void add_blocking_p2p(std::vector<std::vector<PassSpan>> spans_by_rank, bool paired_steady_state,
                       const std::vector<int>& sends, const std::vector<std::pair<int, int>>& receives,
                       ExecGraph* exec) {
   const ExecGraph& g = *exec;
   std::vector<RankPasses> ranks(spans_by_rank.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
-    ranks[r].spans = spans_by_rank[r];
+    ranks[r].spans = std::move(spans_by_rank[r]);
     std::vector<PassKind> kinds;
     for (const PassSpan& s : ranks[r].spans) kinds.push_back(s.kind);
     ranks[r].calls = megatron_p2p_calls(kinds, paired_steady_state);

@@ -43,7 +43,7 @@ std::vector<bool> megatron_p2p_calls(const std::vector<PassKind>& order, bool pa
 // Adds the dependencies above to every pipeline send of exec (`sends`; `receives` pairs each
 // with a task that waits for it), each rank's passes given by spans_by_rank[rank] in program
 // order.
-void add_blocking_p2p(const std::vector<std::vector<PassSpan>>& spans_by_rank, bool paired_steady_state,
+void add_blocking_p2p(std::vector<std::vector<PassSpan>> spans_by_rank, bool paired_steady_state,
                       const std::vector<int>& sends, const std::vector<std::pair<int, int>>& receives,
                       ExecGraph* exec);
 

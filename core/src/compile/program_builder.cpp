@@ -6,6 +6,8 @@
 // blocking p2p adds its waits once every rank is emitted (blocking_p2p.h).
 #include "program_builder.h"
 
+#include <utility>
+
 #include "blocking_p2p.h"
 #include "emitter.h"
 #include "iteration_tail.h"
@@ -69,7 +71,8 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
   }
   emitter.resolve_pending();
   if (tree.blocking_p2p)
-    add_blocking_p2p(spans, tree.p2p_paired_steady_state, emitter.sends(), emitter.receives(), exec);
+    add_blocking_p2p(std::move(spans), tree.p2p_paired_steady_state, emitter.sends(), emitter.receives(),
+                     exec);
 }
 
 }  // namespace proteus
