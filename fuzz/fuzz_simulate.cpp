@@ -20,6 +20,7 @@
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/report.h"
+#include "proteus/run.h"
 #include "proteus/simulation.h"
 #include "proteus/strategy_tree.h"
 #include "proteus/topology.h"
@@ -69,12 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.simulation.max_events = std::min(config.simulation.max_events, kFuzzMaxEvents);
   config.simulation.max_timeline_spans = std::min(config.simulation.max_timeline_spans, kFuzzMaxSpans);
   try {
-    const proteus::CompiledModel compiled = proteus::compile(config);
+    const proteus::Topology topology = proteus::build_topology(config.cluster);
+    const proteus::ConfigRun run =
+        proteus::run_config(config, topology, proteus::exec_options_of(config, true));
+    const proteus::CompiledModel& compiled = run.compiled;
+    const proteus::Trace& trace = run.trace;
     (void)proteus::compile_stats_json(compiled);
     (void)proteus::tree_to_text(compiled.tree, compiled.graph);
-    const proteus::Topology topology = proteus::build_topology(config.cluster);
-    const proteus::Trace trace = proteus::execute(compiled.exec, proteus::cost_model_of(config), topology,
-                                                  proteus::exec_options_of(config, true));
     if (!std::isfinite(trace.iteration_time_s) || !(trace.iteration_time_s > 0)) {
       finding("iteration time " + std::to_string(trace.iteration_time_s) + " for\n" + shown);
     }

@@ -66,6 +66,12 @@ CompiledModel compile(OpGraph graph, StrategyTree tree, const TrainingSpec& trai
 // The stages before it, then compile: the op graph, the strategy tree and the schedule of a
 // config (symmetric and max_tasks taken from config.simulation).
 CompiledModel compile(const Config& config, const CompileOptions& options = {});
+// The same with a given schedule over the config's chunks in place of the generated one (the
+// zero-bubble runtime's plan from pass times: run.h).
+CompiledModel compile(const Config& config, const PipelineSchedule& schedule,
+                      const CompileOptions& options = {});
+// The schedule compile(config) generates, and the tree it places the chunks of.
+PipelineSchedule generated_schedule(const Config& config, const StrategyTree& tree);
 // What a waiting W holds relative to a chunk forward, as the zero-bubble generators of this
 // config's schedule count it (zb_w_memory_fraction of a transformer; 0 for other models).
 double schedule_w_memory_fraction(const Config& config);

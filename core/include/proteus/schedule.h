@@ -95,6 +95,23 @@ double zb_w_memory_fraction(int64_t hidden, int64_t heads, int64_t seq_len);
 // errors name "strategy.schedule.stages[s][i]").
 PipelineSchedule schedule_of(const StrategySpec& spec, const StrategyTree& tree,
                              double w_memory_fraction = 0);
+// What the zero-bubble runtime's timers measure between --zero-bubble-pipeline-timers-start-iter
+// and -end-iter (zerobubble/runtime.py, ScheduleTimers): per stage, each pass kind's mean time
+// over its micro-batches (and, for ZB-V, its two chunks), one pipeline send, and the
+// activation memory a forward leaves and a W frees.
+struct PassProfile {
+  std::vector<double> f_s, b_s, w_s;  // per stage
+  double send_s = 0;
+  std::vector<double> f_bytes, w_bytes;  // per stage; w_bytes <= 0
+};
+// The zero-bubble runtime's second plan (after its timer iterations) of a zb-h1, zb-h2 or zb-v
+// schedule: `unit` (the generated schedule) with each stage's order planned from `profile`
+// (zb_planner.h): ZB-H1 and ZB-2P with the median of the stages' times for every stage and a
+// memory limit of p (zb-h1) or 2p (zb-h2) forwards of the larger of stages 0 and 1; ZB-V with
+// the medians of the stages' averages and the model's memory approximations
+// (`v_w_memory_fraction`: zb_w_memory_fraction). Other schedules are returned unchanged.
+PipelineSchedule plan_zero_bubble(const PipelineSchedule& unit, Schedule kind, const PassProfile& profile,
+                                  double v_w_memory_fraction);
 // One stage's order of a named schedule (tests, `proteus compile`).
 std::vector<Pass> stage_schedule(Schedule kind, int stages, int micro_batches, int virtual_stages, int stage);
 

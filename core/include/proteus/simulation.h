@@ -8,6 +8,7 @@
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/exec_graph.h"
+#include "proteus/schedule.h"
 #include "proteus/topology.h"
 
 namespace proteus {
@@ -71,5 +72,11 @@ ExecOptions exec_options_of(const Config& config, bool record_memory_curve);
 // HTAE: plays the graph. Pure function; throws Error("limit_exceeded", ...) past max_events.
 Trace execute(const ExecGraph& graph, const CostModel& cost, const Topology& topology,
               const ExecOptions& options);
+
+// The zero-bubble runtime's timers (schedule.h, PassProfile) read off a played graph: per
+// physical stage, the mean span of each pass kind's compute tasks (first start to last end; the
+// recompute before a backward counts with it), the activations micro-batch 0's forward and W
+// passes allocate (net, averaged over the stage's chunks), and the mean pipeline transfer.
+PassProfile profile_passes(const ExecGraph& graph, const Trace& trace);
 
 }  // namespace proteus

@@ -12,6 +12,11 @@ namespace proteus {
 // Named schedules (schedule.h); Explicit: the per-stage order given in the config.
 enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, DualPipeV, DualPipe, Explicit };
 enum class Recompute { None, Selective, Full };
+// How the zero-bubble runtime orders a zb-h1, zb-h2 or zb-v schedule (docs/frameworks.md,
+// "Zero-bubble planning"): Profiled, its plan from the pass times its timers measure (what it
+// runs after --zero-bubble-pipeline-timers-end-iter); Unit, the handcrafted order at T_F = T_B
+// = T_W (Qi et al.'s schedules; what its first iterations approximate).
+enum class ZbPlan { Profiled, Unit };
 // Whose semantics a ZeRO stage follows (docs/frameworks.md): Megatron-Core (DDP, distributed
 // optimizer), DeepSpeed ZeRO, PyTorch FSDP2.
 enum class Framework { Megatron, DeepSpeed, Fsdp };
@@ -130,6 +135,8 @@ struct StrategySpec {
   // sends its 1/tp slice of a pipeline tensor and the receiver all-gathers them over tp.
   // Megatron-Core's p2p sends the whole tensor (false, the default).
   bool scatter_gather_p2p = false;
+  ZbPlan zb_plan = ZbPlan::Profiled;
+  bool zb_plan_given = false;
 };
 
 const char* to_string(Schedule);
@@ -145,6 +152,7 @@ int model_chunks(const StrategySpec& s);
 // Any of Megatron-Core's uneven-pipeline options is set (megatron_stage_layers applies).
 bool uneven_pipeline(const StrategySpec& s);
 const char* to_string(Recompute);
+const char* to_string(ZbPlan);
 const char* to_string(Framework);
 const char* to_string(GradSync);
 // docs/frameworks.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;

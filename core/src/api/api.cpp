@@ -9,6 +9,7 @@
 #include "proteus/config.h"
 #include "proteus/presets.h"
 #include "proteus/report.h"
+#include "proteus/run.h"
 #include "proteus/search.h"
 #include "proteus/simulation.h"
 #include "proteus/strategy_tree.h"
@@ -100,11 +101,12 @@ Simulated run_simulation(const std::string& config_text, bool memory_curve, cons
   const auto start = std::chrono::steady_clock::now();
   Simulated s;
   s.config = parse_config(config_text);
-  s.compiled = compile(s.config);
   const Topology topology = build_topology(s.config.cluster);
   ExecOptions exec = exec_options_of(s.config, memory_curve);
   exec.progress = progress;
-  s.trace = execute(s.compiled.exec, cost_model_of(s.config), topology, exec);
+  ConfigRun run = run_config(s.config, topology, exec);
+  s.compiled = std::move(run.compiled);
+  s.trace = std::move(run.trace);
   s.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

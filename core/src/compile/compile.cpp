@@ -84,7 +84,15 @@ double schedule_w_memory_fraction(const Config& config) {
                               config.training.seq_len > 0 ? config.training.seq_len : m.seq_len);
 }
 
-CompiledModel compile(const Config& config, const CompileOptions& options) {
+PipelineSchedule generated_schedule(const Config& config, const StrategyTree& tree) {
+  return schedule_of(config.strategy, tree, schedule_w_memory_fraction(config));
+}
+
+namespace {
+
+// The stages before the compiler; `schedule` null: the generated one.
+CompiledModel compile_config(const Config& config, const PipelineSchedule* schedule,
+                             const CompileOptions& options) {
   const StrategySpec& s = config.strategy;
   // One micro-batch of every data-parallel replica: dp (which contains ep) splits the batch.
   OpGraph graph = build_op_graph(config.model, config.training, s.micro_batch * s.dp);
@@ -93,8 +101,19 @@ CompiledModel compile(const Config& config, const CompileOptions& options) {
   o.symmetric = config.simulation.symmetry;
   o.max_tasks = config.simulation.max_tasks;
   refuse_if_too_big(graph, tree, o);
-  const PipelineSchedule schedule = schedule_of(s, tree, schedule_w_memory_fraction(config));
-  return compile(std::move(graph), std::move(tree), config.training, schedule, o);
+  if (schedule) return compile(std::move(graph), std::move(tree), config.training, *schedule, o);
+  const PipelineSchedule generated = generated_schedule(config, tree);
+  return compile(std::move(graph), std::move(tree), config.training, generated, o);
+}
+
+}  // namespace
+
+CompiledModel compile(const Config& config, const CompileOptions& options) {
+  return compile_config(config, nullptr, options);
+}
+
+CompiledModel compile(const Config& config, const PipelineSchedule& schedule, const CompileOptions& options) {
+  return compile_config(config, &schedule, options);
 }
 
 }  // namespace proteus

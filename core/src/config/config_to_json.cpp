@@ -262,6 +262,7 @@ Out strategy_json(const StrategySpec& s) {
   if (s.optimizer_post_validation) out["optimizer_post_validation"] = true;
   if (s.overlap_p2p_comm_given) out["overlap_p2p_comm"] = s.overlap_p2p_comm;
   if (s.scatter_gather_p2p) out["scatter_gather_p2p"] = true;
+  if (s.zb_plan_given) out["zb_plan"] = to_string(s.zb_plan);
   // MoE knobs: written where they can matter, so dense configs resolve as before.
   if (s.ep > 1 || expert_tp_of(s) != s.tp || s.moe_dispatcher != MoeDispatcher::AllToAll) {
     out["expert_tp"] = expert_tp_of(s);

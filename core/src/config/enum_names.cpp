@@ -133,6 +133,8 @@ const char* to_string(Recompute recompute) {
   return "?";
 }
 
+const char* to_string(ZbPlan plan) { return plan == ZbPlan::Unit ? "unit" : "profiled"; }
+
 double activation_bytes(Precision precision) {
   switch (precision) {
     case Precision::Fp32:

@@ -192,7 +192,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "moe_dispatcher",
                    "optimizer_post_validation",
                    "overlap_p2p_comm",
-                   "scatter_gather_p2p"});
+                   "scatter_gather_p2p",
+                   "zb_plan"});
   StrategySpec strategy;
   strategy.dp = static_cast<int>(in.integer("dp", 1, 1, L::kMaxParallel));
   strategy.tp = static_cast<int>(in.integer("tp", 1, 1, L::kMaxParallel));
@@ -240,6 +241,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);
   strategy.overlap_p2p_comm_given = in.has("overlap_p2p_comm");
   strategy.overlap_p2p_comm = in.boolean("overlap_p2p_comm", true);
+  strategy.zb_plan_given = in.has("zb_plan");
+  strategy.zb_plan = in.enumeration("zb_plan", ZbPlan::Profiled, {ZbPlan::Profiled, ZbPlan::Unit});
   strategy.scatter_gather_p2p = in.boolean("scatter_gather_p2p", false);
   if (in.has("overrides")) {
     const Json& overrides =

@@ -107,6 +107,15 @@ void check_pipeline(const Config& c) {
                                      "zb-v or an explicit order, not ") +
                              to_string(s.schedule));
   }
+  // The zero-bubble runtime plans only its own schedules.
+  if (s.zb_plan_given && s.schedule != Schedule::ZbH1 && s.schedule != Schedule::ZbH2 &&
+      s.schedule != Schedule::ZbV) {
+    throw invalid_config(
+        "strategy.zb_plan",
+        std::string("zb_plan chooses how the zero-bubble runtime orders zb-h1, zb-h2 or zb-v; "
+                    "the schedule is ") +
+            to_string(s.schedule));
+  }
   // --overlap-p2p-communication acts on Megatron's interleaved schedule only: Megatron-LM's
   // validate_args turns it off for the non-interleaved one (which always waits on its p2p), and
   // the other frameworks' and schedules' runtimes place their own sends and receives.
@@ -214,6 +223,15 @@ void check_batch(const Config& c) {
                          "microbatch_group_size=" + to_string(group) + " must lie in [pp=" + to_string(s.pp) +
                              ", micro-batches=" + to_string(micro_batches) +
                              "] and leave a last group of 0 or at least pp micro-batches (Megatron-Core)");
+  }
+  // The zero-bubble runtime's V planner (v_schedule.py try_v_schedule) asserts in its warm-up
+  // with 1 < micro-batches < pp, at any pass times: its first plan already fails.
+  if (s.schedule == Schedule::ZbV && s.zb_plan == ZbPlan::Profiled && micro_batches > 1 &&
+      micro_batches < s.pp) {
+    throw invalid_config("strategy.schedule",
+                         "the zero-bubble runtime plans zb-v for at least pp=" + to_string(s.pp) +
+                             " micro-batches (global_batch / (dp*micro_batch)); there are " +
+                             to_string(micro_batches) + " (zb_plan \"unit\" plays the unit-time order)");
   }
   // DualPipeV.step asserts num_chunks >= num_ranks * 2 (deepseek-ai/DualPipe dualpipev.py):
   // its main step runs micro_batches - 2 pp + rank + 1 times.

@@ -26,6 +26,7 @@
 #include "proteus/compile.h"
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
+#include "proteus/run.h"
 #include "proteus/schedule.h"
 #include "proteus/simulation.h"
 #include "proteus/strategy_spec.h"
@@ -232,6 +233,21 @@ double activation_change(const ExecGraph& g, int task) {
 std::vector<std::vector<Pass>> stage_orders(const Config& c) {
   const StrategySpec& s = c.strategy;
   const int m = static_cast<int>(c.training.global_batch / (int64_t{s.dp} * s.micro_batch));
+  // A zero-bubble order planned from pass times is known only after a simulation (run.h). What
+  // every such order holds at its first backward: the forward of that micro-batch; and on the
+  // first stage of zb-h1/zb-h2, min(p, m) forwards (the planner's first round fills it with
+  // forwards until the first backward is back, at least p T_F + p T_B after the start, within a
+  // limit of at least p forwards: auto_schedule.py manual_order).
+  if (zb_profiled(c)) {
+    std::vector<std::vector<Pass>> orders(static_cast<size_t>(s.pp));
+    for (int st = 0; st < s.pp; ++st) {
+      const int forwards = st == 0 && s.schedule != Schedule::ZbV ? std::min(s.pp, m) : 1;
+      for (int mb = 0; mb < forwards; ++mb) orders[static_cast<size_t>(st)].push_back({PassKind::F, mb, 0});
+      orders[static_cast<size_t>(st)].push_back({PassKind::B, 0, 0});
+      orders[static_cast<size_t>(st)].push_back({PassKind::W, 0, 0});
+    }
+    return orders;
+  }
   // The order compile() makes (the zero-bubble ones count waiting W as compile does).
   return make_schedule(s.schedule, s.pp, m, chunk_placement(s.pp, chunks_per_stage(s), v_placement(s)),
                        s.microbatch_group_size, schedule_w_memory_fraction(c))

@@ -25,6 +25,7 @@
 #include "parallel_for.h"
 #include "proteus/compile.h"
 #include "proteus/error.h"
+#include "proteus/run.h"
 #include "proteus/search.h"
 #include "proteus/simulation.h"
 #include "proteus/units.h"
@@ -63,8 +64,9 @@ Config candidate_config(const Config& base, const StrategySpec& s) {
 }
 
 void simulate_into(const Config& c, const Topology& topology, CandidateResult* r) {
-  const CompiledModel m = compile(c);
-  const Trace t = execute(m.exec, cost_model_of(c), topology, exec_options_of(c, false));
+  const ConfigRun run = run_config(c, topology, exec_options_of(c, false));
+  const CompiledModel& m = run.compiled;
+  const Trace& t = run.trace;
   double peak = 0;
   for (const RankTrace& rt : t.ranks) peak = std::max(peak, rt.peak_memory_bytes);
   r->iteration_time_s = t.iteration_time_s;
