@@ -30,7 +30,8 @@ double activation_bytes(const ExecGraph& g, size_t task) {
   const int list = g.task_mem.size() > task ? g.task_mem[task] : -1;
   if (list < 0) return 0;
   double bytes = 0;
-  for (int e = g.mem_list_offsets[static_cast<size_t>(list)]; e < g.mem_list_offsets[static_cast<size_t>(list) + 1]; ++e)
+  for (int e = g.mem_list_offsets[static_cast<size_t>(list)];
+       e < g.mem_list_offsets[static_cast<size_t>(list) + 1]; ++e)
     if (g.mem_events[static_cast<size_t>(e)].category == MemCategory::Activations)
       bytes += g.mem_events[static_cast<size_t>(e)].bytes;
   return bytes;
@@ -61,7 +62,8 @@ PassProfile profile_passes(const ExecGraph& g, const Trace& trace) {
       continue;
     }
     const PassSlot slot = slot_of(task.phase);
-    if (task.kind != TaskKind::Compute || task.stream != Stream::Compute || task.micro_batch < 0 || slot == kNone)
+    if (task.kind != TaskKind::Compute || task.stream != Stream::Compute || task.micro_batch < 0 ||
+        slot == kNone)
       continue;
     PassSpan& s = spans[{task.rank, task.stage, task.micro_batch, slot}];
     s.start = s.seen ? std::min(s.start, start) : start;

@@ -25,8 +25,16 @@ struct Variant {
 class ManualOrder {
  public:
   ManualOrder(const ZbPlanInputs& in, Variant v)
-      : in_(in), v_(v), p_(in.stages), m_(in.micro_batches), count_(3, std::vector<int>(P(), 0)),
-        mem_(P(), 0), end_(P(), 0), bubble_(P(), 0), t_(static_cast<size_t>(3 * p_ * m_), 0), order_(P()) {}
+      : in_(in),
+        v_(v),
+        p_(in.stages),
+        m_(in.micro_batches),
+        count_(3, std::vector<int>(P(), 0)),
+        mem_(P(), 0),
+        end_(P(), 0),
+        bubble_(P(), 0),
+        t_(static_cast<size_t>(3 * p_ * m_), 0),
+        order_(P()) {}
 
   // Plays the variant; false when a pass would not fit the memory limit with no W to run.
   bool run() {
@@ -40,8 +48,7 @@ class ManualOrder {
   // The longest stage span: its last W's end minus its first F's start.
   int64_t longest_stage() const {
     int64_t best = 0;
-    for (int s = 0; s < p_; ++s)
-      best = std::max(best, t(kW, s, m_ - 1) - t(kF, s, 0) + cost(kF, s));
+    for (int s = 0; s < p_; ++s) best = std::max(best, t(kW, s, m_ - 1) - t(kF, s, 0) + cost(kF, s));
     return best;
   }
 
@@ -77,7 +84,10 @@ class ManualOrder {
     e(s) = end;
     t_[id(kind, s, mb)] = end;
     mem_[static_cast<size_t>(s)] += mem(kind, s);
-    order_[static_cast<size_t>(s)].push_back({kind == kF ? PassKind::F : kind == kB ? PassKind::B : PassKind::W, mb, 0});
+    order_[static_cast<size_t>(s)].push_back({kind == kF   ? PassKind::F
+                                              : kind == kB ? PassKind::B
+                                                           : PassKind::W,
+                                              mb, 0});
     ++n(kind, s);
   }
 
@@ -157,7 +167,8 @@ class ManualOrder {
       want_f[static_cast<size_t>(s)] = 1;
     }
     for (int s = p_ - 2; s >= 0; --s)
-      want_f[static_cast<size_t>(s)] = std::min(want_f[static_cast<size_t>(s)], want_f[static_cast<size_t>(s + 1)]);
+      want_f[static_cast<size_t>(s)] =
+          std::min(want_f[static_cast<size_t>(s)], want_f[static_cast<size_t>(s + 1)]);
     for (int s = 0; s < p_; ++s) {
       if (want_f[static_cast<size_t>(s)] == 0) continue;
       if (!make_room(s, mem(kF, s))) return false;

@@ -30,10 +30,19 @@ struct Play {
 class VPlay {
  public:
   VPlay(const ZbVPlanInputs& in, bool fill_f, bool fill_b, std::vector<int64_t> approved)
-      : in_(in), p_(in.stages), m_(in.micro_batches), fill_f_(fill_f), fill_b_(fill_b),
-        approved_(std::move(approved)), count_(P(), std::vector<int>(6, 0)),
-        end_(static_cast<size_t>(6 * p_ * m_), -1), cur_(P(), 0), mem_(P(), 0), bubble_(P(), 0),
-        pending_w_(P()), order_(P()) {
+      : in_(in),
+        p_(in.stages),
+        m_(in.micro_batches),
+        fill_f_(fill_f),
+        fill_b_(fill_b),
+        approved_(std::move(approved)),
+        count_(P(), std::vector<int>(6, 0)),
+        end_(static_cast<size_t>(6 * p_ * m_), -1),
+        cur_(P(), 0),
+        mem_(P(), 0),
+        bubble_(P(), 0),
+        pending_w_(P()),
+        order_(P()) {
     if (approved_.empty()) approved_.assign(P(), -1);
     max_approved_ = *std::max_element(approved_.begin(), approved_.end());
   }
@@ -51,7 +60,9 @@ class VPlay {
 
  private:
   size_t P() const { return static_cast<size_t>(p_); }
-  int& n(int cat, int chunk, int s) { return count_[static_cast<size_t>(s)][static_cast<size_t>(cat * 2 + chunk)]; }
+  int& n(int cat, int chunk, int s) {
+    return count_[static_cast<size_t>(s)][static_cast<size_t>(cat * 2 + chunk)];
+  }
   int64_t cost(int cat) const { return cat == 0 ? in_.cost_f : cat == 1 ? in_.cost_b : in_.cost_w; }
   int64_t mem(int cat) const { return cat == 0 ? in_.mem_f : cat == 1 ? in_.mem_b : in_.mem_w; }
   size_t id(int cat, int chunk, int s, int mb) const {
@@ -87,7 +98,10 @@ class VPlay {
     cur_[static_cast<size_t>(s)] = end;
     mem_[static_cast<size_t>(s)] += mem(cat);
     const int model_chunk = cat == 0 ? chunk : 1 - chunk;
-    order_[static_cast<size_t>(s)].push_back({cat == 0 ? PassKind::F : cat == 1 ? PassKind::B : PassKind::W, mb, model_chunk});
+    order_[static_cast<size_t>(s)].push_back({cat == 0   ? PassKind::F
+                                              : cat == 1 ? PassKind::B
+                                                         : PassKind::W,
+                                              mb, model_chunk});
     if (cat == 1) pending_w_[static_cast<size_t>(s)].push_back(chunk);
     ++n(cat, chunk, s);
     return true;
@@ -135,10 +149,13 @@ class VPlay {
   // W passes into the wait for an input ending at end_at(input), then one more if the wait is
   // longer than the stage's slack and `fill` says so.
   bool fill_wait(int s, long long input, bool fill) {
-    while (has_w(s) && input >= 0 && end_at(input) + in_.cost_comm >= cur_[static_cast<size_t>(s)] + in_.cost_w)
+    while (has_w(s) && input >= 0 &&
+           end_at(input) + in_.cost_comm >= cur_[static_cast<size_t>(s)] + in_.cost_w)
       if (!put_w(s)) return false;
-    if (has_w(s) && end_at(input) + in_.cost_comm - cur_[static_cast<size_t>(s)] >
-                        max_stage_bubble(s) - bubble_[static_cast<size_t>(s)] && fill)
+    if (has_w(s) &&
+        end_at(input) + in_.cost_comm - cur_[static_cast<size_t>(s)] >
+            max_stage_bubble(s) - bubble_[static_cast<size_t>(s)] &&
+        fill)
       return put_w(s);
     return true;
   }
