@@ -41,7 +41,9 @@ describe('lesson figures', () => {
     about(s['pipeline-2'].bubble_fraction, 0.2, 0.02, 'bubble with 32 micro-batches');
     about(s['pipeline-3'].bubble_fraction, 0.26, 0.02, 'interleaved bubble');
     about(s['pipeline-4'].bubble_fraction, 0.27, 0.02, 'ZB-H1 bubble');
-    about(mem('pipeline-4'), 18, 1, 'ZB-H1 peak GiB');
+    // "stays 1F1B's": the runtime's planner holds at most p forwards, a waiting W counted.
+    about(mem('pipeline-4'), 15, 1, 'ZB-H1 peak GiB');
+    expect(mem('pipeline-4')).toBeLessThanOrEqual(mem('pipeline-1') * 1.001);
     about(mem('pipeline-1'), 15, 1, '1F1B peak GiB');
   });
 
