@@ -17,7 +17,7 @@ export const SCHEDULES: ScheduleInfo[] = [
   { value: 'interleaved-1f1b', label: 'Interleaved 1F1B', explain: 'Several model chunks per GPU (virtual stages): the bubble shrinks by their number, for more pipeline messages (Narayanan et al. 2021).' },
   { value: 'zb-h1', label: 'Zero bubble ZB-H1', explain: 'The backward split into input (B) and weight (W) gradients; W fills the bubble at about 1F1B\'s memory (Qi et al. 2024).' },
   { value: 'zb-h2', label: 'Zero bubble ZB-H2', explain: 'More forwards started early so that W work fills the bubble almost entirely, for more activation memory (Qi et al. 2024).' },
-  { value: 'zb-v', label: 'Zero bubble ZB-V', explain: 'Two chunks per GPU placed in a V (stage s holds chunks s and 2pp−1−s), B/W split: a near-zero bubble (Qi et al. 2024).' },
+  { value: 'zb-v', label: 'Zero bubble ZB-V', explain: 'Two chunks per GPU placed in a V (stage s holds chunks s and 2pp−1−s), B/W split: a near-zero bubble (Qi et al. 2024); the runtime plans it for 1 or at least pp micro-batches.' },
   { value: 'dualpipe-v', label: 'DualPipeV', explain: 'DeepSeek-V3\'s schedule: two chunks in a V, the forward of one micro-batch overlapped with the backward of another; needs at least 2 × pp micro-batches.' },
   { value: 'dualpipe', label: 'DualPipe', explain: 'DeepSeek-V3\'s two-copy schedule: each rank holds stage r of one model copy and stage pp−1−r of the other, half the micro-batches entering at each end; twice the parameters, needs an even pp and an even number of at least 2 × pp micro-batches.' },
 ];
@@ -30,7 +30,7 @@ function microBatches(gb: number, dp: number, mb: number): number {
 /**
  * The config after picking `schedule`, with the knobs that schedule needs: virtual stages 2
  * for interleaving (1 otherwise: only interleaving reads them); for interleaving a micro-batch
- * count that pp divides, for DualPipeV at least 2 × pp micro-batches, for DualPipe an even
+ * count that pp divides, for ZB-V 1 or at least pp micro-batches, for DualPipeV at least 2 × pp micro-batches, for DualPipe an even
  * number of at least 2 × pp (global batch raised to the nearest that works). `resolved` supplies the values the config leaves to defaults.
  */
 export function pickSchedule(config: Config, resolved: Config | null, schedule: string): Config {
@@ -46,6 +46,9 @@ export function pickSchedule(config: Config, resolved: Config | null, schedule: 
   let want = m;
   if (schedule === 'interleaved-1f1b' && getPath(c, 'strategy.microbatch_group_size') === undefined && m % pp !== 0) want = Math.ceil(m / pp) * pp;
   if (schedule === 'dualpipe-v' && m < 2 * pp) want = 2 * pp;
+  // ZB-V as the zero-bubble runtime plans it from pass times (the core's default zb_plan): its
+  // planner asserts with 1 < micro-batches < pp.
+  if (schedule === 'zb-v' && getPath(c, 'strategy.zb_plan') !== 'unit' && m > 1 && m < pp) want = pp;
   // DualPipe: half the micro-batches enter at each end (an even count, at least 2 × pp). An
   // odd pp it cannot fix: the core's error names strategy.pp.
   if (schedule === 'dualpipe') want = Math.max(2 * pp, m + (m % 2));

@@ -36,5 +36,10 @@ describe('schedule picker against the core', () => {
         from = picked; // the next pick starts from this one (virtual stages set, batch raised)
       }
     }
+    // pp 4 on the same GPUs with 2 micro-batches: zb-v (planned from pass times) needs 4.
+    const deep = setPath(setPath(setPath(base, 'strategy.pp', 4), 'strategy.dp', 2), 'training.global_batch', 4);
+    const picked = pickSchedule(deep, JSON.parse(mod.show_json(JSON.stringify(deep))), 'zb-v');
+    const compiled = JSON.parse(mod.compile_json(JSON.stringify(picked)));
+    expect(compiled.ok, `${compiled.error?.path}: ${compiled.error?.message}`).toBe(true);
   });
 });

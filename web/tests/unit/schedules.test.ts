@@ -29,6 +29,13 @@ describe('schedule picker', () => {
     expect(pickSchedule(odd, null, 'dualpipe').training.global_batch).toBe(16);
     expect(pickSchedule({ ...base, training: { global_batch: 20 } }, null, 'dualpipe').training.global_batch).toBe(24);
     expect(pickSchedule({ ...base, training: { global_batch: 24 } }, null, 'dualpipe').training.global_batch).toBe(24);
+    // ZB-V planned from pass times (the default): 1 or at least pp micro-batches. pp 4, dp 2:
+    // 2 -> 4 micro-batches (global batch 8); 1 stays; under zb_plan "unit" 2 stays.
+    const deep = { ...base, strategy: { ...base.strategy, pp: 4, dp: 2 } };
+    expect(pickSchedule({ ...deep, training: { global_batch: 4 } }, null, 'zb-v').training.global_batch).toBe(8);
+    expect(pickSchedule({ ...deep, training: { global_batch: 2 } }, null, 'zb-v').training.global_batch).toBe(2);
+    const unit = { ...deep, strategy: { ...deep.strategy, zb_plan: 'unit' }, training: { global_batch: 4 } };
+    expect(pickSchedule(unit, null, 'zb-v').training.global_batch).toBe(4);
     // values the config leaves out come from the resolved config
     const bare = { strategy: { schedule: '1f1b' } };
     expect(pickSchedule(bare, base, 'dualpipe-v').training?.global_batch).toBeUndefined(); // 32 ≥ 4
