@@ -129,6 +129,8 @@ struct ExecGraph {
   int add_work(const ComputeWork& work);               // appends; returns the index for Task::work
   int add_mem_list(const MemEvent* events, size_t n);  // appends; -1 when n == 0
   const ComputeWork& work_of(const Task& t) const { return works[static_cast<size_t>(t.work)]; }
+  // Net bytes task `task` allocates in `category` (its memory events of that category).
+  double memory_change(int task, MemCategory category) const;
   std::unordered_map<std::string, int> label_index;  // for label_id
 };
 

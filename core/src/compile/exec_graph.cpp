@@ -21,6 +21,17 @@ int ExecGraph::add_mem_list(const MemEvent* events, size_t n) {
   return static_cast<int>(mem_list_offsets.size()) - 2;
 }
 
+double ExecGraph::memory_change(int task, MemCategory category) const {
+  const int list = static_cast<size_t>(task) < task_mem.size() ? task_mem[static_cast<size_t>(task)] : -1;
+  if (list < 0) return 0;
+  double bytes = 0;
+  for (int e = mem_list_offsets[static_cast<size_t>(list)];
+       e < mem_list_offsets[static_cast<size_t>(list) + 1]; ++e)
+    if (mem_events[static_cast<size_t>(e)].category == category)
+      bytes += mem_events[static_cast<size_t>(e)].bytes;
+  return bytes;
+}
+
 int ExecGraph::add_work(const ComputeWork& work) {
   works.push_back(work);
   return static_cast<int>(works.size()) - 1;

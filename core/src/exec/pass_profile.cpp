@@ -26,17 +26,6 @@ PassSlot slot_of(Phase phase) {
   }
 }
 
-double activation_bytes(const ExecGraph& g, size_t task) {
-  const int list = g.task_mem.size() > task ? g.task_mem[task] : -1;
-  if (list < 0) return 0;
-  double bytes = 0;
-  for (int e = g.mem_list_offsets[static_cast<size_t>(list)];
-       e < g.mem_list_offsets[static_cast<size_t>(list) + 1]; ++e)
-    if (g.mem_events[static_cast<size_t>(e)].category == MemCategory::Activations)
-      bytes += g.mem_events[static_cast<size_t>(e)].bytes;
-  return bytes;
-}
-
 struct PassSpan {
   double start = 0, end = 0;
   bool seen = false;
@@ -69,7 +58,9 @@ PassProfile profile_passes(const ExecGraph& g, const Trace& trace) {
     s.start = s.seen ? std::min(s.start, start) : start;
     s.end = s.seen ? std::max(s.end, end) : end;
     s.seen = true;
-    if (task.micro_batch == 0) first_bytes[{task.rank, task.stage, slot}] += activation_bytes(g, t);
+    if (task.micro_batch == 0)
+      first_bytes[{task.rank, task.stage, slot}] +=
+          g.memory_change(static_cast<int>(t), MemCategory::Activations);
   }
   std::vector<std::array<double, 3>> time_sum(p, {0, 0, 0}), byte_sum(p, {0, 0, 0});
   std::vector<std::array<int, 3>> time_n(p, {0, 0, 0}), byte_n(p, {0, 0, 0});

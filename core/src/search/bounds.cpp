@@ -214,18 +214,6 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   return b;
 }
 
-// Net activation bytes a task allocates (its memory events of that category).
-double activation_change(const ExecGraph& g, int task) {
-  const int list = g.task_mem[static_cast<size_t>(task)];
-  if (list < 0) return 0;
-  double bytes = 0;
-  for (int e = g.mem_list_offsets[static_cast<size_t>(list)];
-       e < g.mem_list_offsets[static_cast<size_t>(list) + 1]; ++e)
-    if (g.mem_events[static_cast<size_t>(e)].category == MemCategory::Activations)
-      bytes += g.mem_events[static_cast<size_t>(e)].bytes;
-  return bytes;
-}
-
 // The most activation memory a stage holds at the start of a backward pass: every (micro-batch,
 // chunk) whose forward is done and whose backward has not started keeps what its forward kept;
 // under a schedule with W passes of their own, one whose B is done and whose W is not keeps at
@@ -397,7 +385,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
       // The task's time plus the idle time its collectives force on the stream before it.
       const double gap_s = forced_gap_s(g, prev, task, min_s);
       const double w = time_s + gap_s;
-      layers.add(st, task, prev, time_s, gap_s, activation_change(g, task));
+      layers.add(st, task, prev, time_s, gap_s, g.memory_change(task, MemCategory::Activations));
       prev = task;
       if (t.micro_batch < 0) {
         sp.once_s += w;
@@ -410,7 +398,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
       if (mb0 && forward) {
         if (!in_chunk_run) sp.chunk_activation_bytes.push_back(0);
         in_chunk_run = true;
-        sp.chunk_activation_bytes.back() += activation_change(g, task);
+        sp.chunk_activation_bytes.back() += g.memory_change(task, MemCategory::Activations);
       } else {
         in_chunk_run = false;
       }
