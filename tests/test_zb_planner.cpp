@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "compile_fixtures.h"
 #include "error_path.h"
@@ -140,6 +142,21 @@ TEST_CASE("zb planner: a played zb-h1 graph's profile, and the config knob") {
   CHECK(kept.compiled.stats.stage_orders == unit.stats.stage_orders);
   CHECK(kept.trace.iteration_time_s == trace.iteration_time_s);
   CHECK(profiled.trace.iteration_time_s <= trace.iteration_time_s * (1 + 1e-9));
+
+  // The result says what the planners were given and the order they chose.
+  const nlohmann::json result = nlohmann::json::parse(simulate_json(cfg, {}));
+  REQUIRE(result.contains("pipeline_plan"));
+  const nlohmann::json& plan = result["pipeline_plan"];
+  REQUIRE(plan["forward_ms"].size() == 4);
+  for (size_t s = 0; s < 4; ++s) {
+    CHECK(plan["forward_ms"][s].get<double>() == doctest::Approx(pr.f_s[s] * 1e3).epsilon(1e-12));
+    CHECK(plan["backward_weight_ms"][s].get<double>() == doctest::Approx(pr.w_s[s] * 1e3).epsilon(1e-12));
+  }
+  CHECK(plan["send_ms"].get<double>() == doctest::Approx(pr.send_s * 1e3).epsilon(1e-12));
+  CHECK(plan["stage_orders"].get<std::vector<std::string>>() == profiled.compiled.stats.stage_orders);
+  std::string unit_text = cfg;
+  unit_text.replace(unit_text.find("\"zb-h1\""), 7, "\"zb-h1\",\"zb_plan\":\"unit\"");
+  CHECK_FALSE(nlohmann::json::parse(simulate_json(unit_text, {})).contains("pipeline_plan"));
 
   // Only the zero-bubble runtime's schedules take it, and only its two names.
   std::string bad = cfg;

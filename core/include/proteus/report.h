@@ -16,6 +16,10 @@ struct ReportInputs {
   double wall_ms = 0;  // measured by the caller (not part of determinism checks' inputs)
   // Out of memory only: the fastest changes that fit (fit_changes), reported as "fit_advice".
   const std::vector<FitChange>* fit_advice = nullptr;
+  // A zero-bubble schedule planned from pass times (run.h): the pass times the planners were
+  // given and each stage's order they chose, reported as "pipeline_plan".
+  const PassProfile* zb_profile = nullptr;
+  const std::vector<std::string>* stage_orders = nullptr;
 };
 
 // The result object, serialized with 2-space indent. Deterministic for identical inputs,

@@ -1,5 +1,7 @@
 // One simulation of a config, as the CLI, the bindings, the search and the benchmark run it.
 #pragma once
+#include <optional>
+
 #include "proteus/compile.h"
 #include "proteus/config.h"
 #include "proteus/simulation.h"
@@ -10,6 +12,9 @@ namespace proteus {
 struct ConfigRun {
   CompiledModel compiled;
   Trace trace;
+  // A zero-bubble schedule planned from pass times: what the first play measured, which the
+  // planners were given (compiled.stats.stage_orders holds the order they chose).
+  std::optional<PassProfile> zb_profile;
 };
 
 // Whether the config's schedule is ordered by the zero-bubble runtime from measured pass times

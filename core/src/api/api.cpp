@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "proteus/compile.h"
 #include "proteus/config.h"
@@ -94,7 +95,17 @@ struct Simulated {
   Config config;
   CompiledModel compiled;
   Trace trace;
+  std::optional<PassProfile> zb_profile;  // run.h
   double wall_ms = 0;
+
+  ReportInputs report_inputs() const {
+    ReportInputs in{config, compiled.exec, trace, wall_ms};
+    if (zb_profile) {
+      in.zb_profile = &*zb_profile;
+      in.stage_orders = &compiled.stats.stage_orders;
+    }
+    return in;
+  }
 };
 
 Simulated run_simulation(const std::string& config_text, bool memory_curve, const ProgressFn& progress = {}) {
@@ -107,6 +118,7 @@ Simulated run_simulation(const std::string& config_text, bool memory_curve, cons
   ConfigRun run = run_config(s.config, topology, exec);
   s.compiled = std::move(run.compiled);
   s.trace = std::move(run.trace);
+  s.zb_profile = std::move(run.zb_profile);
   s.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return s;
 }
@@ -123,7 +135,7 @@ std::vector<FitChange> fit_advice_of(const Simulated& s, const SimulateOptions& 
 
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options) {
   const Simulated s = run_simulation(config_text, options.memory_curve, options.progress);
-  ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
+  ReportInputs in = s.report_inputs();
   bool computed = false;
   const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);
   if (computed) in.fit_advice = &advice;
@@ -132,12 +144,12 @@ std::string simulate_json(const std::string& config_text, const SimulateOptions&
 
 std::string chrome_trace_json(const std::string& config_text) {
   const Simulated s = run_simulation(config_text, false);
-  return chrome_trace({s.config, s.compiled.exec, s.trace, s.wall_ms});
+  return chrome_trace(s.report_inputs());
 }
 
 SimulationOutput simulate_output(const std::string& config_text, const SimulateOptions& options) {
   const Simulated s = run_simulation(config_text, options.memory_curve, options.progress);
-  ReportInputs in{s.config, s.compiled.exec, s.trace, s.wall_ms};
+  ReportInputs in = s.report_inputs();
   bool computed = false;
   const std::vector<FitChange> advice = fit_advice_of(s, options, &computed);
   if (computed) in.fit_advice = &advice;

@@ -28,6 +28,7 @@ ConfigRun run_config(const Config& config, const Topology& topology, const ExecO
                        schedule_w_memory_fraction(config));
   run.compiled = compile(config, planned);
   run.trace = execute(run.compiled.exec, cost, topology, options);
+  run.zb_profile = profile;
   return run;
 }
 

@@ -411,6 +411,26 @@ PROTEUS_OUT_OF_LINE ordered_json stats_json(const ReportInputs& in, const Simula
   return stats;
 }
 
+// What the zero-bubble runtime's planners were given (in ms, as its log prints them, per stage)
+// and the order they chose (docs/frameworks.md, "Zero-bubble planning").
+PROTEUS_OUT_OF_LINE ordered_json pipeline_plan_json(const PassProfile& p,
+                                                    const std::vector<std::string>* orders) {
+  constexpr double kMsPerS = 1e3;
+  auto ms = [&](const std::vector<double>& seconds) {
+    ordered_json a = ordered_json::array();
+    for (double s : seconds) a.push_back(s * kMsPerS);
+    return a;
+  };
+  ordered_json out;
+  out["planned_from"] = "pass times of a first play (strategy.zb_plan \"profiled\")";
+  out["forward_ms"] = ms(p.f_s);
+  out["backward_input_ms"] = ms(p.b_s);
+  out["backward_weight_ms"] = ms(p.w_s);
+  out["send_ms"] = p.send_s * kMsPerS;
+  if (orders) out["stage_orders"] = *orders;
+  return out;
+}
+
 }  // namespace
 
 std::string result_json(const ReportInputs& in, const SimulateOptions& options) {
@@ -431,6 +451,7 @@ std::string result_json(const ReportInputs& in, const SimulateOptions& options) 
   out["breakdown"] = breakdown_json(in.graph, in.trace);
   out["warnings"] = warns;
   if (in.fit_advice) out["fit_advice"] = fit_advice_json(*in.fit_advice);
+  if (in.zb_profile) out["pipeline_plan"] = pipeline_plan_json(*in.zb_profile, in.stage_orders);
   out["stats"] = stats_json(in, options);
   if (options.timeline) out["timeline"] = std::move(timeline);
   if (options.memory_curve) out["memory_curves"] = memory_curves_json(in);
