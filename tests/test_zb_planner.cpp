@@ -138,6 +138,10 @@ TEST_CASE("zb planner: a played zb-h1 graph's profile, and the config knob") {
   unit_config.strategy.zb_plan = ZbPlan::Unit;
   CHECK(zb_profiled(config));
   CHECK_FALSE(zb_profiled(unit_config));
+  // PyTorch's pipelining runs static zero-bubble orders: unit unless the config asks.
+  std::string fsdp = cfg;
+  fsdp.replace(fsdp.find("\"zb-h1\""), 7, "\"zb-h1\",\"framework\":\"fsdp\"");
+  CHECK_FALSE(zb_profiled(parse_config(fsdp)));
   const ConfigRun kept = run_config(unit_config, topology, exec_options_of(unit_config, false));
   CHECK(kept.compiled.stats.stage_orders == unit.stats.stage_orders);
   CHECK(kept.trace.iteration_time_s == trace.iteration_time_s);

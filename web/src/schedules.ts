@@ -46,9 +46,11 @@ export function pickSchedule(config: Config, resolved: Config | null, schedule: 
   let want = m;
   if (schedule === 'interleaved-1f1b' && getPath(c, 'strategy.microbatch_group_size') === undefined && m % pp !== 0) want = Math.ceil(m / pp) * pp;
   if (schedule === 'dualpipe-v' && m < 2 * pp) want = 2 * pp;
-  // ZB-V as the zero-bubble runtime plans it from pass times (the core's default zb_plan): its
-  // planner asserts with 1 < micro-batches < pp.
-  if (schedule === 'zb-v' && getPath(c, 'strategy.zb_plan') !== 'unit' && m > 1 && m < pp) want = pp;
+  // ZB-V as the zero-bubble runtime plans it from pass times (the core's zb_plan "profiled", its
+  // default under framework megatron): its planner asserts with 1 < micro-batches < pp.
+  const framework = getPath(c, 'strategy.framework') ?? getPath(resolved, 'strategy.framework') ?? 'megatron';
+  const plan = getPath(c, 'strategy.zb_plan') ?? (framework === 'megatron' ? 'profiled' : 'unit');
+  if (schedule === 'zb-v' && plan === 'profiled' && m > 1 && m < pp) want = pp;
   // DualPipe: half the micro-batches enter at each end (an even count, at least 2 × pp). An
   // odd pp it cannot fix: the core's error names strategy.pp.
   if (schedule === 'dualpipe') want = Math.max(2 * pp, m + (m % 2));

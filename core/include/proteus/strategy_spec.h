@@ -135,7 +135,7 @@ struct StrategySpec {
   // sends its 1/tp slice of a pipeline tensor and the receiver all-gathers them over tp.
   // Megatron-Core's p2p sends the whole tensor (false, the default).
   bool scatter_gather_p2p = false;
-  ZbPlan zb_plan = ZbPlan::Profiled;
+  ZbPlan zb_plan = ZbPlan::Profiled;  // default_zb_plan(framework) unless given
   bool zb_plan_given = false;
 };
 
@@ -153,6 +153,11 @@ int model_chunks(const StrategySpec& s);
 bool uneven_pipeline(const StrategySpec& s);
 const char* to_string(Recompute);
 const char* to_string(ZbPlan);
+// The zero-bubble runtime that plans from measured pass times is Megatron's fork
+// (sail-sg/zero-bubble-pipeline-parallelism): Profiled under framework megatron. PyTorch's
+// pipelining (FSDP) runs static zero-bubble orders (ScheduleInterleavedZeroBubble,
+// ScheduleZBVZeroBubble) and DeepSpeed has none: Unit.
+ZbPlan default_zb_plan(Framework framework);
 const char* to_string(Framework);
 const char* to_string(GradSync);
 // docs/frameworks.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;

@@ -135,6 +135,10 @@ const char* to_string(Recompute recompute) {
 
 const char* to_string(ZbPlan plan) { return plan == ZbPlan::Unit ? "unit" : "profiled"; }
 
+ZbPlan default_zb_plan(Framework framework) {
+  return framework == Framework::Megatron ? ZbPlan::Profiled : ZbPlan::Unit;
+}
+
 double activation_bytes(Precision precision) {
   switch (precision) {
     case Precision::Fp32:

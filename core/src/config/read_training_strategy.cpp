@@ -242,7 +242,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.overlap_p2p_comm_given = in.has("overlap_p2p_comm");
   strategy.overlap_p2p_comm = in.boolean("overlap_p2p_comm", true);
   strategy.zb_plan_given = in.has("zb_plan");
-  strategy.zb_plan = in.enumeration("zb_plan", ZbPlan::Profiled, {ZbPlan::Profiled, ZbPlan::Unit});
+  strategy.zb_plan =
+      in.enumeration("zb_plan", default_zb_plan(strategy.framework), {ZbPlan::Profiled, ZbPlan::Unit});
   strategy.scatter_gather_p2p = in.boolean("scatter_gather_p2p", false);
   if (in.has("overrides")) {
     const Json& overrides =

@@ -36,6 +36,8 @@ describe('schedule picker', () => {
     expect(pickSchedule({ ...deep, training: { global_batch: 2 } }, null, 'zb-v').training.global_batch).toBe(2);
     const unit = { ...deep, strategy: { ...deep.strategy, zb_plan: 'unit' }, training: { global_batch: 4 } };
     expect(pickSchedule(unit, null, 'zb-v').training.global_batch).toBe(4);
+    const fsdp = { ...deep, strategy: { ...deep.strategy, framework: 'fsdp' }, training: { global_batch: 4 } };
+    expect(pickSchedule(fsdp, null, 'zb-v').training.global_batch).toBe(4); // PyTorch's static order
     // values the config leaves out come from the resolved config
     const bare = { strategy: { schedule: '1f1b' } };
     expect(pickSchedule(bare, base, 'dualpipe-v').training?.global_batch).toBeUndefined(); // 32 ≥ 4
