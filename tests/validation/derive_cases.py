@@ -289,7 +289,9 @@ ZB_SETTINGS = ("Settings not in the issue, from sources: Qi et al. Table 3's 6.2
                "chunk (legacy/model/transformer.py get_offset): Megatron-Core's "
                "account_for_embedding/loss_in_pipeline_split. The script passes --no-overlap-p2p-communication: "
                "1F1B and interleaved run Megatron's blocking p2p (overlap_p2p_comm false; the zero-bubble "
-               "schedules post their own). Vocabulary 32000 with tied embeddings: the size "
+               "schedules post their own). The script runs 1,000 iterations (exit interval) with the "
+               "zero-bubble timers at iterations 100-110, after which the runtime plans its order again from "
+               "the measured pass times: zb_plan profiled, the default. Vocabulary 32000 with tied embeddings: the size "
                "for which Table 3's four parameter counts (1.5B, 6.2B, 14.6B, 28.3B) all come out; the example's "
                "SentencePiece tokenizer is not published with a size. The published memory (a per-GPU figure "
                "of the allocator) is not compared.")
