@@ -140,6 +140,8 @@ struct StrategySpec {
 };
 
 const char* to_string(Schedule);
+// The zero-bubble runtime's schedules: zb-h1, zb-h2 (ZB-2P) and zb-v.
+bool zero_bubble_schedule(Schedule schedule);
 // Model chunks each pipeline stage runs: virtual_stages (interleaved), 2 (zb-v), or for an
 // explicit schedule one more than the highest chunk its passes name ("F3.1": chunk 1).
 int chunks_per_stage(const StrategySpec& s);

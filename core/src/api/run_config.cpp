@@ -4,8 +4,7 @@
 namespace proteus {
 
 bool zb_profiled(const Config& config) {
-  const Schedule s = config.strategy.schedule;
-  return (s == Schedule::ZbH1 || s == Schedule::ZbH2 || s == Schedule::ZbV) && config.strategy.pp > 1 &&
+  return zero_bubble_schedule(config.strategy.schedule) && config.strategy.pp > 1 &&
          config.strategy.zb_plan == ZbPlan::Profiled;
 }
 

@@ -97,6 +97,10 @@ const char* to_string(Optimizer optimizer) {
   return "?";
 }
 
+bool zero_bubble_schedule(Schedule schedule) {
+  return schedule == Schedule::ZbH1 || schedule == Schedule::ZbH2 || schedule == Schedule::ZbV;
+}
+
 const char* to_string(Schedule schedule) {
   switch (schedule) {
     case Schedule::GPipe:

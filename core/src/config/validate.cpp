@@ -99,8 +99,7 @@ void check_pipeline(const Config& c) {
   }
   // --enable-optimizer-post-validation belongs to the zero-bubble runtime; Megatron's own
   // schedules all-reduce the gradient norm and the fp16 inf/nan flag before every step.
-  if (s.optimizer_post_validation && s.schedule != Schedule::ZbH1 && s.schedule != Schedule::ZbH2 &&
-      s.schedule != Schedule::ZbV && s.schedule != Schedule::Explicit) {
+  if (s.optimizer_post_validation && !zero_bubble_schedule(s.schedule) && s.schedule != Schedule::Explicit) {
     throw invalid_config("strategy.optimizer_post_validation",
                          std::string("optimizer post-validation is the zero-bubble runtime's "
                                      "(--enable-optimizer-post-validation): it needs schedule zb-h1, zb-h2, "
@@ -108,8 +107,7 @@ void check_pipeline(const Config& c) {
                              to_string(s.schedule));
   }
   // The zero-bubble runtime plans only its own schedules.
-  if (s.zb_plan_given && s.schedule != Schedule::ZbH1 && s.schedule != Schedule::ZbH2 &&
-      s.schedule != Schedule::ZbV) {
+  if (s.zb_plan_given && !zero_bubble_schedule(s.schedule)) {
     throw invalid_config(
         "strategy.zb_plan",
         std::string("zb_plan chooses how the zero-bubble runtime orders zb-h1, zb-h2 or zb-v; "

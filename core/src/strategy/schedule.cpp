@@ -170,8 +170,7 @@ PipelineSchedule make_schedule(Schedule kind, int stages, int micro_batches,
   sc.micro_batches = micro_batches;
   sc.chunks_per_stage = static_cast<int>(chunk_stage.size()) / std::max(1, stages);
   sc.chunk_stage = chunk_stage;
-  sc.split_backward = kind == Schedule::ZbH1 || kind == Schedule::ZbH2 || kind == Schedule::ZbV ||
-                      kind == Schedule::DualPipeV || kind == Schedule::DualPipe;
+  sc.split_backward = zero_bubble_schedule(kind) || kind == Schedule::DualPipeV || kind == Schedule::DualPipe;
   const int p = stages, m = micro_batches;
   if (kind == Schedule::DualPipeV) {
     for (int s = 0; s < p; ++s) sc.order.push_back(dualpipe_v_stage(p, m, s));

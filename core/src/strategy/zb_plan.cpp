@@ -81,9 +81,7 @@ bool profiled_per_stage(const PassProfile& profile, int p) {
 
 PipelineSchedule plan_zero_bubble(const PipelineSchedule& unit, Schedule kind, const PassProfile& profile,
                                   double v_w_memory_fraction) {
-  if ((kind != Schedule::ZbH1 && kind != Schedule::ZbH2 && kind != Schedule::ZbV) ||
-      !profiled_per_stage(profile, unit.stages))
-    return unit;
+  if (!zero_bubble_schedule(kind) || !profiled_per_stage(profile, unit.stages)) return unit;
   PipelineSchedule out = unit;
   out.order = kind == Schedule::ZbV ? planned_v(unit, profile, v_w_memory_fraction)
                                     : planned_h(unit, kind == Schedule::ZbH1 ? 1 : 2, profile);
