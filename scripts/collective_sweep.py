@@ -5,6 +5,10 @@ The sweep times torch.distributed.all_reduce over one group (the whole job) for 
 from 8 KiB to 1 GiB, like nccl-tests' all_reduce_perf, and writes the raw points:
     {"collective": "all_reduce", "world": n, "gpus_per_node": g, "device": "...",
      "points": [[bytes, microseconds], ...]}
+With kinds and group sizes (sweep_sets) it times every collective the simulator costs, all-reduce,
+all-gather, reduce-scatter, all-to-all and send-recv, over groups of n GPUs (the world cut into
+contiguous groups, all timed at once, as tensor-parallel groups run), and writes {"sets": [...]},
+one points set per collective and group size: the input of fit_flow_model / flow_fragment.
 The fit reads such points and returns a cluster fragment that a config or preset merges:
     {"cluster": {"<level>": {"bus_efficiency": e, "latency_us": alpha, "sources": {...}}}}
 because Proteus costs a ring all-reduce of S bytes over n GPUs (core/src/exec/collective_flows.cpp) as
@@ -202,13 +206,150 @@ def flow_fragment(sets, link_GBps, base_latency_us=8.4, where="collective points
                     "collective_efficiency": fit + ": one efficiency per collective and group size"}}}}
 
 
-def main_sweep(output, warmup, repeat):
+SWEEP_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
+ELEMENT_BYTES = 2  # bf16, as training moves activations and gradients
+
+
+def parse_kinds(text):
+    """--kinds: a comma list of SWEEP_KINDS, or "all"."""
+    kinds = list(SWEEP_KINDS) if text == "all" else [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in SWEEP_KINDS]
+    if unknown or not kinds:
+        raise ValueError("--kinds: unknown collective %s (choose from %s, or all)"
+                         % (", ".join(map(repr, unknown)) or "''", ", ".join(SWEEP_KINDS)))
+    return kinds
+
+
+def parse_group_sizes(text, world):
+    """--group-sizes: a comma list of group sizes, each >= 2 and dividing the world."""
+    try:
+        sizes = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError("--group-sizes: %r is not a comma list of integers" % text)
+    for n in sizes:
+        if n < 2 or world % n:
+            raise ValueError("--group-sizes: %d does not divide the world of %d GPUs into groups of 2 or more"
+                             % (n, world))
+    if not sizes:
+        raise ValueError("--group-sizes: no group size given")
+    return sizes
+
+
+def groups_of(world, n):
+    """The world cut into contiguous groups of n ranks (ranks of one node are contiguous under torchrun)."""
+    if n < 2 or world % n:
+        raise ValueError("%d GPUs do not divide into groups of %d" % (world, n))
+    return [list(range(g * n, (g + 1) * n)) for g in range(world // n)]
+
+
+def message_bytes(size, n):
+    """The sweep size rounded down so that every member's shard is whole elements (S / n of bf16)."""
+    unit = n * ELEMENT_BYTES
+    return max(unit, size // unit * unit)
+
+
+def sweep_sets(backend, kinds, group_sizes, warmup=5, repeat=20, sizes=SIZES):
+    """Times each kind over each group size (send-recv over pairs) at each size; rank 0 gets the sets.
+
+    backend: prepare(kind, n, bytes) -> a callable that runs the collective once on this rank's
+    group; time_us(op) -> microseconds of one run, synchronised; slowest(us) -> the max over ranks;
+    world, rank, gpus_per_node, device. S is the simulator's (and nccl-tests') size: the buffer of
+    all-reduce and all-to-all, the gathered output of all-gather, the input of reduce-scatter, the
+    message of send-recv."""
+    sets = []
+    for kind in kinds:
+        for n in ([2] if kind == "send_recv" else group_sizes):
+            points = []
+            for size in sizes:
+                s = message_bytes(size, n)
+                op = backend.prepare(kind, n, s)
+                for _ in range(warmup):
+                    op()
+                times = [backend.time_us(op) for _ in range(repeat)]
+                points.append([s, backend.slowest(statistics.median(times))])
+            sets.append({"collective": kind, "world": n, "gpus_per_node": backend.gpus_per_node,
+                         "device": backend.device, "concurrent_groups": backend.world // n, "points": points})
+    return sets if backend.rank == 0 else None
+
+
+class TorchBackend:
+    """sweep_sets' backend over an initialised NCCL process group (one GPU per rank)."""
+
+    def __init__(self, group_sizes):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist = torch, dist
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.gpus_per_node = torch.cuda.device_count()
+        self.cuda = torch.device("cuda", torch.cuda.current_device())
+        self.device = torch.cuda.get_device_name(self.cuda)
+        # Every rank creates every group, in the same order (torch.distributed.new_group's contract).
+        self.groups = {}
+        for n in sorted(set(group_sizes) | {2}):
+            for members in groups_of(self.world, n):
+                group = dist.new_group(members)
+                if self.rank in members:
+                    self.groups[n] = group
+
+    def _buffer(self, nbytes):
+        return self.torch.empty(nbytes // ELEMENT_BYTES, dtype=self.torch.bfloat16, device=self.cuda)
+
+    def prepare(self, kind, n, s):
+        dist, group = self.dist, self.groups[n]
+        if kind == "all_reduce":
+            x = self._buffer(s)
+            return lambda: dist.all_reduce(x, group=group)
+        if kind == "all_gather":
+            shard, full = self._buffer(s // n), self._buffer(s)
+            return lambda: dist.all_gather_into_tensor(full, shard, group=group)
+        if kind == "reduce_scatter":
+            full, shard = self._buffer(s), self._buffer(s // n)
+            return lambda: dist.reduce_scatter_tensor(shard, full, group=group)
+        if kind == "all_to_all":
+            send, recv = self._buffer(s), self._buffer(s)
+            return lambda: dist.all_to_all_single(recv, send, group=group)
+        if kind == "send_recv":
+            # Even ranks send to the next odd rank, as a pipeline stage sends to the next.
+            x = self._buffer(s)
+            peer = self.rank + 1 if self.rank % 2 == 0 else self.rank - 1
+            verb = dist.isend if self.rank % 2 == 0 else dist.irecv
+
+            def run():
+                for work in dist.batch_isend_irecv([dist.P2POp(verb, x, peer)]):
+                    work.wait()
+            return run
+        raise ValueError("unknown collective %r" % kind)
+
+    def time_us(self, op):
+        self.dist.barrier()
+        self.torch.cuda.synchronize()
+        start = time.perf_counter()
+        op()
+        self.torch.cuda.synchronize()
+        return (time.perf_counter() - start) * 1e6
+
+    def slowest(self, us):
+        t = self.torch.tensor([us], device=self.cuda)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return float(t.item())
+
+
+def main_sweep(output, warmup, repeat, kinds=None, group_sizes=None):
+    """Under torchrun: the all-reduce sweep over the world (no kinds given) or sweep_sets."""
     import torch
     import torch.distributed as dist
 
     dist.init_process_group("nccl")
     torch.cuda.set_device(dist.get_rank() % torch.cuda.device_count())
-    raw = sweep(warmup, repeat)
+    if kinds is None:
+        raw = sweep(warmup, repeat)
+    else:
+        sizes = parse_group_sizes(group_sizes or str(dist.get_world_size()), dist.get_world_size())
+        if "send_recv" in kinds and dist.get_world_size() % 2:
+            raise ValueError("send_recv pairs ranks: the world of %d GPUs is odd" % dist.get_world_size())
+        sets = sweep_sets(TorchBackend(sizes), kinds, sizes, warmup, repeat)
+        raw = None if sets is None else {"sets": sets}
     if raw is not None:
         text = json.dumps(raw, indent=1)
         if output:

@@ -29,6 +29,12 @@ bus_efficiency and per-hop latency_us for one level, a fragment any config merge
     python3 scripts/measure_ops.py --fit-collectives ar8.json --level intra_node --link-GBps 450 -o nvlink.json
     {"cluster": {"preset": "dgx-h100", "intra_node": {...nvlink.json's cluster.intra_node...}}}
 
+Every collective the simulator costs, over groups of 2, 4 and 8 GPUs of one node, fitted jointly
+into latency_us and intra_node.collective_efficiency (one efficiency per collective and size):
+
+    torchrun --nproc-per-node 8 scripts/measure_ops.py --collectives --kinds all --group-sizes 2,4,8 -o node.json
+    python3 scripts/measure_ops.py --fit-collectives node.json --link-GBps 450 -o nvlink.json
+
 Several points files of one node (collectives and group sizes, e.g. XLA's measured table through
 scripts/xla_collective_table.py points) fit jointly: one per-hop latency_us and a
 collective_efficiency table per collective and group size (collective_sweep.fit_flow_model):
@@ -38,6 +44,7 @@ collective_efficiency table per collective and group size (collective_sweep.fit_
 """
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -165,14 +172,27 @@ def _collectives(args, parser):
     import collective_sweep
 
     if args.collectives:
-        collective_sweep.main_sweep(args.output, args.warmup, args.repeat)
+        kinds = None
+        try:
+            if args.kinds or args.group_sizes:
+                kinds = collective_sweep.parse_kinds(args.kinds or "all_reduce")
+                # torchrun sets WORLD_SIZE: check the group sizes before starting NCCL.
+                world = int(os.environ.get("WORLD_SIZE", "0"))
+                if world < 2:
+                    parser.error("--collectives runs under torchrun with 2 or more processes (WORLD_SIZE unset)")
+                collective_sweep.parse_group_sizes(args.group_sizes or str(world), world)
+            collective_sweep.main_sweep(args.output, args.warmup, args.repeat, kinds, args.group_sizes)
+        except ValueError as e:
+            parser.error(str(e))
         return 0
     if not args.link_GBps:
         parser.error("--fit-collectives needs --link-GBps (per GPU, per direction, at --level)")
     sets = []
     for path in args.fit_collectives:
         with open(path) as f:
-            sets.append(json.load(f))
+            data = json.load(f)
+        # A sweep over kinds and group sizes writes {"sets": [...]}; the all-reduce sweep one set.
+        sets.extend(data["sets"] if isinstance(data, dict) and "sets" in data else [data])
     try:
         if len(sets) == 1 and sets[0].get("collective") == "all_reduce":
             fragment = collective_sweep.fragment(sets[0], args.level, args.link_GBps, args.base_latency_us)
@@ -206,7 +226,11 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--list", action="store_true", help="print the signatures and exit (no PyTorch needed)")
     parser.add_argument("-o", "--output", help="write {\"measured_us\": {...}} here (default: stdout)")
-    parser.add_argument("--collectives", action="store_true", help="sweep all_reduce sizes (run under torchrun)")
+    parser.add_argument("--collectives", action="store_true",
+                        help="sweep collective sizes (run under torchrun): all_reduce over the world, or --kinds")
+    parser.add_argument("--kinds", help="with --collectives: a comma list of all_reduce, all_gather, "
+                                        "reduce_scatter, all_to_all, send_recv, or all")
+    parser.add_argument("--group-sizes", help="with --collectives: group sizes, e.g. 2,4,8 (default: the world)")
     parser.add_argument("--fit-collectives", metavar="POINTS", nargs="+",
                         help="fit --collectives outputs (one all_reduce file, or several collectives and group "
                              "sizes inside one node: latency_us and collective_efficiency) to link constants")

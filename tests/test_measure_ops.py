@@ -270,6 +270,99 @@ class FlowModelFit(unittest.TestCase):
             self.assertEqual(node["collective_efficiency"], preset["collective_efficiency"], name)
 
 
+class FakeNode:
+    """sweep_sets' backend on a node that follows the flow model exactly: 8 GPUs on 450 GB/s,
+    alpha 2.5 us per hop, one efficiency per (kind, n); records what the sweep asked of it."""
+
+    def __init__(self, efficiency, rank=0, world=8):
+        self.efficiency, self.rank, self.world = efficiency, rank, world
+        self.gpus_per_node, self.device = 8, "fake node"
+        self.prepared, self.runs = [], 0
+
+    def prepare(self, kind, n, s):
+        self.prepared.append((kind, n, s))
+
+        def op():
+            self.runs += 1
+            return collective_sweep.model_us(kind, n, s, 2.5, self.efficiency[kind, n], 450)
+        return op
+
+    def time_us(self, op):
+        return op()
+
+    def slowest(self, us):
+        return us
+
+
+class CollectiveSweep(unittest.TestCase):
+    MADE = {("all_reduce", 2): 0.5, ("all_reduce", 4): 0.7, ("all_reduce", 8): 0.85,
+            ("all_gather", 2): 0.55, ("all_gather", 4): 0.65, ("all_gather", 8): 0.75,
+            ("reduce_scatter", 2): 0.4, ("reduce_scatter", 4): 0.6, ("reduce_scatter", 8): 0.7,
+            ("all_to_all", 2): 0.5, ("all_to_all", 4): 0.55, ("all_to_all", 8): 0.6, ("send_recv", 2): 0.65}
+
+    def test_every_kind_and_group_size_feeds_the_joint_fit(self):
+        node = FakeNode(self.MADE)
+        sets = collective_sweep.sweep_sets(node, list(collective_sweep.SWEEP_KINDS), [2, 4, 8], warmup=1, repeat=3)
+        # One set per collective and group size; send-recv over pairs only.
+        self.assertEqual([(s["collective"], s["world"]) for s in sets],
+                         [(k, n) for k in collective_sweep.KIND_KEYS for n in (2, 4, 8)] + [("send_recv", 2)])
+        self.assertEqual([s["concurrent_groups"] for s in sets[:3]], [4, 2, 1])
+        self.assertEqual(node.runs, len(sets) * len(collective_sweep.SIZES) * (1 + 3))
+        # Every member's shard is whole bf16 elements.
+        for kind, n, size in node.prepared:
+            self.assertEqual(size % (2 * n), 0, (kind, n, size))
+        fragment = collective_sweep.flow_fragment(sets, 450)["cluster"]["intra_node"]
+        self.assertAlmostEqual(fragment["latency_us"], 2.5, places=2)
+        table = fragment["collective_efficiency"]
+        self.assertEqual(table["members"], [2, 4, 8])
+        for kind in collective_sweep.KIND_KEYS:
+            self.assertEqual(table[kind], [self.MADE[kind, n] for n in (2, 4, 8)], kind)
+        self.assertEqual(table["send_recv"], 0.65)
+
+    def test_only_rank_zero_writes(self):
+        self.assertIsNone(collective_sweep.sweep_sets(FakeNode(self.MADE, rank=3), ["all_reduce"], [8], 0, 1))
+
+    def test_groups_and_sizes(self):
+        self.assertEqual(collective_sweep.groups_of(8, 4), [[0, 1, 2, 3], [4, 5, 6, 7]])
+        self.assertEqual(collective_sweep.message_bytes(8 * 1024, 8), 8 * 1024)
+        self.assertEqual(collective_sweep.message_bytes(1000, 3), 996)  # 166 bf16 per member
+        self.assertEqual(collective_sweep.parse_kinds("all"), list(collective_sweep.SWEEP_KINDS))
+        self.assertEqual(collective_sweep.parse_group_sizes("2,4,8", 16), [2, 4, 8])
+        for bad in ("broadcast", "all_reduce,gather", ""):
+            with self.assertRaises(ValueError):
+                collective_sweep.parse_kinds(bad)
+        for bad in ("3", "1", "2,x", ""):
+            with self.assertRaises(ValueError):
+                collective_sweep.parse_group_sizes(bad, 8)
+        with self.assertRaises(ValueError):
+            collective_sweep.groups_of(6, 4)
+
+    def test_command_line_checks_before_starting_nccl(self):
+        # No torchrun, no PyTorch needed: a bad flag is named before anything is imported.
+        env = dict(os.environ, WORLD_SIZE="8")
+        for args, word in ((["--kinds", "gather"], "--kinds"), (["--kinds", "all", "--group-sizes", "3"], "--group-sizes")):
+            run = subprocess.run([sys.executable, SCRIPT, "--collectives"] + args, env=env,
+                                 capture_output=True, text=True)
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertIn(word, run.stderr)
+        env.pop("WORLD_SIZE")
+        run = subprocess.run([sys.executable, SCRIPT, "--collectives", "--kinds", "all"], env=env,
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("torchrun", run.stderr)
+
+    def test_fit_reads_a_sweep_file_of_sets(self):
+        sets = collective_sweep.sweep_sets(FakeNode(self.MADE), list(collective_sweep.SWEEP_KINDS), [2, 4, 8], 0, 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "node.json")
+            with open(path, "w") as f:
+                json.dump({"sets": sets}, f)
+            out = subprocess.run([sys.executable, SCRIPT, "--fit-collectives", path, "--link-GBps", "450"],
+                                 check=True, capture_output=True, text=True).stdout
+        self.assertEqual(json.loads(out)["cluster"]["intra_node"]["collective_efficiency"]["all_gather"],
+                         [0.55, 0.65, 0.75])
+
+
 import xla_matmul_table  # noqa: E402
 
 # XLA's matmul_interpolator_data.h as written (tensorflow/tensorflow a305421c, "sm_100": the
