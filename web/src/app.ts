@@ -531,6 +531,10 @@ export class App {
   private fixFor(err: ErrorInfo): { label: string; path: string; value: unknown } | undefined {
     if (err.path.startsWith('training.seq_len') && getPath(this.config, 'training.seq_len') !== undefined)
       return { label: "Use the model's own sequence length", path: 'training.seq_len', value: undefined };
+    // zb_plan with a schedule the zero-bubble runtime does not plan (a link, the JSON editor).
+    if (err.path.startsWith('strategy.zb_plan')) return { label: 'Unset zb_plan', path: 'strategy.zb_plan', value: undefined };
+    // ZB-V planned from pass times with 1 < micro-batches < pp: the runtime's planner asserts.
+    if (err.path === 'strategy.schedule' && err.message.includes('zb_plan "unit"')) return { label: 'Use the unit-time order', path: 'strategy.zb_plan', value: 'unit' };
     if (err.path.startsWith('strategy.virtual_stages')) return { label: 'Set virtual stages to 1', path: 'strategy.virtual_stages', value: 1 };
     if (err.path.startsWith('strategy.micro_batch')) return { label: 'Set the micro-batch to 1', path: 'strategy.micro_batch', value: 1 };
     if (err.path.startsWith('strategy') || /dp\*tp\*pp/.test(err.message)) {

@@ -54,7 +54,7 @@ export function strategyLabel(config: Config, resolved?: Config | null): string 
   const parts: string[] = [];
   for (const k of ['tp', 'pp', 'dp', 'cp', 'ep'] as const) if ((s[k] ?? 1) > 1 || k === 'dp') parts.push(`${k.toUpperCase()}${s[k] ?? 1}`);
   parts.push(`mb${s.micro_batch ?? 1}`);
-  if (s.schedule) parts.push(String(s.schedule));
+  if (s.schedule) parts.push(s.zb_plan ? `${s.schedule} (${s.zb_plan} plan)` : String(s.schedule));
   if (s.zero) parts.push(`ZeRO-${s.zero}`);
   if (s.recompute && s.recompute !== 'none') parts.push(`rc:${s.recompute}`);
   return parts.join(' · ');

@@ -4,7 +4,7 @@ import { getPath, presetOf, type Config } from './config_model';
 import { h } from './dom';
 import type { PresetList } from './protocol';
 import type { ErrorInfo } from './result';
-import { explainSchedule, SCHEDULES } from './schedules';
+import { explainSchedule, explainZbPlan, isZeroBubble, scheduleOf, SCHEDULES, ZB_PLANS } from './schedules';
 
 type Kind = 'int' | 'number' | 'select' | 'bool' | 'model' | 'cluster';
 
@@ -18,8 +18,12 @@ export interface ControlSpec {
   options?: [string, string][];
   /** Select: a tooltip per option value. */
   optionTitles?: Record<string, string>;
-  /** Select: a line on the chosen value, shown under the control and kept up to date. */
-  explain?: (value: string) => string;
+  /** Select: a line on the chosen value, shown under the control and kept up to date. An
+   * option whose value is '' leaves the field unset (the core's default). */
+  explain?: (value: string, config: Config, resolved: Config | null) => string;
+  /** Shown only while this holds, or while the config sets the field (so that the core's
+   * error about it has a place, and the value can be unset). */
+  shownWhen?: (config: Config, resolved: Config | null) => boolean;
   min?: number;
   max?: number;
   step?: number;
@@ -82,6 +86,17 @@ export const SECTIONS: Section[] = [
         optionTitles: Object.fromEntries(SCHEDULES.map((s) => [s.value, s.explain])),
         explain: explainSchedule,
         help: 'Order of the passes in the pipeline. Picking one sets what it needs: virtual stages for interleaving, enough micro-batches (global batch) for interleaving and DualPipeV.',
+      },
+      {
+        path: 'strategy.zb_plan',
+        label: 'Zero-bubble plan',
+        tag: 'zb_plan',
+        kind: 'select',
+        options: ZB_PLANS.map((p) => [p.value, p.label]),
+        optionTitles: Object.fromEntries(ZB_PLANS.map((p) => [p.value, p.explain])),
+        explain: explainZbPlan,
+        shownWhen: (config, resolved) => isZeroBubble(scheduleOf(config, resolved)),
+        help: 'How the zero-bubble runtime orders the F, B and W passes: re-planned from the pass times a first play measured, or the static unit-time order. Other schedules drop it.',
       },
       { path: 'strategy.virtual_stages', label: 'Virtual stages', tag: 'per GPU', kind: 'int', min: 1, help: 'Model chunks per GPU for the interleaved schedule: more chunks shrink the bubble but send more pipeline messages.' },
       { path: 'strategy.sequence_parallel', label: 'Sequence parallel', kind: 'bool', help: 'Splits norms and dropout along the sequence over the TP group: less activation memory for the same traffic.' },
@@ -223,12 +238,13 @@ export class Controls {
       return spec.kind === 'int' ? Math.round(v) : v;
     }
     if (spec.path === 'strategy.zero') return Number(input.value);
-    return input.value;
+    return input.value === '' ? undefined : input.value;
   }
 
   /** Shows the values of `config`, falling back to the resolved config for defaults. */
   update(config: Config, resolved: Config | null): void {
-    for (const { spec, input } of this.bound.values()) {
+    for (const { spec, input, box } of this.bound.values()) {
+      if (spec.shownWhen) box.hidden = !spec.shownWhen(config, resolved) && getPath(config, spec.path) === undefined;
       let v: unknown;
       if (spec.kind === 'model' || spec.kind === 'cluster') {
         const entry = config[spec.path];
@@ -253,7 +269,7 @@ export class Controls {
       v = getPath(config, spec.path);
       if (v === undefined && resolved) v = getPath(resolved, spec.path);
       const explain = this.bound.get(spec.path)?.explain;
-      if (explain && spec.explain) explain.textContent = spec.explain(String(v ?? ''));
+      if (explain && spec.explain) explain.textContent = spec.explain(String(v ?? ''), config, resolved);
       if (document.activeElement === input) continue;
       if (spec.kind === 'bool') (input as HTMLInputElement).checked = Boolean(v);
       else input.value = v === undefined || v === null ? '' : String(v);

@@ -22,13 +22,58 @@ export const SCHEDULES: ScheduleInfo[] = [
   { value: 'dualpipe', label: 'DualPipe', explain: 'DeepSeek-V3\'s two-copy schedule: each rank holds stage r of one model copy and stage pp−1−r of the other, half the micro-batches entering at each end; twice the parameters, needs an even pp and an even number of at least 2 × pp micro-batches.' },
 ];
 
+/** The schedules the zero-bubble runtime orders itself (strategy.zb_plan applies to these only). */
+const ZERO_BUBBLE = new Set(['zb-h1', 'zb-h2', 'zb-v']);
+
+export function isZeroBubble(schedule: unknown): boolean {
+  return ZERO_BUBBLE.has(String(schedule));
+}
+
+/** The schedule a config runs: its own, else the resolved config's. */
+export function scheduleOf(config: Config, resolved: Config | null): string {
+  return String(getPath(config, 'strategy.schedule') ?? getPath(resolved, 'strategy.schedule') ?? '');
+}
+
+/** The framework whose runtime the config models (megatron when neither config says). */
+function frameworkOf(config: Config, resolved: Config | null): string {
+  return String(getPath(config, 'strategy.framework') ?? getPath(resolved, 'strategy.framework') ?? 'megatron');
+}
+
+/** strategy.zb_plan as the core applies it: the config's, else the framework's default,
+ * "profiled" under megatron (the zero-bubble fork re-plans from its timers) and "unit" under
+ * fsdp and deepspeed (docs/config.md, docs/frameworks.md "Zero-bubble planning"). */
+export function zbPlanOf(config: Config, resolved: Config | null): 'profiled' | 'unit' {
+  const given = getPath(config, 'strategy.zb_plan');
+  if (given === 'profiled' || given === 'unit') return given;
+  return frameworkOf(config, resolved) === 'megatron' ? 'profiled' : 'unit';
+}
+
+/** The choices of strategy.zb_plan; '' leaves the field unset (the framework's default). */
+export const ZB_PLANS: ScheduleInfo[] = [
+  { value: '', label: 'framework default', explain: 'Leaves strategy.zb_plan unset: profiled under Megatron (its zero-bubble runtime re-plans), unit times under PyTorch FSDP and DeepSpeed.' },
+  { value: 'profiled', label: 'profiled (runtime planner)', explain: 'As the zero-bubble runtime after its timers: a first play measures each stage\'s F, B, W and send times, and its planner re-orders the passes from them (two simulations).' },
+  { value: 'unit', label: 'unit times (static order)', explain: 'The order planned with F = B = W (Qi et al.\'s handcrafted schedules), as PyTorch\'s torch.distributed.pipelining runs it.' },
+];
+
+/** The line under the zb_plan control: the choice's explanation; for the default, what it
+ * resolves to under the config's framework. */
+export function explainZbPlan(value: string, config: Config, resolved: Config | null): string {
+  const info = ZB_PLANS.find((p) => p.value === value);
+  if (!info) return '';
+  if (value !== '') return info.explain;
+  const framework = frameworkOf(config, resolved);
+  const plan = ZB_PLANS.find((p) => p.value === zbPlanOf(config, resolved))!;
+  return `Unset: framework ${framework} plays “${plan.label}”. Megatron's zero-bubble runtime re-plans from measured pass times; PyTorch FSDP and DeepSpeed run the static order.`;
+}
+
 /** Micro-batches per pipeline: global_batch / (dp × micro_batch). */
 function microBatches(gb: number, dp: number, mb: number): number {
   return Math.floor(gb / Math.max(1, dp * mb));
 }
 
 /**
- * The config after picking `schedule`, with the knobs that schedule needs: virtual stages 2
+ * The config after picking `schedule`, with the knobs that schedule needs: zb_plan unset off the
+ * zero-bubble schedules; virtual stages 2
  * for interleaving (1 otherwise: only interleaving reads them); for interleaving a micro-batch
  * count that pp divides, for ZB-V 1 or at least pp micro-batches, for DualPipeV at least 2 × pp micro-batches, for DualPipe an even
  * number of at least 2 × pp (global batch raised to the nearest that works). `resolved` supplies the values the config leaves to defaults.
@@ -36,6 +81,8 @@ function microBatches(gb: number, dp: number, mb: number): number {
 export function pickSchedule(config: Config, resolved: Config | null, schedule: string): Config {
   const get = (path: string, fallback: number) => Number(getPath(config, path) ?? getPath(resolved, path) ?? fallback);
   let c = setPath(config, 'strategy.schedule', schedule);
+  // zb_plan orders only the zero-bubble schedules: the core rejects it with any other.
+  if (!isZeroBubble(schedule) && getPath(c, 'strategy.zb_plan') !== undefined) c = setPath(c, 'strategy.zb_plan', undefined);
   const vs = get('strategy.virtual_stages', 1);
   if (schedule === 'interleaved-1f1b' && vs <= 1) c = setPath(c, 'strategy.virtual_stages', 2);
   else if (schedule !== 'interleaved-1f1b' && vs > 1) c = setPath(c, 'strategy.virtual_stages', 1);
@@ -48,9 +95,7 @@ export function pickSchedule(config: Config, resolved: Config | null, schedule: 
   if (schedule === 'dualpipe-v' && m < 2 * pp) want = 2 * pp;
   // ZB-V as the zero-bubble runtime plans it from pass times (the core's zb_plan "profiled", its
   // default under framework megatron): its planner asserts with 1 < micro-batches < pp.
-  const framework = getPath(c, 'strategy.framework') ?? getPath(resolved, 'strategy.framework') ?? 'megatron';
-  const plan = getPath(c, 'strategy.zb_plan') ?? (framework === 'megatron' ? 'profiled' : 'unit');
-  if (schedule === 'zb-v' && plan === 'profiled' && m > 1 && m < pp) want = pp;
+  if (schedule === 'zb-v' && zbPlanOf(c, resolved) === 'profiled' && m > 1 && m < pp) want = pp;
   // DualPipe: half the micro-batches enter at each end (an even count, at least 2 × pp). An
   // odd pp it cannot fix: the core's error names strategy.pp.
   if (schedule === 'dualpipe') want = Math.max(2 * pp, m + (m % 2));

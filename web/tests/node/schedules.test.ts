@@ -3,7 +3,8 @@
 // default scenario, even with too few micro-batches, gives a config the core compiles.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { setPath } from '../../src/config_model';
-import { pickSchedule, SCHEDULES } from '../../src/schedules';
+import { controlForPath } from '../../src/controls';
+import { isZeroBubble, pickSchedule, SCHEDULES } from '../../src/schedules';
 import { loadModule, type ProteusModule } from '../support/module';
 
 describe('schedule picker against the core', () => {
@@ -41,5 +42,37 @@ describe('schedule picker against the core', () => {
     const picked = pickSchedule(deep, JSON.parse(mod.show_json(JSON.stringify(deep))), 'zb-v');
     const compiled = JSON.parse(mod.compile_json(JSON.stringify(picked)));
     expect(compiled.ok, `${compiled.error?.path}: ${compiled.error?.message}`).toBe(true);
+  });
+
+  it('keeps zb_plan only where the core accepts it: picking any schedule from zb-h1 with zb_plan set compiles', () => {
+    for (const plan of ['profiled', 'unit']) {
+      const zb = setPath(setPath(base, 'strategy.schedule', 'zb-h1'), 'strategy.zb_plan', plan);
+      expect(JSON.parse(mod.compile_json(JSON.stringify(zb))).ok).toBe(true);
+      for (const s of SCHEDULES) {
+        const picked = pickSchedule(zb, JSON.parse(mod.show_json(JSON.stringify(zb))), s.value);
+        const compiled = JSON.parse(mod.compile_json(JSON.stringify(picked)));
+        expect(compiled.ok, `${plan} -> ${s.value}: ${compiled.error?.path}: ${compiled.error?.message}`).toBe(true);
+        if (isZeroBubble(s.value)) {
+          // the resolved config gives the choice back as it was set
+          expect(JSON.parse(mod.show_json(JSON.stringify(picked))).strategy.zb_plan).toBe(plan);
+          continue;
+        }
+        // kept off the zero-bubble schedules, the core refuses it, and its error goes to the zb_plan control
+        const refused = JSON.parse(mod.compile_json(JSON.stringify(setPath(picked, 'strategy.zb_plan', plan))));
+        expect(refused.ok, s.value).toBe(false);
+        expect(refused.error.path).toBe('strategy.zb_plan');
+        expect(controlForPath(refused.error.path)).toBe('strategy.zb_plan');
+      }
+    }
+  });
+
+  it('names the unit-time order in its error for zb-v with too few micro-batches (the page offers it as the fix)', () => {
+    // pp 4, dp 2, global batch 4: 2 micro-batches, between 1 and pp
+    const deep = setPath(setPath(setPath(setPath(base, 'strategy.pp', 4), 'strategy.dp', 2), 'training.global_batch', 4), 'strategy.schedule', 'zb-v');
+    const bad = JSON.parse(mod.compile_json(JSON.stringify(deep)));
+    expect(bad.ok).toBe(false);
+    expect(bad.error.path).toBe('strategy.schedule');
+    expect(bad.error.message).toContain('zb_plan "unit"'); // app.ts fixFor matches this
+    expect(JSON.parse(mod.compile_json(JSON.stringify(setPath(deep, 'strategy.zb_plan', 'unit')))).ok).toBe(true);
   });
 });

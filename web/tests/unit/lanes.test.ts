@@ -98,6 +98,8 @@ describe('config helpers', () => {
 
   it('names a strategy briefly', () => {
     expect(strategyLabel({ strategy: { tp: 4, pp: 2, dp: 4, micro_batch: 1, schedule: '1f1b', zero: 1 } })).toBe('TP4 · PP2 · DP4 · mb1 · 1f1b · ZeRO-1');
+    // a zero-bubble plan given in the config is named (unset: the framework's default)
+    expect(strategyLabel({ strategy: { pp: 2, dp: 4, schedule: 'zb-h1', zb_plan: 'unit' } })).toBe('PP2 · DP4 · mb1 · zb-h1 (unit plan)');
   });
 
   it('puts an error next to the control its path names', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { pickSchedule, SCHEDULES } from '../../src/schedules';
+import { ALL_CONTROLS } from '../../src/controls';
+import { explainZbPlan, isZeroBubble, pickSchedule, SCHEDULES, ZB_PLANS, zbPlanOf } from '../../src/schedules';
 
 // The default scenario's strategy: pp 2, dp 4, micro-batch 1 (core/presets/scenarios/default.json).
 const base = { training: { global_batch: 128 }, strategy: { pp: 2, dp: 4, micro_batch: 1, schedule: '1f1b', virtual_stages: 1 } };
@@ -41,5 +42,40 @@ describe('schedule picker', () => {
     // values the config leaves out come from the resolved config
     const bare = { strategy: { schedule: '1f1b' } };
     expect(pickSchedule(bare, base, 'dualpipe-v').training?.global_batch).toBeUndefined(); // 32 ≥ 4
+  });
+
+  it('has a zb_plan control shown for the zero-bubble schedules only, each choice explained', () => {
+    const spec = ALL_CONTROLS.find((c) => c.path === 'strategy.zb_plan')!;
+    // right after the schedule, whose explanations and default rule it shares
+    expect(ALL_CONTROLS[ALL_CONTROLS.indexOf(spec) - 1].path).toBe('strategy.schedule');
+    expect(spec.options!.map(([v]) => v)).toEqual(['', 'profiled', 'unit']); // '' leaves it unset
+    for (const p of ZB_PLANS) expect(spec.optionTitles![p.value].length).toBeGreaterThan(30);
+    const shown = SCHEDULES.filter((s) => spec.shownWhen!({ strategy: { schedule: s.value } }, null)).map((s) => s.value);
+    expect(shown).toEqual(['zb-h1', 'zb-h2', 'zb-v']);
+    expect(shown.every(isZeroBubble)).toBe(true);
+    // the schedule the config leaves to its default comes from the resolved config
+    expect(spec.shownWhen!({}, { strategy: { schedule: 'zb-v' } })).toBe(true);
+    expect(spec.shownWhen!({}, { strategy: { schedule: '1f1b' } })).toBe(false);
+  });
+
+  it("resolves an unset zb_plan to the framework's default, and says which", () => {
+    expect(zbPlanOf({}, null)).toBe('profiled'); // megatron when nothing says
+    expect(zbPlanOf({}, { strategy: { framework: 'megatron' } })).toBe('profiled');
+    expect(zbPlanOf({}, { strategy: { framework: 'fsdp' } })).toBe('unit');
+    expect(zbPlanOf({ strategy: { framework: 'deepspeed' } }, { strategy: { framework: 'megatron' } })).toBe('unit');
+    expect(zbPlanOf({ strategy: { zb_plan: 'unit' } }, null)).toBe('unit');
+    expect(explainZbPlan('', {}, { strategy: { framework: 'megatron' } })).toMatch(/megatron plays “profiled/);
+    expect(explainZbPlan('', { strategy: { framework: 'fsdp' } }, null)).toMatch(/fsdp plays “unit times/);
+    expect(explainZbPlan('unit', {}, null)).toBe(ZB_PLANS[2].explain);
+  });
+
+  it('unsets zb_plan when the schedule leaves the zero-bubble ones, and keeps it among them', () => {
+    const zb = { ...base, strategy: { ...base.strategy, schedule: 'zb-h1', zb_plan: 'unit' } };
+    for (const s of SCHEDULES) {
+      const picked = pickSchedule(zb, null, s.value);
+      expect('zb_plan' in picked.strategy, s.value).toBe(isZeroBubble(s.value));
+      if (isZeroBubble(s.value)) expect(picked.strategy.zb_plan).toBe('unit');
+    }
+    expect(zb.strategy.zb_plan).toBe('unit'); // the config given is not changed
   });
 });

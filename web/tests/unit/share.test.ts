@@ -1,6 +1,6 @@
 import LZString from 'lz-string';
 import { describe, expect, it } from 'vitest';
-import { decodeFragment, encodeConfig, MAX_CONFIG_CHARS, MAX_FRAGMENT_CHARS, shareUrl } from '../../src/share';
+import { decodeFragment, decodeState, encodeConfig, encodeFragment, MAX_CONFIG_CHARS, MAX_FRAGMENT_CHARS, shareUrl } from '../../src/share';
 
 const config = {
   model: { preset: 'llama3-8b', layers: 16 },
@@ -23,6 +23,15 @@ describe('share links', () => {
     const url = shareUrl('https://example.org/sub/path/index.html?x=1#c=old', config);
     expect(url.startsWith('https://example.org/sub/path/index.html?x=1#c=')).toBe(true);
     expect(decodeFragment(new URL(url).hash)).toEqual({ ok: true, config });
+  });
+
+  it('round-trips zb_plan, and its absence (the framework default), with the page state', () => {
+    for (const zb of [{ zb_plan: 'unit' }, { zb_plan: 'profiled' }, {}]) {
+      const c = { ...config, strategy: { ...config.strategy, schedule: 'zb-v', ...zb } };
+      const frag = encodeFragment(c, { tab: 'timeline' });
+      expect(decodeFragment('#' + frag)).toEqual({ ok: true, config: c });
+      expect(decodeState('#' + frag).tab).toBe('timeline');
+    }
   });
 
   it('ignores fragments without a config', () => {
