@@ -1,5 +1,6 @@
 // The result object (DESIGN.md §5) as the page sees it, and the conversion of the timeline
 // into columnar typed arrays (done in the worker; the page never walks span objects).
+import { readPipelinePlan, type PipelinePlan } from './pipeline_plan';
 
 export interface Summary {
   iteration_time_s: number;
@@ -101,6 +102,8 @@ export interface SimResult {
   warnings: string[];
   /** Present (up to three, fastest first) only when the run does not fit. */
   fitAdvice: FitChange[];
+  /** A zero-bubble schedule planned from measured pass times (zb_plan "profiled"), else null. */
+  pipelinePlan: PipelinePlan | null;
   stats: Record<string, number>;
   breakdown: Record<string, unknown>;
   spans: Spans;
@@ -255,6 +258,7 @@ export function parseResult(text: string, columns?: ColumnsFromModule, curves?: 
       devices: j.devices ?? [],
       warnings: j.warnings ?? [],
       fitAdvice: Array.isArray(j.fit_advice) ? j.fit_advice : [],
+      pipelinePlan: readPipelinePlan(j.pipeline_plan),
       stats: j.stats ?? {},
       breakdown: j.breakdown ?? {},
       spans: columns ? spansFromColumns(columns) : spansFromObjects(j.timeline),

@@ -2,6 +2,7 @@
 // widget for one result, and the details panel for the selected span or range.
 import { h, setChildren } from './dom';
 import { formatDuration } from './format';
+import { renderPipelinePlan } from './pipeline_plan_view';
 import type { SimResult } from './result';
 import { clearDetails, rangeDetails, spanDetails } from './timeline_details';
 import { KINDS, kindColor, kindLabel, PHASE_LETTER, streamLabel } from './timeline/colors';
@@ -18,6 +19,8 @@ export class TimelineView {
   private readonly host = h('div', { class: 'tl-host' });
   private readonly details = h('div', { class: 'tl-details', 'aria-live': 'polite' });
   private readonly empty = h('p', { class: 'empty' }, 'Run a simulation to see its timeline.');
+  /** The zero-bubble plan the timeline plays, when the result has one. */
+  private readonly plan = h('div', { class: 'tl-plan', hidden: true });
   private readonly search = h('input', { type: 'search', class: 'tl-search', placeholder: 'Search spans by name', 'aria-label': 'Search spans by name (Enter: next match)' }) as HTMLInputElement;
   private readonly matches = h('span', { class: 'tl-matches', 'aria-live': 'polite' });
   private readonly computeOnly = h('input', { type: 'checkbox', id: 'tl-compute-only' }) as HTMLInputElement;
@@ -63,6 +66,7 @@ export class TimelineView {
       this.legend,
       this.host,
       this.details,
+      this.plan,
       this.empty,
     );
     clearDetails(this.details);
@@ -87,6 +91,8 @@ export class TimelineView {
       h('li', { title: 'A compute lane with nothing running: the GPU waits (pipeline bubble, exposed communication).' }, idle, 'Idle (compute)'),
     );
     clearDetails(this.details);
+    setChildren(this.plan, r.pipelinePlan ? renderPipelinePlan(r.pipelinePlan) : null);
+    this.plan.hidden = !r.pipelinePlan;
     if (spans.n === 0) return;
     const stage = new Map(r.devices.map((d) => [d.rank, d.stage]));
     const mult = new Map(r.devices.map((d) => [d.rank, d.multiplicity ?? 1]));
