@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CONTROLS } from '../../src/controls';
 import { LESSONS } from '../../src/lessons';
 import { SCHEDULES } from '../../src/schedules';
+import { encodeConfig } from '../../src/share';
 import { ARTIFACTS, DOCS_IMAGES, axeViolations, openPage, startSession, waitForResult, type Session } from '../support/browser';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
@@ -35,7 +36,8 @@ async function controlMismatches(page: Page, resolved: any): Promise<string[]> {
     const want = getPath(resolved, c.path);
     const id = `#ctl-${c.path.replace(/\./g, '-')}`;
     const got = await page.$eval(id, (e) => ((e as HTMLInputElement).type === 'checkbox' ? (e as HTMLInputElement).checked : (e as HTMLInputElement).value));
-    const ok = c.kind === 'bool' ? got === Boolean(want) : c.kind === 'int' || c.kind === 'number' ? Number(got) === Number(want) : String(got) === String(want);
+    // a select the resolved config leaves out (zb_plan: the framework's default) shows its '' option
+    const ok = c.kind === 'bool' ? got === Boolean(want) : c.kind === 'int' || c.kind === 'number' ? Number(got) === Number(want) : want === undefined ? got === '' : String(got) === String(want);
     if (!ok) bad.push(`${c.path}: shows ${JSON.stringify(got)}, runs with ${JSON.stringify(want)}`);
   }
   return bad;
@@ -146,6 +148,78 @@ describe('teaching and analysis features', () => {
     await page.$eval('#sec-schedule', (e) => e.scrollIntoView({ block: 'start' }));
     await shot(page, 'f00-schedule-picker');
     copyFileSync(join(ARTIFACTS, 'f00-schedule-picker.png'), join(DOCS_IMAGES, 'schedule-picker-1440x900.png'));
+  });
+
+  it('plans zero-bubble schedules from measured pass times or unit times, shows the plan, and keeps the choice in the link', async () => {
+    await page.goto(s.url);
+    await waitForResult(page);
+    const box = '[data-path="strategy.zb_plan"]';
+    const count = () => page.evaluate(() => (window as any).proteus.simulationCount());
+    expect(await page.isHidden(box)).toBe(true); // 1F1B: the zero-bubble runtime plans nothing
+    expect(await page.isHidden('.pipeline-plan')).toBe(true);
+    let n = await count();
+    await page.focus('#ctl-strategy-schedule');
+    await page.selectOption('#ctl-strategy-schedule', 'zb-h1');
+    await waitForNew(page, n);
+    expect(await page.isVisible(box)).toBe(true);
+    expect(await page.inputValue('#ctl-strategy-zb_plan')).toBe(''); // framework default: unset
+    expect(await page.textContent(`${box} .ctl-explain`)).toMatch(/megatron plays “profiled/);
+    // The plan: a row per stage (F, B, W ms, warm-up, the order), the planner's input last.
+    const plan = await page.evaluate(() => (window as any).proteus.current.result.pipelinePlan);
+    expect(plan.stageOrders.length).toBe(2);
+    await page.waitForSelector('.pipeline-plan table', { state: 'visible' });
+    expect(await page.$$eval('.pipeline-plan thead th[scope="col"]', (t) => t.map((e) => e.textContent))).toEqual(['Stage', 'F (ms)', 'B (ms)', 'W (ms)', 'Warm-up F', 'Planned order']);
+    expect(await page.$$eval('.pipeline-plan tbody tr', (r) => r.length)).toBe(2);
+    expect(await page.$$eval('.pipeline-plan .plan-order', (c) => c.map((e) => e.textContent))).toEqual(plan.stageOrders);
+    expect(await page.getAttribute('.pipeline-plan .plan-order', 'aria-label')).toBe('Stage 0 planned order');
+    expect(await page.textContent('.pipeline-plan tfoot')).toMatch(/Planner input.*send [\d.]+ ms/);
+    // a long order scrolls inside its cell, not the page
+    expect(await page.$eval('.pipeline-plan .plan-order', (e) => e.scrollWidth > e.clientWidth)).toBe(true);
+    expect(await page.$eval('.pipeline-plan', (e) => e.getBoundingClientRect().right <= document.documentElement.clientWidth)).toBe(true);
+    await page.$eval('.pipeline-plan', (e) => e.scrollIntoView({ block: 'center' }));
+    await shot(page, 'f02-zero-bubble-plan');
+    expect(await axeViolations(page, 'tab-timeline'), 'light').toEqual([]);
+    await page.click('#theme');
+    expect(await axeViolations(page, 'tab-timeline'), 'dark').toEqual([]);
+    await page.click('#theme');
+    // unit times: one simulation, no plan to show; the choice is in the link
+    n = await count();
+    await page.selectOption('#ctl-strategy-zb_plan', 'unit');
+    await waitForNew(page, n);
+    expect(await page.evaluate(() => (window as any).proteus.config.strategy.zb_plan)).toBe('unit');
+    expect(await page.textContent(`${box} .ctl-explain`)).toMatch(/F = B = W/);
+    expect(await page.isHidden('.pipeline-plan')).toBe(true);
+    const other = await s.context.newPage();
+    await other.goto(page.url());
+    await waitForResult(other);
+    expect(await other.inputValue('#ctl-strategy-zb_plan')).toBe('unit');
+    expect(await other.evaluate(() => (window as any).proteus.resolved.strategy.zb_plan)).toBe('unit');
+    await other.close();
+    // back to the framework default: the field leaves the config
+    n = await count();
+    await page.selectOption('#ctl-strategy-zb_plan', '');
+    await waitForNew(page, n);
+    expect(await page.evaluate(() => 'zb_plan' in (window as any).proteus.config.strategy)).toBe(false);
+    // leaving the zero-bubble schedules unsets it (the core refuses it with 1F1B) and hides it
+    n = await count();
+    await page.selectOption('#ctl-strategy-zb_plan', 'unit');
+    await waitForNew(page, n);
+    n = await count();
+    await page.selectOption('#ctl-strategy-schedule', '1f1b');
+    await waitForNew(page, n);
+    expect(await page.evaluate(() => 'zb_plan' in (window as any).proteus.config.strategy)).toBe(false);
+    expect(await page.isHidden(box)).toBe(true);
+    // a link that keeps it with 1F1B: the control shows, with the core's error and a fix
+    const config = await page.evaluate(() => (window as any).proteus.config);
+    const bad = await s.newPage('#' + encodeConfig({ ...config, strategy: { ...config.strategy, zb_plan: 'unit' } }));
+    await bad.waitForSelector(`${box} .ctl-error:not([hidden])`, { timeout: 60_000 });
+    expect(await bad.isVisible(box)).toBe(true);
+    expect(await bad.textContent(`${box} .ctl-error`)).toMatch(/zb_plan chooses how the zero-bubble runtime/);
+    await bad.click(`${box} .fix-btn`);
+    await waitForResult(bad);
+    expect(await bad.evaluate(() => 'zb_plan' in (window as any).proteus.config.strategy)).toBe(false);
+    expect(await bad.isHidden(box)).toBe(true);
+    await bad.close();
   });
 
   it('selects a span (details with bytes, group, link, bandwidth, dependencies) and a range (time per category)', async () => {
@@ -481,7 +555,11 @@ describe('teaching and analysis features', () => {
       const id = await page.evaluate(() => document.activeElement?.id ?? '');
       if (id) reached.add(id);
     }
-    const missing = ALL_CONTROLS.map((c) => `ctl-${c.path.replace(/\./g, '-')}`).filter((id) => !reached.has(id));
+    // controls shown only for some settings (zb_plan: zero-bubble schedules) are left out while hidden
+    const [config, resolved] = await page.evaluate(() => [(window as any).proteus.config, (window as any).proteus.resolved]);
+    const shown = ALL_CONTROLS.filter((c) => !c.shownWhen || c.shownWhen(config, resolved));
+    expect(shown.length).toBe(ALL_CONTROLS.length - 1); // the default scenario's 1F1B hides zb_plan
+    const missing = shown.map((c) => `ctl-${c.path.replace(/\./g, '-')}`).filter((id) => !reached.has(id));
     expect(missing).toEqual([]);
   });
 
