@@ -30,6 +30,11 @@ struct GpuSpec {
   double kernel_launch_us = 4;              // per kernel
   double compute_slowdown_with_comm = 1.1;  // compute beside NCCL kernels (Proteus: 1.1 V100)
   double comm_slowdown_with_compute = 1.0;  // NCCL beside compute kernels
+  // The share of the preset's measured compute throughput this part sustains: every
+  // compute-bound op (GEMM table, roofline, attention) runs at it, memory-bound kernels and the
+  // links do not. Below 1 for a part run under a lower power limit than the one its tables
+  // were measured at (the SM clock drops, the HBM clock does not): docs/fidelity.md, "Power limits".
+  double compute_throughput_fraction = 1.0;
   // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
   // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
   std::map<std::string, double> measured_us;

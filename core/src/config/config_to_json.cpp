@@ -125,6 +125,8 @@ Out cluster_json(const ClusterSpec& c) {
           {"kernel_launch_us", g.kernel_launch_us},
           {"compute_slowdown_with_comm", g.compute_slowdown_with_comm},
           {"comm_slowdown_with_compute", g.comm_slowdown_with_compute}};
+  if (g.compute_throughput_fraction != 1.0)
+    gpu["compute_throughput_fraction"] = g.compute_throughput_fraction;
   if (!g.measured_us.empty()) {
     Out table = Out::object();
     for (const auto& [signature, us] : g.measured_us) table[signature] = us;

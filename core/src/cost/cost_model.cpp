@@ -168,7 +168,9 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, table_precision(gpu, op_precision),
                                                    work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
     if (measured_TFLOPS)
-      return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP * sm_share(gpu, work)), memory_s) +
+      return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP * gpu.compute_throughput_fraction *
+                                    sm_share(gpu, work)),
+                      memory_s) +
              launch_s;
   }
   const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
@@ -183,7 +185,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
                                             std::string(to_string(work.op_kind)) + " in " +
                                             to_string(op_precision));
-  const double flops_s = work.flops / (peak_flops * efficiency * sm_share(gpu, work));
+  const double flops_s =
+      work.flops / (peak_flops * efficiency * gpu.compute_throughput_fraction * sm_share(gpu, work));
   return std::max(flops_s, memory_s) + launch_s;
 }
 

@@ -121,7 +121,7 @@ double best_compute_rate(const GpuSpec& gpu, Precision precision) {
   const auto table = gpu.gemm_table.TFLOPS.find(precision);
   if (table != gpu.gemm_table.TFLOPS.end())
     for (double t : table->second) tflops = std::max(tflops, t);
-  return tflops * kFlopsPerTFLOP;
+  return tflops * gpu.compute_throughput_fraction * kFlopsPerTFLOP;
 }
 
 ModelProfile profile_model(const Config& base) {
