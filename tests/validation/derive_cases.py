@@ -145,12 +145,18 @@ def long_row(k, gpus, tp, pp, dp, cp, tflops):
 
 TITAN_SRC = ("pytorch/torchtitan docs/performance.md (commit eaea6f6), Llama 3.1 {model} on Grand Teton H100 "
              "(96 GB HBM2e, 2.4 TB/s, 500 W power limit, 400 Gb/s RDMA per GPU), {table}: {row}, {tps} tokens/s "
-             "per GPU, sequence length {seq}. Cluster: dgx-h100 with the source's memory and HBM bandwidth; the "
-             "dense peaks of H100 SXM are kept although the 500 W limit lowers them (the source: 'between SXM "
-             "and NVL', unknown). FSDP2 is ZeRO-3 with prefetch (framework fsdp, zero 3, overlapped); its modules "
+             "per GPU, sequence length {seq}. Cluster: dgx-h100 with the source's memory and HBM bandwidth, and "
+             "the 500 W limit as gpu.compute_throughput_fraction 0.91, measured on the same part: the MTIA 300 "
+             "paper (Meta, 2026; Table III, Section V.A) has BF16 GEMMs at 63% of 780 TF/s on this 500 W H100 "
+             "against 54% of 1000 TF/s on a 700 W H200 of the same die, 491 / 540 (docs/fidelity.md, 'Power "
+             "limits'). FSDP2 is ZeRO-3 with prefetch (framework fsdp, zero 3, overlapped); its modules "
              "run as eager PyTorch ops unless the row uses torch.compile (strategy torch_compile). Its selective "
              "AC (op policy: every second matmul recomputed, attention saved) is modelled as Megatron's selective "
              "recompute.")
+
+# The share of a 700 W H100's compute throughput the source's 500 W part sustains (docs/fidelity.md,
+# "Power limits": a GEMM measurement of that part, not these runs).
+TITAN_POWER_LIMIT_FRACTION = 0.91
 
 # The FP8 rows: what TorchTitan's Float8 runs do and how Proteus expresses it.
 TITAN_FP8 = (" Float8 (torchao at eab345c): Float8Linear with torchao's default tensorwise dynamic scaling, i.e. "
@@ -202,7 +208,8 @@ def titan_row(rid, model, table, row, gpus, local_bs, seq, tps, strategy, precis
                 config=dict(model=dict(preset={"8B": "llama3-8b", "70B": "llama3-70b", "405B": "llama3-405b"}[model],
                                        seq_len=seq),
                             cluster=dict(preset="dgx-h100", nodes=max(1, gpus // 8),
-                                         gpu=dict(memory_GiB=96, hbm_GBps=2400)),
+                                         gpu=dict(memory_GiB=96, hbm_GBps=2400,
+                                                  compute_throughput_fraction=TITAN_POWER_LIMIT_FRACTION)),
                             training=training,
                             strategy=strategy),
                 expect=dict(iteration_time_s=round(t, 4)),
