@@ -2,9 +2,11 @@
 // formulas in the comments, on an A100-like GPU written out here (not a preset).
 #include <doctest/doctest.h>
 #include <cmath>
+#include "gemm_work.h"
 #include "proteus/cost_model.h"
 
 using namespace proteus;
+using namespace proteus::test;
 
 namespace {
 
@@ -31,17 +33,6 @@ CostModel a100() {
   m.gpu.kernel_launch_us = 4;
   m.precision = Precision::Bf16;
   return m;
-}
-
-ComputeWork gemm(int64_t m, int64_t n, int64_t k) {
-  ComputeWork w;
-  w.op_kind = OpKind::Matmul;
-  w.gemm_m = m;
-  w.gemm_n = n;
-  w.gemm_k = k;
-  w.flops = 2.0 * m * n * k;
-  w.bytes = 2.0 * (m * k + k * n + m * n);  // bf16 A, B read, C written
-  return w;
 }
 
 }  // namespace

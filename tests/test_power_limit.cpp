@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include "error_path.h"
+#include "gemm_work.h"
 #include "proteus/api.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
@@ -35,17 +36,6 @@ CostModel h100(double fraction) {
   m.gpu.compute_throughput_fraction = fraction;
   m.precision = Precision::Bf16;
   return m;
-}
-
-ComputeWork gemm(int64_t m, int64_t n, int64_t k) {
-  ComputeWork w;
-  w.op_kind = OpKind::Matmul;
-  w.gemm_m = m;
-  w.gemm_n = n;
-  w.gemm_k = k;
-  w.flops = 2.0 * m * n * k;
-  w.bytes = 2.0 * (m * k + k * n + m * n);
-  return w;
 }
 
 // The time of `w` less its launch: the part the clock decides.
