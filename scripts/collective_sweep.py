@@ -161,6 +161,9 @@ def fit_flow_model(sets, link_GBps, base_latency_us=8.4, min_bytes=CALIBRATE_FRO
             raise ValueError("unknown collective %r" % kind)
         if n < 2:
             raise ValueError("%s: a collective needs at least two GPUs, world = %d" % (kind, n))
+        if n > int(s.get("gpus_per_node", n)):
+            raise ValueError("%s over %d GPUs spans nodes of %d: the joint fit is for groups inside one node"
+                             % (kind, n, int(s["gpus_per_node"])))
         rows = [(HOPS[kind](n), LINK_BYTES[kind](n), float(b), float(t)) for b, t in s["points"] if b >= min_bytes]
         classes.setdefault(_class_of(s), []).extend(rows)
     classes = {c: rows for c, rows in classes.items() if rows}

@@ -249,6 +249,8 @@ class FlowModelFit(unittest.TestCase):
             collective_sweep.fit_flow_model([dict(flow_points("all_reduce", 8, 0.8, 1), collective="broadcast")], 450)
         with self.assertRaises(ValueError):
             collective_sweep.fit_flow_model([dict(flow_points("all_reduce", 8, 0.8, 1), world=1)], 450)
+        with self.assertRaises(ValueError):  # a group of 16 on nodes of 8: not an intra-node point
+            collective_sweep.fit_flow_model([dict(flow_points("all_reduce", 16, 0.8, 1), gpus_per_node=8)], 450)
         with self.assertRaises(ValueError):  # a size missing for one kind
             collective_sweep.flow_fragment([flow_points("all_reduce", 8, 0.8, 1),
                                             flow_points("all_gather", 4, 0.8, 1)], 450)
