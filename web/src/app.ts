@@ -2,7 +2,7 @@
 // controls, the workers and the views. Results are immutable once received; views only read.
 import { AdvancedView } from './advanced';
 import { CompareView } from './compare';
-import { fittingDp, getPath, presetOf, setPath, strategyLabel, type Config } from './config_model';
+import { fittingDp, getPath, presetOf, setPath, strategyLabel, unsetPath, type Config } from './config_model';
 import { Controls } from './controls';
 import { $, download, h, nextFrame, nextTask, setChildren } from './dom';
 import type { Boot, FirstRun } from './boot';
@@ -422,6 +422,8 @@ export class App {
   applyChange(config: Config, path: string, value: unknown, refit = true): Config {
     let c = config;
     if (path === 'model') c = setPath(c, 'model', value);
+    // An emptied cluster knob (GPU compute back at 100%) leaves no empty object behind.
+    else if (path.startsWith('cluster.') && value === undefined) c = unsetPath(c, path);
     else if (path.startsWith('cluster.') && typeof c.cluster === 'string') c = setPath({ ...c, cluster: { preset: c.cluster } }, path, value);
     else if (path === 'cluster') {
       const nodes = getPath(c, 'cluster.nodes') ?? this.resolved?.cluster?.nodes;

@@ -32,6 +32,7 @@ const FIELD_NAMES: Record<string, string> = {
   'training.global_batch': 'global batch',
   'training.seq_len': 'seq len',
   'training.precision': 'precision',
+  'cluster.gpu.compute_throughput_fraction': 'GPU compute fraction',
   'strategy.virtual_stages': 'virtual stages',
   'strategy.micro_batch': 'micro-batch',
   'strategy.schedule': 'schedule',

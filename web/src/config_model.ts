@@ -28,6 +28,33 @@ export function setPath(config: Config, path: string, value: unknown): Config {
   return out;
 }
 
+/** A copy of `config` without `path`, and without the objects that removing it leaves empty; a
+ * model or cluster entry left as {"preset": name} becomes the name, as the preset list writes it
+ * (the core reads both alike: core/src/config/preset_merge.cpp). Unsetting a knob thus gives
+ * back the config, and the share link, from before it was set. */
+export function unsetPath(config: Config, path: string): Config {
+  // Not set (a preset name's field included): nothing to remove, and setPath would replace the name.
+  if (getPath(config, path) === undefined) return structuredClone(config);
+  const out = setPath(config, path, undefined);
+  const keys = path.split('.');
+  // Top-level entries stay: a config without its "cluster" is another error than an empty one.
+  for (let depth = keys.length - 1; depth > 1; --depth) {
+    const parentPath = keys.slice(0, depth).join('.');
+    const parent = getPath(out, parentPath);
+    if (parent === null || typeof parent !== 'object' || Array.isArray(parent) || Object.keys(parent).length > 0) break;
+    deleteKey(out, keys.slice(0, depth));
+  }
+  const entry = keys[0];
+  const e = out[entry];
+  if ((entry === 'model' || entry === 'cluster') && e && typeof e === 'object' && !Array.isArray(e) && Object.keys(e).length === 1 && typeof e.preset === 'string') out[entry] = e.preset;
+  return out;
+}
+
+function deleteKey(obj: any, keys: string[]): void {
+  const parent = keys.length > 1 ? getPath(obj, keys.slice(0, -1).join('.')) : obj;
+  delete parent[keys[keys.length - 1]];
+}
+
 /** The preset name a model/cluster entry refers to ("name" or {"preset": "name", ...}). */
 export function presetOf(entry: unknown): string | null {
   if (typeof entry === 'string') return entry;

@@ -3,10 +3,13 @@
 import { getPath, presetOf, type Config } from './config_model';
 import { h } from './dom';
 import type { PresetList } from './protocol';
+import { fractionToPercent, percentToFraction } from './percent';
 import type { ErrorInfo } from './result';
 import { explainSchedule, explainZbPlan, isZeroBubble, scheduleOf, SCHEDULES, ZB_PLANS } from './schedules';
 
-type Kind = 'int' | 'number' | 'select' | 'bool' | 'model' | 'cluster';
+/** 'percent': a fraction in the config (0.91), shown and typed as a percentage (91); 100 is
+ * the core's default and leaves the field unset (percent.ts). */
+type Kind = 'int' | 'number' | 'percent' | 'select' | 'bool' | 'model' | 'cluster';
 
 export interface ControlSpec {
   path: string;
@@ -44,6 +47,16 @@ export const SECTIONS: Section[] = [
       { path: 'model', label: 'Model', kind: 'model', help: 'The network to train: more parameters need more GPUs, memory and communication.' },
       { path: 'cluster', label: 'Cluster', kind: 'cluster', help: 'The machines: GPU type, links inside a node (NVLink or PCIe) and the network between nodes.' },
       { path: 'cluster.nodes', label: 'Nodes', kind: 'int', min: 1, max: 100000, help: 'Servers in the cluster: more nodes add GPUs, but traffic between nodes crosses the slower network.' },
+      {
+        path: 'cluster.gpu.compute_throughput_fraction',
+        label: 'GPU compute',
+        tag: '% of preset',
+        kind: 'percent',
+        min: 1,
+        max: 100,
+        step: 1,
+        help: "Share of the preset GPU's compute speed it sustains, e.g. under a lower power limit (lower SM clock): an H100 at 500 W runs GEMMs at 91% of a 700 W one (measured). Slows GEMMs and attention; memory-bound kernels, launches and links keep their speed.",
+      },
       {
         path: 'training.precision',
         label: 'Precision',
@@ -205,8 +218,8 @@ export class Controls {
     let input: HTMLInputElement | HTMLSelectElement;
     if (spec.kind === 'bool') {
       input = h('input', { type: 'checkbox', id, name: spec.path });
-    } else if (spec.kind === 'int' || spec.kind === 'number') {
-      input = h('input', { type: 'number', id, name: spec.path, min: spec.min, max: spec.max, step: spec.step ?? 1, inputmode: 'numeric' });
+    } else if (spec.kind === 'int' || spec.kind === 'number' || spec.kind === 'percent') {
+      input = h('input', { type: 'number', id, name: spec.path, min: spec.min, max: spec.max, step: spec.step ?? 1, inputmode: spec.kind === 'percent' ? 'decimal' : 'numeric' });
     } else {
       const sel = h('select', { id, name: spec.path });
       const options: [string, string][] =
@@ -232,9 +245,10 @@ export class Controls {
 
   private read(spec: ControlSpec, input: HTMLInputElement | HTMLSelectElement): unknown {
     if (spec.kind === 'bool') return (input as HTMLInputElement).checked;
-    if (spec.kind === 'int' || spec.kind === 'number') {
+    if (spec.kind === 'int' || spec.kind === 'number' || spec.kind === 'percent') {
       const v = Number((input as HTMLInputElement).value);
       if ((input as HTMLInputElement).value.trim() === '' || !Number.isFinite(v)) return undefined;
+      if (spec.kind === 'percent') return percentToFraction(v);
       return spec.kind === 'int' ? Math.round(v) : v;
     }
     if (spec.path === 'strategy.zero') return Number(input.value);
@@ -272,6 +286,8 @@ export class Controls {
       if (explain && spec.explain) explain.textContent = spec.explain(String(v ?? ''), config, resolved);
       if (document.activeElement === input) continue;
       if (spec.kind === 'bool') (input as HTMLInputElement).checked = Boolean(v);
+      // unset: the core's default, the preset's whole throughput (the resolved config omits it)
+      else if (spec.kind === 'percent') input.value = v === undefined || v === null ? '100' : typeof v === 'number' ? String(fractionToPercent(v)) : String(v);
       else input.value = v === undefined || v === null ? '' : String(v);
     }
   }
