@@ -10,6 +10,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CONTROLS } from '../../src/controls';
 import { LESSONS } from '../../src/lessons';
+import { fractionToPercent } from '../../src/percent';
 import { SCHEDULES } from '../../src/schedules';
 import { encodeConfig } from '../../src/share';
 import { ARTIFACTS, DOCS_IMAGES, axeViolations, openPage, startSession, waitForResult, type Session } from '../support/browser';
@@ -36,8 +37,18 @@ async function controlMismatches(page: Page, resolved: any): Promise<string[]> {
     const want = getPath(resolved, c.path);
     const id = `#ctl-${c.path.replace(/\./g, '-')}`;
     const got = await page.$eval(id, (e) => ((e as HTMLInputElement).type === 'checkbox' ? (e as HTMLInputElement).checked : (e as HTMLInputElement).value));
-    // a select the resolved config leaves out (zb_plan: the framework's default) shows its '' option
-    const ok = c.kind === 'bool' ? got === Boolean(want) : c.kind === 'int' || c.kind === 'number' ? Number(got) === Number(want) : want === undefined ? got === '' : String(got) === String(want);
+    // a select the resolved config leaves out (zb_plan: the framework's default) shows its '' option;
+    // a percentage it leaves out (GPU compute: the core's default, the whole of it) shows 100
+    const ok =
+      c.kind === 'bool'
+        ? got === Boolean(want)
+        : c.kind === 'int' || c.kind === 'number'
+          ? Number(got) === Number(want)
+          : c.kind === 'percent'
+            ? Number(got) === (want === undefined ? 100 : fractionToPercent(want))
+            : want === undefined
+              ? got === ''
+              : String(got) === String(want);
     if (!ok) bad.push(`${c.path}: shows ${JSON.stringify(got)}, runs with ${JSON.stringify(want)}`);
   }
   return bad;
@@ -71,6 +82,7 @@ describe('teaching and analysis features', () => {
       ['#ctl-strategy-tp', '2'],
       ['#ctl-training-global_batch', '64'],
       ['#ctl-strategy-recompute', 'full'],
+      ['#ctl-cluster-gpu-compute_throughput_fraction', '91'],
     ]) {
       const n = await page.evaluate(() => (window as any).proteus.simulationCount());
       if (sel.endsWith('recompute')) await page.selectOption(sel, value);
@@ -100,7 +112,9 @@ describe('teaching and analysis features', () => {
       const first = await fresh.newPage();
       await waitForResult(first);
       expect(await controlMismatches(first, resolved)).toEqual([]);
-      // the link of the page as it is now (tp 2, global batch 64, full recompute), in a fresh browser
+      // the link of the page as it is now (tp 2, global batch 64, full recompute, GPU compute
+      // 91%), in a fresh browser
+      expect(getPath(await page.evaluate(() => (window as any).proteus.config), 'cluster.gpu.compute_throughput_fraction')).toBe(0.91);
       const link = page.url();
       const cfg = await page.evaluate(() => JSON.stringify((window as any).proteus.config));
       const file = join(ARTIFACTS, 'link-config.json');
@@ -109,6 +123,8 @@ describe('teaching and analysis features', () => {
       const other = await fresh.context.newPage();
       await other.goto(link);
       await waitForResult(other);
+      expect(want.cluster.gpu.compute_throughput_fraction).toBe(0.91);
+      expect(await other.inputValue('#ctl-cluster-gpu-compute_throughput_fraction')).toBe('91');
       expect(await controlMismatches(other, want)).toEqual([]);
       expect(await controlMismatches(page, want)).toEqual([]);
     } finally {
@@ -397,6 +413,31 @@ describe('teaching and analysis features', () => {
     await page.dispatchEvent('#ctl-cluster-inter_node-nics_per_node', 'change');
     await waitForNew(page, n);
     expect(await cfg('cluster.inter_node.nics_per_node')).toBe(1);
+    // GPU compute as a percentage of the preset's: 91% (an H100 at 500 W) writes 0.91 and slows
+    // the iteration; 120% gets the core's error on the control; 100% writes nothing
+    const gpu = '#ctl-cluster-gpu-compute_throughput_fraction';
+    expect(await page.inputValue(gpu)).toBe('100');
+    expect(await page.getAttribute(gpu, 'inputmode')).toBe('decimal');
+    const t1 = await card('iteration_time_s');
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill(gpu, '91');
+    await page.dispatchEvent(gpu, 'change');
+    await waitForNew(page, n);
+    expect(await cfg('cluster.gpu.compute_throughput_fraction')).toBe(0.91);
+    expect(await card('iteration_time_s')).toBeGreaterThan(t1);
+    await page.fill(gpu, '120');
+    await page.dispatchEvent(gpu, 'change');
+    const gpuError = '[data-error-for="cluster.gpu.compute_throughput_fraction"]';
+    await page.waitForSelector(`${gpuError}:not([hidden])`, { timeout: 60_000 });
+    expect(await page.textContent(gpuError)).toMatch(/compute_throughput_fraction must be at most 1, got 1.2/);
+    expect(await axeViolations(page, 'controls'), 'controls with the GPU compute error').toEqual([]);
+    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    await page.fill(gpu, '100');
+    await page.dispatchEvent(gpu, 'change');
+    await waitForNew(page, n);
+    expect(await page.isHidden(gpuError)).toBe(true);
+    expect(await page.evaluate(() => (window as any).proteus.config.cluster)).toEqual({ preset: 'dgx-h100', nodes: 4, inter_node: { nic_GBps: 3, nics_per_node: 1 } });
+    expect(await card('iteration_time_s')).toBe(t1);
     // interleaving needs virtual stages > 1, and leaving it sets them back to 1
     n = await page.evaluate(() => (window as any).proteus.simulationCount());
     await page.selectOption('#ctl-strategy-schedule', 'interleaved-1f1b');
