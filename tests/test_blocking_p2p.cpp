@@ -241,6 +241,42 @@ TEST_CASE("blocking p2p: DeepSpeed's pipeline engine blocks and partitions what 
   CHECK(ds.tree.blocking_p2p);
   CHECK(ds.tree.scatter_gather_p2p);
   CHECK(ds.stats.p2p_bytes_per_boundary[0] == doctest::Approx(1.0 * 1024 * 1024 * 2 / 4));
-  // PyTorch's pipelining (framework fsdp) posts its own: not modelled as blocking.
-  CHECK_FALSE(test::compile_text(two_stage(2, ",\"framework\":\"fsdp\",\"zero\":2", 4)).tree.blocking_p2p);
+}
+
+TEST_CASE(
+    "blocking p2p: PyTorch's Schedule1F1B waits on its fused steady-state calls, Interleaved1F1B does not") {
+  // torch.distributed.pipelining Schedule1F1B._step_microbatches: fwd_sends + bwd_recvs in one
+  // _batch_p2p, waited before the backward; bwd_sends + fwd_recvs, waited before the forward.
+  const Config config = parse_config(two_stage(2, ",\"framework\":\"fsdp\",\"zero\":2"));
+  const CompiledModel c = compile(config);
+  CHECK(c.tree.blocking_p2p);
+  CHECK_FALSE(c.tree.scatter_gather_p2p);  // whole tensors, as PipelineStage sends them
+  const ExecGraph& g = c.exec;
+  const Trace tr =
+      execute(g, cost_model_of(config), build_topology(config.cluster), exec_options_of(config, false));
+  auto start = [&](int t) { return tr.task_start_s[static_cast<size_t>(t)]; };
+  auto end = [&](int t) { return tr.task_end_s[static_cast<size_t>(t)]; };
+  // pp 2, 2 micro-batches: stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1. Stage 1 receives F1's
+  // input in the call after its B0 (bwd_sends + fwd_recvs): the send starts at the later of the
+  // two calls, and stage 1's F1 waits for both transfers of that call.
+  const int act1 = send_of(g, 0, 1, false), grad0 = send_of(g, 1, 0, true);
+  REQUIRE(act1 >= 0);
+  REQUIRE(grad0 >= 0);
+  const std::vector<int> f1_s0 = pass_tasks(g, 0, 1, false), b0_s1 = pass_tasks(g, 1, 0, true);
+  const std::vector<int> f1_s1 = pass_tasks(g, 1, 1, false);
+  CHECK(start(act1) == doctest::Approx(std::max(end(f1_s0.back()), end(b0_s1.back()))).epsilon(1e-12));
+  CHECK(start(f1_s1.front()) == doctest::Approx(std::max(end(grad0), end(act1))).epsilon(1e-12));
+  // ScheduleInterleaved1F1B (a _PipelineScheduleRuntime) waits receives before their compute only.
+  CHECK_FALSE(
+      test::compile_text(two_stage(4,
+                                   ",\"framework\":\"fsdp\",\"zero\":2,\"schedule\":\"interleaved-1f1b\","
+                                   "\"virtual_stages\":2"))
+          .tree.blocking_p2p);
+  // Never a deadlock, warm-up only or not.
+  for (int m : {1, 2, 3, 5, 8}) {
+    CAPTURE(m);
+    const Config c = parse_config(two_stage(m, ",\"framework\":\"fsdp\",\"zero\":2"));
+    CHECK_NOTHROW(
+        execute(compile(c).exec, cost_model_of(c), build_topology(c.cluster), exec_options_of(c, false)));
+  }
 }

@@ -173,14 +173,18 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   // docs/frameworks.md, "Pipeline point-to-point": which schedules wait on their p2p. Megatron's
   // 1F1B always, its interleaved one without overlap_p2p_comm; DeepSpeed's PipelineEngine runs
   // its 1F1B TrainSchedule with blocking p2p.send / p2p.recv and partitions what it sends over
-  // the model-parallel group (is_pipe_partitioned, is_grad_partitioned: tp > 1).
+  // the model-parallel group (is_pipe_partitioned, is_grad_partitioned: tp > 1). PyTorch's
+  // Schedule1F1B (torch.distributed.pipelining, framework fsdp) fuses each steady-state forward's
+  // sends with the next backward's receives, and each backward's sends with the next forward's
+  // receives, and waits on both: Megatron's two steady-state calls.
   const bool megatron_schedule =
       s.framework == Framework::Megatron && s.pp > 1 &&
       (s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved1F1B);
   const bool deepspeed_pipe =
       s.framework == Framework::DeepSpeed && s.pp > 1 && s.schedule == Schedule::OneFOneB;
-  tree.blocking_p2p =
-      deepspeed_pipe || (megatron_schedule && (s.schedule == Schedule::OneFOneB || !s.overlap_p2p_comm));
+  const bool torch_1f1b = s.framework == Framework::Fsdp && s.pp > 1 && s.schedule == Schedule::OneFOneB;
+  tree.blocking_p2p = deepspeed_pipe || torch_1f1b ||
+                      (megatron_schedule && (s.schedule == Schedule::OneFOneB || !s.overlap_p2p_comm));
   tree.p2p_paired_steady_state = s.schedule == Schedule::Interleaved1F1B;
   // Legacy Megatron skipped it under sequence parallelism, whose tensors are already tp slices.
   tree.scatter_gather_p2p = (s.scatter_gather_p2p || deepspeed_pipe) && !s.sequence_parallel;
