@@ -138,10 +138,21 @@ std::string group_of(const Json& c) {
 }
 
 // Two cases are ranked against each other when only their strategies differ.
+// Two runs a source ranks: the same model, cluster and training but for the precision (the
+// issue's "FP8 vs BF16"); the strategies may differ (recompute, schedules, CP, overlap).
+Json training_but_precision(const Json& config) {
+  Json training = config.value("training", Json::object());
+  if (training.is_object()) {
+    training.erase("precision");
+    training.erase("fp8_recipe");
+  }
+  return training;
+}
+
 bool same_setting(const Json& a, const Json& b) {
   return a.value("model", Json()) == b.value("model", Json()) &&
          a.value("cluster", Json()) == b.value("cluster", Json()) &&
-         a.value("training", Json()) == b.value("training", Json());
+         training_but_precision(a) == training_but_precision(b);
 }
 
 }  // namespace
