@@ -137,9 +137,7 @@ std::string group_of(const Json& c) {
   return c.value("gpu", std::string("unknown")) + " " + training.value("precision", std::string("bf16"));
 }
 
-// Two cases are ranked against each other when only their strategies differ.
-// Two runs a source ranks: the same model, cluster and training but for the precision (the
-// issue's "FP8 vs BF16"); the strategies may differ (recompute, schedules, CP, overlap).
+// A config's training settings less its precision and FP8 recipe.
 Json training_but_precision(const Json& config) {
   Json training = config.value("training", Json::object());
   if (training.is_object()) {
@@ -149,6 +147,9 @@ Json training_but_precision(const Json& config) {
   return training;
 }
 
+// Two cases are ranked against each other when only their strategies or precisions differ: the
+// same model, cluster and training but for the precision (the "FP8 vs BF16"), the
+// strategies free (recompute, schedules, CP, overlap).
 bool same_setting(const Json& a, const Json& b) {
   return a.value("model", Json()) == b.value("model", Json()) &&
          a.value("cluster", Json()) == b.value("cluster", Json()) &&
