@@ -5,7 +5,7 @@ import { h } from './dom';
 import type { PresetList } from './protocol';
 import { fractionToPercent, percentToFraction } from './percent';
 import type { ErrorInfo } from './result';
-import { explainSchedule, explainZbPlan, isZeroBubble, scheduleOf, SCHEDULES, ZB_PLANS } from './schedules';
+import { explainSchedule, explainZbPlan, isZeroBubble, scheduleOf, SCHEDULES, ZB_PLANS, type ScheduleInfo } from './schedules';
 
 /** 'percent': a fraction in the config (0.91), shown and typed as a percentage (91); 100 is
  * the core's default and leaves the field unset (percent.ts). */
@@ -37,6 +37,14 @@ export interface Section {
   title: string;
   intro?: string;
   controls: ControlSpec[];
+}
+
+/** A select's options and their tooltips from a list of explained choices (schedules, zb_plan). */
+function explainedChoices(list: readonly ScheduleInfo[]): Pick<ControlSpec, 'options' | 'optionTitles'> {
+  return {
+    options: list.map((c) => [c.value, c.label]),
+    optionTitles: Object.fromEntries(list.map((c) => [c.value, c.explain])),
+  };
 }
 
 export const SECTIONS: Section[] = [
@@ -95,8 +103,7 @@ export const SECTIONS: Section[] = [
         path: 'strategy.schedule',
         label: 'Schedule',
         kind: 'select',
-        options: SCHEDULES.map((s) => [s.value, s.label]),
-        optionTitles: Object.fromEntries(SCHEDULES.map((s) => [s.value, s.explain])),
+        ...explainedChoices(SCHEDULES),
         explain: explainSchedule,
         help: 'Order of the passes in the pipeline. Picking one sets what it needs: virtual stages for interleaving, enough micro-batches (global batch) for interleaving and DualPipeV.',
       },
@@ -105,8 +112,7 @@ export const SECTIONS: Section[] = [
         label: 'Zero-bubble plan',
         tag: 'zb_plan',
         kind: 'select',
-        options: ZB_PLANS.map((p) => [p.value, p.label]),
-        optionTitles: Object.fromEntries(ZB_PLANS.map((p) => [p.value, p.explain])),
+        ...explainedChoices(ZB_PLANS),
         explain: explainZbPlan,
         shownWhen: (config, resolved) => isZeroBubble(scheduleOf(config, resolved)),
         help: 'How the zero-bubble runtime orders the F, B and W passes: re-planned from the pass times a first play measured, or the static unit-time order. Other schedules drop it.',
