@@ -35,6 +35,12 @@ struct GpuSpec {
   // links do not. Below 1 for a part run under a lower power limit than the one its tables
   // were measured at (the SM clock drops, the HBM clock does not): docs/fidelity.md, "Power limits".
   double compute_throughput_fraction = 1.0;
+  // Maximum sustainable matmul TFLOP/s per precision (MSMF, stas00/ml-engineering mamf-finder:
+  // the chip saturated at its power limit). The GEMM table and the MAMF ceilings are bursts at
+  // boost clock; a GEMM that would draw more than the power limit at boost settles at this rate
+  // in a training run, one that draws less keeps its burst rate. So it caps every GEMM's
+  // throughput (not attention, not memory-bound kernels): docs/fidelity.md, "Sustained GEMMs".
+  std::map<Precision, double> sustained_TFLOPS;
   // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
   // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
   std::map<std::string, double> measured_us;

@@ -1,7 +1,8 @@
 // Compute cost (DESIGN.md §3, "CostModel"): roofline with calibrated efficiencies.
 //   GEMM: time = flops / (peak * eff), eff = wave quantization (tiles / (waves * SMs)) times a
 //         size-dependent ceiling that rises with K and falls for thin shapes, capped by the
-//         GPU's gemm_max_efficiency; never faster than its HBM traffic allows.
+//         GPU's gemm_max_efficiency, and by its sustained matmul rate (MSMF) where measured;
+//         never faster than its HBM traffic allows.
 //   attention: flops / (peak * attention_efficiency * kernel factor), bounded by memory traffic;
 //         the factor is the run's kernel against the preset's reference kernel by shape
 //         (attention_table.h; 1 without a table).
@@ -35,6 +36,10 @@ struct CostModel {
   // attention_efficiency scaled by the run's kernel against the preset's reference kernel.
   double attention_efficiency_of(const ComputeWork& work) const;
 };
+
+// A GEMM's sustained TFLOP/s in `precision`: burst_TFLOPS (a measured table's or the
+// roofline's rate, both at boost clock) capped by gpu.sustained_TFLOPS where the GPU has it.
+double sustained_gemm_TFLOPS(const GpuSpec& gpu, Precision precision, double burst_TFLOPS);
 
 // Signature used by measured tables (CostModel::measured_us, then GpuSpec::measured_us):
 // "matmul:M=..,N=..,K=..,B=..:bf16" (forward, input and weight gradient alike), "attention:..."

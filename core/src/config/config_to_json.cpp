@@ -106,6 +106,12 @@ Out model_json(const ModelSpec& m) {
   return out;
 }
 
+Out by_precision_json(const std::map<Precision, double>& values) {
+  Out out = Out::object();
+  for (const auto& [precision, value] : values) out[to_string(precision)] = value;
+  return out;
+}
+
 Out cluster_json(const ClusterSpec& c) {
   const GpuSpec& g = c.gpu;
   Out gpu{{"name", g.name},
@@ -132,11 +138,9 @@ Out cluster_json(const ClusterSpec& c) {
     for (const auto& [signature, us] : g.measured_us) table[signature] = us;
     gpu["measured_us"] = std::move(table);
   }
-  if (!g.max_achievable_TFLOPS.empty()) {
-    Out mamf = Out::object();
-    for (const auto& [precision, tflops] : g.max_achievable_TFLOPS) mamf[to_string(precision)] = tflops;
-    gpu["max_achievable_TFLOPS"] = std::move(mamf);
-  }
+  if (!g.max_achievable_TFLOPS.empty())
+    gpu["max_achievable_TFLOPS"] = by_precision_json(g.max_achievable_TFLOPS);
+  if (!g.sustained_TFLOPS.empty()) gpu["sustained_TFLOPS"] = by_precision_json(g.sustained_TFLOPS);
   if (!g.gemm_table.empty()) {
     const GemmTable& table = g.gemm_table;
     Out per_precision = Out::object();

@@ -136,13 +136,24 @@ AttentionTable read_attention_table(const Json& value, const std::string& path) 
   return table;
 }
 
+// A measured TFLOP/s per precision ("max_achievable_TFLOPS", "sustained_TFLOPS"): positive numbers.
+std::map<Precision, double> read_TFLOPS_by_precision(const ObjectReader& gpu, const char* key) {
+  ObjectReader in(gpu.at(key), gpu.path_of(key), {"fp32", "tf32", "fp16", "bf16", "fp8"});
+  std::map<Precision, double> out;
+  for (const Precision p :
+       {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8})
+    if (in.has(to_string(p)))
+      out[p] = as_number(in.at(to_string(p)), in.path_of(to_string(p)), 0, L::kMaxTFLOPS, true);
+  return out;
+}
+
 GpuSpec read_gpu(const Json& value, const std::string& path) {
   ObjectReader in(
       value, path,
       {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
        "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
        "compute_slowdown_with_comm", "comm_slowdown_with_compute", "compute_throughput_fraction",
-       "measured_us", "gemm_table", "max_achievable_TFLOPS", "attention_table"});
+       "measured_us", "gemm_table", "max_achievable_TFLOPS", "sustained_TFLOPS", "attention_table"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
@@ -178,16 +189,9 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
       in.number("compute_throughput_fraction", defaults.compute_throughput_fraction, 0, 1, true);
   if (in.has("measured_us"))
     gpu.measured_us = read_measured_us(in.at("measured_us"), in.path_of("measured_us"));
-  if (in.has("max_achievable_TFLOPS")) {
-    ObjectReader mamf(in.at("max_achievable_TFLOPS"), in.path_of("max_achievable_TFLOPS"),
-                      {"fp32", "tf32", "fp16", "bf16", "fp8"});
-    for (const Precision p :
-         {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16, Precision::Fp8}) {
-      if (mamf.has(to_string(p)))
-        gpu.max_achievable_TFLOPS[p] =
-            as_number(mamf.at(to_string(p)), mamf.path_of(to_string(p)), 0, L::kMaxTFLOPS, true);
-    }
-  }
+  if (in.has("max_achievable_TFLOPS"))
+    gpu.max_achievable_TFLOPS = read_TFLOPS_by_precision(in, "max_achievable_TFLOPS");
+  if (in.has("sustained_TFLOPS")) gpu.sustained_TFLOPS = read_TFLOPS_by_precision(in, "sustained_TFLOPS");
   if (in.has("gemm_table")) gpu.gemm_table = read_gemm_table(in.at("gemm_table"), in.path_of("gemm_table"));
   if (in.has("attention_table"))
     gpu.attention_table = read_attention_table(in.at("attention_table"), in.path_of("attention_table"));

@@ -39,6 +39,11 @@
 // FP16 GEMM reads the BF16 table where there is no FP16 one and the two peaks are equal.
 // A measured table entry for op_signature(work, precision) replaces all of this (launches
 // included: a measured time is the op's whole time).
+// A GEMM's throughput (table or peak * efficiency, both burst measurements at boost clock) is
+// capped by the GPU's sustained matmul rate in its precision (gpu.sustained_TFLOPS, MSMF): the
+// rate a GEMM that would exceed the power limit at boost settles at in a training run.
+// Every compute-bound op then runs at gpu.compute_throughput_fraction (a part under a lower
+// power limit than the preset's).
 // A GEMM beside a userbuffers kernel (work.sm_reserved SMs taken) computes at
 // (sm_count - sm_reserved) / sm_count of its throughput (a measured time is stretched alike). The table is
 // CostModel::measured_us, then the GPU's own (cluster.gpu.measured_us).
@@ -119,6 +124,16 @@ bool is_memory_bound(OpKind kind) {
 
 }  // namespace
 
+// A GEMM's sustained TFLOP/s: its burst rate, capped where the GPU has a sustained measurement
+// in the precision (an FP16 GEMM reads the BF16 one, as it reads the BF16 table).
+double sustained_gemm_TFLOPS(const GpuSpec& gpu, Precision precision, double burst_TFLOPS) {
+  const auto& caps = gpu.sustained_TFLOPS;
+  auto cap = caps.find(precision);
+  if (cap == caps.end() && table_precision(gpu, precision) != precision)
+    cap = caps.find(table_precision(gpu, precision));
+  return cap == caps.end() ? burst_TFLOPS : std::min(burst_TFLOPS, cap->second);
+}
+
 double GpuSpec::gemm_ceiling(Precision p) const {
   const auto measured = max_achievable_TFLOPS.find(p);
   const double peak = peak_TFLOPS(p);
@@ -167,11 +182,13 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (work.op_kind != OpKind::Attention && has_gemm_shape(work)) {
     const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, table_precision(gpu, op_precision),
                                                    work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
-    if (measured_TFLOPS)
-      return std::max(work.flops / (*measured_TFLOPS * kFlopsPerTFLOP * gpu.compute_throughput_fraction *
-                                    sm_share(gpu, work)),
+    if (measured_TFLOPS) {
+      const double TFLOPS = sustained_gemm_TFLOPS(gpu, op_precision, *measured_TFLOPS);
+      return std::max(work.flops /
+                          (TFLOPS * kFlopsPerTFLOP * gpu.compute_throughput_fraction * sm_share(gpu, work)),
                       memory_s) +
              launch_s;
+    }
   }
   const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
   double efficiency = gpu.gemm_ceiling(op_precision);
@@ -185,8 +202,10 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
                                             std::string(to_string(work.op_kind)) + " in " +
                                             to_string(op_precision));
-  const double flops_s =
-      work.flops / (peak_flops * efficiency * gpu.compute_throughput_fraction * sm_share(gpu, work));
+  double rate_flops = peak_flops * efficiency;
+  if (work.op_kind != OpKind::Attention)
+    rate_flops = sustained_gemm_TFLOPS(gpu, op_precision, rate_flops / kFlopsPerTFLOP) * kFlopsPerTFLOP;
+  const double flops_s = work.flops / (rate_flops * gpu.compute_throughput_fraction * sm_share(gpu, work));
   return std::max(flops_s, memory_s) + launch_s;
 }
 

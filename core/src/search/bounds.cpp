@@ -24,6 +24,7 @@
 
 #include "proteus/collective_flows.h"
 #include "proteus/compile.h"
+#include "proteus/cost_model.h"
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
 #include "proteus/run.h"
@@ -113,15 +114,17 @@ double best_compute_rate(const GpuSpec& gpu, Precision precision) {
   const double peak = gpu.peak_TFLOPS(precision);
   // A kernel faster than the attention table's reference (FlashAttention-3 over cuDNN) scales
   // attention_efficiency up by at most the table's largest ratio.
-  double tflops =
-      peak * std::max(gpu.gemm_max_efficiency,
-                      gpu.attention_efficiency * max_attention_kernel_factor(gpu.attention_table));
+  double gemm_tflops = peak * gpu.gemm_max_efficiency;
   // A measured GEMM table interpolates log throughput between its points: never above the
   // fastest of them (sizes past the grid take the edge's value).
   const auto table = gpu.gemm_table.TFLOPS.find(precision);
   if (table != gpu.gemm_table.TFLOPS.end())
-    for (double t : table->second) tflops = std::max(tflops, t);
-  return tflops * gpu.compute_throughput_fraction * kFlopsPerTFLOP;
+    for (double t : table->second) gemm_tflops = std::max(gemm_tflops, t);
+  // Every GEMM is capped by the sustained rate (cost_model.cpp); attention keeps its level.
+  gemm_tflops = sustained_gemm_TFLOPS(gpu, precision, gemm_tflops);
+  const double attention_tflops =
+      peak * gpu.attention_efficiency * max_attention_kernel_factor(gpu.attention_table);
+  return std::max(gemm_tflops, attention_tflops) * gpu.compute_throughput_fraction * kFlopsPerTFLOP;
 }
 
 ModelProfile profile_model(const Config& base) {
