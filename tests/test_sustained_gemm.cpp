@@ -54,7 +54,8 @@ TEST_CASE("sustained GEMMs: the Hopper presets carry the H200's measured MSMF") 
   }
 }
 
-TEST_CASE("sustained GEMMs: a GEMM above the power limit at boost settles at MSMF, one below keeps its rate") {
+TEST_CASE(
+    "sustained GEMMs: a GEMM above the power limit at boost settles at MSMF, one below keeps its rate") {
   const CostModel burst = h100(Precision::Bf16, false), sustained = h100(Precision::Bf16, true);
   REQUIRE(!burst.gpu.gemm_table.TFLOPS.empty());
   // XLA's table has 16384 x 4096 x 4096 at 793 TFLOP/s in bursts: above the H200's 755.
