@@ -18,8 +18,11 @@ parallelism: per-GPU shapes of q/kv/o projections, MLP, LM head and attention):
         vocab=128256,mlp=swiglu --tp 8 --micro-batch 1 --precision bf16 -o h200-llama70b.json
     python3 scripts/measure_ops.py --signature "matmul:M=8192,N=8192,K=8192,B=1:bf16"
 
-Times are the median of --repeat runs after --warmup runs, synchronised, in microseconds. On a
-machine without CUDA it runs on the CPU (useful only to test the script: CPU times describe no GPU).
+Times are in microseconds. On a GPU each op first runs back to back for --sustain-s seconds (2 by
+default), so that the GPU sits at its power limit as in a training run, and the mean of --repeat
+back-to-back runs is its time; --sustain-s 0 times bursts instead (the median of --repeat
+synchronised runs after --warmup). On a machine without CUDA it runs on the CPU, in bursts
+(useful only to test the script: CPU times describe no GPU).
 
 Collectives (scripts/collective_sweep.py): under torchrun, --collectives times all_reduce from
 8 KiB to 1 GiB and writes the points; --fit-collectives turns such points into the cluster's
@@ -109,8 +112,8 @@ def _dtype(torch, precision):
     return torch.float32
 
 
-def measure(signatures, device=None, warmup=3, repeat=10):
-    """Time each signature with PyTorch; returns {signature: microseconds}."""
+def measure(signatures, device=None, warmup=3, repeat=10, sustain_s=0.0):
+    """Time each signature with PyTorch (time_runs); returns {signature: microseconds}."""
     import torch  # imported here: the signature helpers work without PyTorch
 
     if device is None:
@@ -147,17 +150,43 @@ def measure(signatures, device=None, warmup=3, repeat=10):
             else:
                 def run():
                     forward()
-        for _ in range(warmup):
-            run()
-        sync()
+        table[text] = time_runs(run, sync, warmup, repeat, sustain_s)
+    return table
+
+
+def time_runs(run, sync, warmup, repeat, sustain_s, clock=time.perf_counter):
+    """Microseconds per call of run().
+
+    Burst (sustain_s 0): the median of `repeat` synchronised calls after `warmup`; each starts on
+    an idle GPU at its boost clock, as XLA's matmul table and mamf-finder's MAMF time GEMMs.
+    Sustained (sustain_s > 0): calls back to back, untimed, for sustain_s seconds, so that a GEMM
+    that draws more than the power limit at boost settles at the clock a training run holds it at
+    (docs/fidelity.md, "Sustained GEMMs"); then `repeat` back-to-back calls timed as one window,
+    their mean. A kernel under the limit times the same either way.
+    """
+    for _ in range(warmup):
+        run()
+    sync()
+    if sustain_s <= 0:
         times = []
         for _ in range(repeat):
-            start = time.perf_counter()
+            start = clock()
             run()
             sync()
-            times.append((time.perf_counter() - start) * 1e6)
-        table[text] = statistics.median(times)
-    return table
+            times.append((clock() - start) * 1e6)
+        return statistics.median(times)
+    start, calls = clock(), 0
+    while clock() - start < sustain_s:
+        run()
+        calls += 1
+        if calls % 16 == 0:
+            sync()  # keep the launch queue short, so that the clock measures the GPU's work
+    sync()
+    start = clock()
+    for _ in range(repeat):
+        run()
+    sync()
+    return (clock() - start) * 1e6 / repeat
 
 
 def _key_values(text):
@@ -224,6 +253,9 @@ def main(argv=None):
     parser.add_argument("--device", help="cuda, cuda:1, cpu (default: cuda when available)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--sustain-s", type=float,
+                        help="seconds each op runs back to back before it is timed, so that the GPU sits at its "
+                             "power limit as in training (default: 2 on a GPU, 0 on the CPU); 0 times bursts")
     parser.add_argument("--list", action="store_true", help="print the signatures and exit (no PyTorch needed)")
     parser.add_argument("-o", "--output", help="write {\"measured_us\": {...}} here (default: stdout)")
     parser.add_argument("--collectives", action="store_true",
@@ -238,6 +270,8 @@ def main(argv=None):
     parser.add_argument("--link-GBps", type=float, help="per-GPU link bandwidth per direction at --level")
     parser.add_argument("--base-latency-us", type=float, default=8.4, help="NCCL's fixed cost per call")
     args = parser.parse_args(argv)
+    if args.sustain_s is not None and not args.sustain_s >= 0:
+        parser.error("--sustain-s must be 0 or more, not %g" % args.sustain_s)
 
     if args.collectives or args.fit_collectives:
         return _collectives(args, parser)
@@ -257,12 +291,15 @@ def main(argv=None):
         return 0
     import torch
 
-    table = measure(signatures, args.device, args.warmup, args.repeat)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    sustain_s = args.sustain_s if args.sustain_s is not None else (2.0 if device.startswith("cuda") else 0.0)
+    table = measure(signatures, device, args.warmup, args.repeat, sustain_s)
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
+    how = ("mean of %d back-to-back runs after %g s of back-to-back runs (sustained)" % (args.repeat, sustain_s)
+           if sustain_s > 0 else "median of %d synchronised runs (bursts)" % args.repeat)
     result = {
         "measured_us": table,
-        "source": "scripts/measure_ops.py on %s, PyTorch %s, median of %d runs" % (name, torch.__version__, args.repeat),
+        "source": "scripts/measure_ops.py on %s, PyTorch %s, %s" % (name, torch.__version__, how),
     }
     text = json.dumps(result, indent=2, sort_keys=True)
     if args.output:

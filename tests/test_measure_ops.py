@@ -496,6 +496,61 @@ class XlaMatmulTable(unittest.TestCase):
                 self.assertIn(text.rstrip("\n"), f.read(), preset)
 
 
+class FakeGpu:
+    """A GPU whose clock falls once it has run `saturate_s` seconds of back-to-back work: a call
+    takes `burst_s` before that and `burst_s / sustained_share` after, as a GEMM that draws more
+    than the power limit at boost clock (docs/fidelity.md, "Sustained GEMMs"). Calls queue; sync()
+    waits for them, which advances the time the way a synchronising host sees it."""
+
+    def __init__(self, burst_s, sustained_share, saturate_s):
+        self.burst_s, self.share, self.saturate_s = burst_s, sustained_share, saturate_s
+        self.now = 0.0  # the host's clock
+        self.busy_s = 0.0  # back-to-back GPU time since the GPU was last idle
+        self.queued = 0
+        self.calls = 0
+
+    def clock(self):
+        return self.now
+
+    def run(self):
+        self.queued += 1
+        self.calls += 1
+        self.now += 1e-6  # the launch
+
+    def sync(self):
+        for _ in range(self.queued):
+            t = self.burst_s if self.busy_s < self.saturate_s else self.burst_s / self.share
+            self.busy_s += t
+            self.now += t
+        self.queued = 0
+
+
+class SustainedTiming(unittest.TestCase):
+    def test_bursts_time_the_boost_clock(self):
+        gpu = FakeGpu(burst_s=1e-3, sustained_share=0.88, saturate_s=0.5)
+        us = measure_ops.time_runs(gpu.run, gpu.sync, warmup=3, repeat=10, sustain_s=0, clock=gpu.clock)
+        self.assertAlmostEqual(us, 1000 + 1, delta=0.01)  # 1 ms and the launch
+
+    def test_a_sustained_window_times_the_saturated_clock(self):
+        gpu = FakeGpu(burst_s=1e-3, sustained_share=0.88, saturate_s=0.5)
+        us = measure_ops.time_runs(gpu.run, gpu.sync, warmup=3, repeat=100, sustain_s=1.0, clock=gpu.clock)
+        # After a second of back-to-back work the calls take 1 ms / 0.88.
+        self.assertAlmostEqual(us, 1000 / 0.88 + 1, delta=0.5)  # and the 1 us launch
+        self.assertGreater(gpu.calls, 800)  # it did run back to back for the second
+
+    def test_an_op_under_the_limit_times_the_same_either_way(self):
+        burst, sustained = FakeGpu(2e-4, 1.0, 0.1), FakeGpu(2e-4, 1.0, 0.1)
+        a = measure_ops.time_runs(burst.run, burst.sync, 3, 20, 0, clock=burst.clock)
+        b = measure_ops.time_runs(sustained.run, sustained.sync, 3, 20, 0.5, clock=sustained.clock)
+        self.assertAlmostEqual(a, b, delta=1.5)  # only the launches' place differs
+
+    def test_negative_sustain_is_refused(self):
+        done = subprocess.run([sys.executable, SCRIPT, "--signature", "matmul:M=32,N=32,K=32,B=1:fp32",
+                               "--sustain-s", "-1", "--device", "cpu"], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 2)  # argparse's usage error, before PyTorch is imported
+        self.assertIn("--sustain-s must be 0 or more", done.stderr)
+
+
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
 class Timing(unittest.TestCase):
     def test_cpu_shapes(self):
