@@ -154,6 +154,11 @@ def measure(signatures, device=None, warmup=3, repeat=10, sustain_s=0.0):
     return table
 
 
+# Longer than any clock settles (mamf-finder's MSMF settles for at most 20 s); a bound, so that a
+# typo cannot hold the GPU for hours.
+MAX_SUSTAIN_S = 600.0
+
+
 def time_runs(run, sync, warmup, repeat, sustain_s, clock=time.perf_counter):
     """Microseconds per call of run().
 
@@ -270,8 +275,8 @@ def main(argv=None):
     parser.add_argument("--link-GBps", type=float, help="per-GPU link bandwidth per direction at --level")
     parser.add_argument("--base-latency-us", type=float, default=8.4, help="NCCL's fixed cost per call")
     args = parser.parse_args(argv)
-    if args.sustain_s is not None and not args.sustain_s >= 0:
-        parser.error("--sustain-s must be 0 or more, not %g" % args.sustain_s)
+    if args.sustain_s is not None and not 0 <= args.sustain_s <= MAX_SUSTAIN_S:
+        parser.error("--sustain-s must be 0 to %g seconds, not %g" % (MAX_SUSTAIN_S, args.sustain_s))
 
     if args.collectives or args.fit_collectives:
         return _collectives(args, parser)

@@ -544,11 +544,12 @@ class SustainedTiming(unittest.TestCase):
         b = measure_ops.time_runs(sustained.run, sustained.sync, 3, 20, 0.5, clock=sustained.clock)
         self.assertAlmostEqual(a, b, delta=1.5)  # only the launches' place differs
 
-    def test_negative_sustain_is_refused(self):
-        done = subprocess.run([sys.executable, SCRIPT, "--signature", "matmul:M=32,N=32,K=32,B=1:fp32",
-                               "--sustain-s", "-1", "--device", "cpu"], capture_output=True, text=True)
-        self.assertEqual(done.returncode, 2)  # argparse's usage error, before PyTorch is imported
-        self.assertIn("--sustain-s must be 0 or more", done.stderr)
+    def test_a_sustain_outside_0_to_600_s_is_refused(self):
+        for bad in ("-1", "inf", "nan", "601"):
+            done = subprocess.run([sys.executable, SCRIPT, "--signature", "matmul:M=32,N=32,K=32,B=1:fp32",
+                                   "--sustain-s", bad, "--device", "cpu"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 2, bad)  # argparse's usage error, before PyTorch is imported
+            self.assertIn("--sustain-s must be 0 to 600 seconds", done.stderr)
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
