@@ -1,13 +1,19 @@
-// Regenerates docs/images/page.png, the screenshot README.md shows: the built page (web/dist,
-// served from 127.0.0.1 on a free port) on its default scenario, at 1440x1000, once its first
-// result is shown.
+// Regenerates the two page screenshots the documentation shows, from the built page (web/dist,
+// served from 127.0.0.1 on a free port), in one browser run:
+//   docs/images/page.png              README.md: the default scenario at 1440x1000, once its
+//                                     first result is shown;
+//   docs/images/accuracy-1440x900.png docs/fidelity.md: the tab "How accurate is this?" at
+//                                     1440x900, once every case of
+//                                     tests/validation/published.json is simulated (about a
+//                                     minute of simulation in the page's worker).
 //   cd web && npm run build && npm run screenshot
 // Browser: /usr/bin/chromium or $CHROMIUM, launched as the browser tests launch it
 // (tests/support/browser.ts; the flags of TOOLCHAIN.md). Settings that would otherwise vary
 // between machines or runs are fixed: viewport, device scale factor 1, light colour scheme,
 // sRGB, reduced motion and animations stopped, caret hidden, full-tile raster. At 1440 px the
 // top bar cuts the status to "Simula…", so the run's measured time ("Simulated in … ms") does
-// not show either; a wider page would show it and differ there from run to run.
+// not show either; a wider page would show it and differ there from run to run. The accuracy
+// panel shows no timings, only the cases' results, which are deterministic.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -17,9 +23,12 @@ import { startStaticServer } from './static-server.mjs';
 
 const web = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(web, 'dist');
-const output = resolve(web, '..', 'docs', 'images', 'page.png');
+const images = resolve(web, '..', 'docs', 'images');
+const pageOutput = join(images, 'page.png');
+const accuracyOutput = join(images, 'accuracy-1440x900.png');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const VIEWPORT = { width: 1440, height: 1000 }; // the size README.md's image has always had
+const ACCURACY_VIEWPORT = { width: 1440, height: 900 }; // the size its file name says
 // The browser tests' flags (TOOLCHAIN.md: headless, and no traffic to the closed network).
 const TEST_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 // With partial raster, a tile invalidated during start-up is re-rastered only in its changed
@@ -28,11 +37,62 @@ const TEST_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-ba
 // byte-identical). sRGB so that a display's colour profile never enters the image.
 const DETERMINISTIC_FLAGS = ['--disable-partial-raster', '--force-color-profile=srgb'];
 const RESULT_TIMEOUT_MS = 120_000; // the first run is a few seconds; a loaded 2-core machine is slower
+const ACCURACY_TIMEOUT_MS = 600_000; // every validation case: about a minute, several on a loaded machine
 
 /** The browser tests' readiness signal (tests/support/browser.ts waitForResult), plus a good status. */
 function resultShown() {
   const body = document.body;
   return body.classList.contains('has-result') && !body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok';
+}
+
+/**
+ * The accuracy panel's own end of run (src/accuracy.ts resume): the status says "All N cases
+ * simulated." only once the last case returned, and no row is left waiting or failed.
+ */
+function accuracyDone() {
+  const panel = document.getElementById('tab-accuracy');
+  const status = document.getElementById('accuracy-status')?.textContent ?? '';
+  return /^All \d+ cases simulated\.$/.test(status) && panel !== null && panel.querySelector('.accuracy-pending, .accuracy-failed') === null;
+}
+
+/** Waits for `done` in the page, or throws with the page's status and errors. */
+async function waitFor(page, done, timeoutMs, what, statusSelector, errors) {
+  try {
+    await page.waitForFunction(done, null, { timeout: timeoutMs, polling: 500 });
+  } catch (e) {
+    const status = await page.$eval(statusSelector, (el) => el.textContent).catch(() => '(no status)');
+    throw new Error(`the page showed no ${what} within ${timeoutMs / 1000} s (status: ${status}; page errors: ${errors.join(' | ') || 'none'}): ${e.message}`);
+  }
+  await page.evaluate(() => document.fonts.ready);
+}
+
+async function capture(page, output, viewport, note) {
+  mkdirSync(dirname(output), { recursive: true });
+  await page.screenshot({ path: output, animations: 'disabled', caret: 'hide' });
+  console.log(`wrote ${output} (${viewport.width}x${viewport.height}; ${note})`);
+}
+
+/** The README image: the default scenario once its first result is shown. */
+async function shootPage(page, errors) {
+  await waitFor(page, resultShown, RESULT_TIMEOUT_MS, 'result', '#status', errors);
+  const iteration = await page.$eval('[data-card="iteration_time_s"] .card-value', (el) => el.textContent);
+  await capture(page, pageOutput, VIEWPORT, `iteration time ${iteration}`);
+}
+
+/**
+ * The fidelity.md image: the accuracy tab with every case done, scrolled as the browser test
+ * scrolls it (tests/browser/accuracy.test.ts): the tabs at the top, below the sticky header.
+ */
+async function shootAccuracy(page, errors) {
+  await page.setViewportSize(ACCURACY_VIEWPORT);
+  await page.click('button[data-tab="accuracy"]');
+  await waitFor(page, accuracyDone, ACCURACY_TIMEOUT_MS, 'complete accuracy table', '#accuracy-status', errors);
+  await page.evaluate(() => {
+    document.querySelector('.tabs').scrollIntoView({ block: 'start' });
+    window.scrollBy(0, -document.querySelector('header').getBoundingClientRect().height - 8);
+  });
+  const all = await page.$eval('#accuracy-group-table tbody tr:last-child', (tr) => Array.from(tr.children, (c) => c.textContent).join(' | '));
+  await capture(page, accuracyOutput, ACCURACY_VIEWPORT, `${all}`);
 }
 
 async function main() {
@@ -59,17 +119,9 @@ async function main() {
     const errors = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(server.url); // no fragment: the default scenario
-    try {
-      await page.waitForFunction(resultShown, null, { timeout: RESULT_TIMEOUT_MS });
-    } catch (e) {
-      const status = await page.$eval('#status', (el) => el.textContent).catch(() => '(no status)');
-      throw new Error(`the page showed no result within ${RESULT_TIMEOUT_MS / 1000} s (status: ${status}; page errors: ${errors.join(' | ') || 'none'}): ${e.message}`);
-    }
-    await page.evaluate(() => document.fonts.ready);
-    const iteration = await page.$eval('[data-card="iteration_time_s"] .card-value', (el) => el.textContent);
-    mkdirSync(dirname(output), { recursive: true });
-    await page.screenshot({ path: output, animations: 'disabled', caret: 'hide' });
-    console.log(`wrote ${output} (${VIEWPORT.width}x${VIEWPORT.height}; iteration time ${iteration})`);
+    await shootPage(page, errors);
+    await shootAccuracy(page, errors);
+    if (errors.length > 0) throw new Error(`page errors: ${errors.join(' | ')}`);
   } finally {
     await context?.close();
     await server.close();
