@@ -7,10 +7,10 @@
 //                                     tests/validation/published.json is simulated (about a
 //                                     minute of simulation in the page's worker).
 //   cd web && npm run build && npm run screenshot
-// Browser: /usr/bin/chromium or $CHROMIUM, launched as the browser tests launch it
-// (tests/support/browser.ts; the flags of TOOLCHAIN.md). Settings that would otherwise vary
-// between machines or runs are fixed: viewport, device scale factor 1, light colour scheme,
-// sRGB, reduced motion and animations stopped, caret hidden, full-tile raster. At 1440 px the
+// Browser: /usr/bin/chromium or $CHROMIUM with the browser tests' flags (scripts/chromium.mjs).
+// Settings that would otherwise vary between machines or runs are fixed: viewport, device
+// scale factor 1, light colour scheme, sRGB, reduced motion and animations stopped, caret
+// hidden, full-tile raster. At 1440 px the
 // top bar cuts the status to "Simula…", so the run's measured time ("Simulated in … ms") does
 // not show either; a wider page would show it and differ there from run to run. The accuracy
 // panel shows no timings, only the cases' results, which are deterministic.
@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { CHROMIUM_FLAGS, CHROMIUM_PATH } from './chromium.mjs';
 import { startStaticServer } from './static-server.mjs';
 
 const web = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -26,11 +27,8 @@ const dist = join(web, 'dist');
 const images = resolve(web, '..', 'docs', 'images');
 const pageOutput = join(images, 'page.png');
 const accuracyOutput = join(images, 'accuracy-1440x900.png');
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const VIEWPORT = { width: 1440, height: 1000 }; // the size README.md's image has always had
 const ACCURACY_VIEWPORT = { width: 1440, height: 900 }; // the size its file name says
-// The browser tests' flags (TOOLCHAIN.md: headless, and no traffic to the closed network).
-const TEST_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 // With partial raster, a tile invalidated during start-up is re-rastered only in its changed
 // part, and rounded corners' anti-aliasing then differed by 1/255 in 20-170 pixels from run to
 // run (measured here: 4 runs in a row gave 4 different images; with it 11 of 11 were
@@ -96,8 +94,8 @@ async function shootAccuracy(page, errors) {
 }
 
 async function main() {
-  if (!existsSync(chromiumPath)) {
-    throw new Error(`Chromium not found at ${chromiumPath}: install Debian's \`chromium\` package or set CHROMIUM=<path to the browser>`);
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: install Debian's \`chromium\` package or set CHROMIUM=<path to the browser>`);
   }
   // startStaticServer itself refuses a missing dist/ and says to run `npm run build`.
   const server = await startStaticServer(dist, 0);
@@ -105,9 +103,9 @@ async function main() {
   let context;
   try {
     context = await chromium.launchPersistentContext(profile, {
-      executablePath: chromiumPath,
+      executablePath: CHROMIUM_PATH,
       headless: true,
-      args: [...TEST_FLAGS, ...DETERMINISTIC_FLAGS],
+      args: [...CHROMIUM_FLAGS, ...DETERMINISTIC_FLAGS],
       viewport: VIEWPORT,
       deviceScaleFactor: 1,
       colorScheme: 'light',

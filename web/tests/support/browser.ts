@@ -6,6 +6,8 @@ import { join, resolve } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 // @ts-expect-error plain ESM helper without types
 import { startStaticServer } from '../../scripts/static-server.mjs';
+// @ts-expect-error plain ESM helper without types
+import { CHROMIUM_FLAGS, CHROMIUM_PATH } from '../../scripts/chromium.mjs';
 
 export { startStaticServer };
 
@@ -30,9 +32,9 @@ export async function startSession(options: SessionOptions = {}): Promise<Sessio
   const server = await startStaticServer(DIST, 0);
   const userDataDir = mkdtempSync(join(tmpdir(), 'proteus-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: CHROMIUM_FLAGS,
     viewport: options.viewport ?? { width: 1440, height: 1000 },
     hasTouch: options.hasTouch,
     isMobile: options.isMobile,
