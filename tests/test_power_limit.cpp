@@ -38,11 +38,6 @@ CostModel h100(double fraction) {
   return m;
 }
 
-// The time of `w` less its launch: the part the clock decides.
-double busy_s(const CostModel& c, const ComputeWork& w) {
-  return c.compute_time_s(w) - c.gpu.kernel_launch_us * 1e-6 * std::max(1, w.kernels);
-}
-
 }  // namespace
 
 TEST_CASE("power limit: a GEMM of the measured table takes 1 / fraction its time") {

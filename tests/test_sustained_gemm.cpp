@@ -36,10 +36,7 @@ CostModel h100(Precision precision, bool capped) {
   return m;
 }
 
-// The time of `w` less its launch, and the TFLOP/s that makes.
-double busy_s(const CostModel& c, const ComputeWork& w) {
-  return c.compute_time_s(w) - c.gpu.kernel_launch_us * 1e-6 * std::max(1, w.kernels);
-}
+// The TFLOP/s of `w` less its launches.
 double TFLOPS(const CostModel& c, const ComputeWork& w) { return w.flops / busy_s(c, w) / 1e12; }
 
 }  // namespace
