@@ -104,7 +104,9 @@ TEST_CASE("validation: published runs fit in the GPU's memory (they ran), but fo
   //   nemo-longseq-llama2-7b-4k: the long-sequence table's recipe is not published; with fp32
   //     gradients and the distributed optimizer over dp 4 it needs 83.3 GiB.
   //   nemo2407-nemotron-340b-128: no launcher script for it; dp 2 leaves 12 bytes of optimizer
-  //     state per parameter half sharded (96.3 GiB with fp32 gradients).
+  //     state per parameter half sharded: 83.6 GiB with the bf16 gradients and selective
+  //     recompute of its launcher YAML at 24.07, whose PP 12, VP 8 are not the table's PP 8, VP 12
+  //     (docs/fidelity.md, "The NeMo 24.07 rows' unstated settings").
   const std::set<std::string> known = {"nemo-longseq-llama2-7b-4k", "nemo2407-nemotron-340b-128"};
   const auto& v = validation();
   for (const auto& c : v["cases"]) {

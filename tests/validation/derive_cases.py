@@ -38,26 +38,140 @@ NEMOTRON_340B = dict(NEMOTRON_8B, name="Nemotron-4 340B", layers=96, hidden=1843
                      ffn_hidden=73728)
 
 NEMO_SRC = ("NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 070a0bb), pre-training at FP8, "
-            "container NeMo 24.07, DGX-H100: row '{row}'. Assumed (not stated in the table): Megatron-Core "
-            "distributed optimizer (zero 1) with overlapped gradient reduce and parameter gather, sequence "
-            "parallelism when TP > 1, interleaved 1F1B when VP > 1, no activation recompute, one DGX H100 "
-            "node per 8 GPUs. FP8: Transformer Engine's delayed scaling, HYBRID format (the launcher "
-            "scripts' fp8=True, fp8_hybrid=True; Proteus's default fp8_recipe), attention in bf16.{grads}")
+            "container NeMo 24.07, DGX-H100: row '{row}'. The table states model, GPUs, GBS, MBS, sequence, TP, "
+            "PP, CP and VP.{launcher} Still assumed: one DGX H100 node per 8 GPUs; interleaved 1F1B when VP > 1. "
+            "FP8: Transformer Engine's delayed scaling, HYBRID format (the launcher scripts' fp8=True, "
+            "fp8_hybrid=True; Proteus's default fp8_recipe), attention in bf16.")
 
-# NeMo-Framework-Launcher's H100 FP8 performance scripts (examples/training/<family>/h100/) that
-# reduce gradients in bf16 (+training.model.optim.grad_sync_dtype=bf16, Apex DistributedFusedAdam's
-# grad_sync_dtype: a bf16 gradient buffer, 2 bytes per parameter): strategy.grad_reduce_in_fp32
-# false. The Nemotron scripts (nemotron_8b_fp8.sh, nemotron_22b_fp8.sh) do not set it, and there
-# is no 340B script: those rows keep fp32 gradients.
-NEMO_BF16_GRAD_SCRIPTS = {
-    "gpt3-5b-64": "gpt/h100/5b_fp8_8node.sh", "gpt3-20b-64": "gpt/h100/20b_fp8_8node.sh",
-    "gpt3-175b-128": "gpt/h100/175b_fp8_16node.sh", "gpt3-175b-512": "gpt/h100/175b_fp8_16node.sh",
-    "llama2-7b-8": "llama/h100/llama2_7b_fp8.sh", "llama2-13b-16": "llama/h100/llama2_13b_fp8.sh",
-    "llama2-70b-64": "llama/h100/llama2_70b_fp8.sh", "llama3-8b-8": "llama/h100/llama3_8b_fp8.sh",
-    "llama3-70b-64": "llama/h100/llama3_70b_fp8.sh",
+# The rule for what the table does not state. A setting the table does not state is taken from
+# the launcher config of that row: NVIDIA/NeMo-Framework-Launcher's H100 FP8 example script
+# (examples/training/<family>/h100/*_fp8*.sh) where it overrides the setting, else the training
+# YAML the script names (launcher_scripts/conf/training/<family>/<model>.yaml), as in force at
+# the 24.07 release (PR #403, merged 2024-08-06). Where neither states it, the earlier assumption
+# stays and the row's source says so. Applied to every row alike, whichever way the error moves.
+# Which version: the stored copies of the launcher are per-commit versions without dates. Script
+# versions that still use NEMO_MEGATRON_LAUNCHER_DIR predate the rename to
+# NEMO_FRAMEWORK_LAUNCHER_DIR (PR #361, merged between #360 of 2024-06-18 and #379 of
+# 2024-07-12) and give way to a renamed one where one is stored. A YAML version is set aside
+# only when dated after the release (nemotron_340b.yaml 3be81fc carries the lines PR #450 added
+# on 2024-12-17). A setting is taken only where the remaining versions read agree; where they
+# disagree it keeps the assumption and the source names both. Settings of the config that
+# Proteus does not model are named in the source ("not modelled").
+# Strategy fields this sets: grad_reduce_in_fp32 (optim.grad_sync_dtype: bf16 is a 2-byte
+# gradient buffer and reduction, docs/frameworks.md "Gradient dtype"; absent, NeMo reduces in
+# fp32), tp_comm_overlap (ub_tp_comm_overlap, or a tp_overlap@...ub_tp_comm_overlap_cfg override:
+# Transformer Engine userbuffers), overlap_p2p_comm (VP > 1 only; batch_p2p_comm is its
+# complement in these configs), recompute (activations_checkpoint_granularity).
+LAUNCHER = "NVIDIA/NeMo-Framework-Launcher "
+NEMO_COMMON = ("optim distributed_fused_adam or mcore_distributed_optim with overlap_grad_sync and "
+               "overlap_param_sync true (zero 1, overlapped reduce and gather)")
+NEMO_LAUNCHER_CONFIG = {
+    "gpt3-5b-64": dict(
+        files="examples/training/gpt/h100/5b_fp8_8node.sh (329df4a) -> conf/training/gpt3/5b.yaml",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        kept="recompute none (gpt3/5b.yaml versions disagree: 056a90e selective, f4761e6 null with "
+             "transformer_engine False, which cannot run FP8; neither dated)"),
+    "gpt3-20b-64": dict(
+        files="examples/training/gpt/h100/20b_fp8_8node.sh (329df4a) -> conf/training/gpt3/20b.yaml",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        kept="tp_comm_overlap false and recompute none (gpt3/20b.yaml versions disagree: 056a90e "
+             "ub_tp_comm_overlap True with selective recompute, f4761e6 False with none and "
+             "transformer_engine False; neither dated); sequence parallelism (both versions True)"),
+    "gpt3-175b-128": dict(
+        files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; its VP 12 is not the table's 6) "
+              "-> conf/training/gpt3/175b.yaml",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        kept="tp_comm_overlap false, overlap_p2p_comm true and recompute none (gpt3/175b.yaml versions "
+             "disagree: 056a90e ub_tp_comm_overlap True, overlap_p2p_comm True, selective recompute; "
+             "6c9e5c0 False, False, none, transformer_engine False; neither dated)"),
+    "gpt3-175b-512": dict(
+        files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; the 16-node example, the nearest "
+              "script: its VP 12, GBS 256 and MBS 1 are not the table's) -> conf/training/gpt3/175b.yaml",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        kept="tp_comm_overlap false, overlap_p2p_comm true and recompute none (gpt3/175b.yaml versions "
+             "disagree, as for the 128-GPU row)"),
+    "llama2-7b-8": dict(
+        files="examples/training/llama/h100/llama2_7b_fp8.sh (7d6e2df) -> conf/training/llama/llama2_7b.yaml "
+              "(064e676, 702ea64)",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        not_modelled="gc_interval=100 (Python garbage collection every 100 steps)"),
+    "llama2-13b-16": dict(
+        files="examples/training/llama/h100/llama2_13b_fp8.sh (edc9045) -> conf/training/llama/llama2_13b.yaml "
+              "(0446d2c, 702ea64)",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        kept="overlap_p2p_comm true (the YAML versions read have TP 2, PP 1, no virtual pipeline, and do not "
+             "set it)",
+        not_modelled="gc_interval=100"),
+    "llama2-70b-64": dict(
+        files="examples/training/llama/h100/llama2_70b_fp8.sh (329df4a) -> conf/training/llama/llama2_70b.yaml "
+              "(0446d2c, d24f8ef)",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  tp_comm_overlap=(False, "ub_tp_comm_overlap: false"),
+                  overlap_p2p_comm=(True, "overlap_p2p_comm: true, batch_p2p_comm: false"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        not_modelled="gc_interval: 100"),
+    "nemotron-8b-64": dict(
+        files="examples/training/nemotron/h100/nemotron_8b_fp8.sh (edc9045) -> "
+              "conf/training/nemotron/nemotron_8b.yaml (089b90e, 329df4a)",
+        take=dict(grad_reduce_in_fp32=(True, "neither the script nor the YAML sets optim.grad_sync_dtype; "
+                                             "NeMo reduces in fp32"),
+                  tp_comm_overlap=(True, "ub_tp_comm_overlap: true, no ub cfg (Transformer Engine's "
+                                         "default userbuffers methods)"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        not_modelled="gc_interval=100; tp_comm_atomic_ag/rs False are the pipelined defaults"),
+    "nemotron-22b-64": dict(
+        files="examples/training/nemotron/h100/nemotron_22b_fp8.sh (edc9045) -> "
+              "conf/training/nemotron/nemotron_22b.yaml (089b90e, 3dd3561)",
+        take=dict(grad_reduce_in_fp32=(True, "neither the script nor the YAML sets optim.grad_sync_dtype; "
+                                             "NeMo reduces in fp32"),
+                  tp_comm_overlap=(True, "ub_tp_comm_overlap: True, no ub cfg"),
+                  overlap_p2p_comm=(True, "overlap_p2p_comm: True, batch_p2p_comm: False"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        not_modelled="gc_interval: 100"),
+    "nemotron-340b-128": dict(
+        files="no example script; conf/training/nemotron/nemotron_340b.yaml (6daee02, 3dd3561; its own "
+              "TP 8, PP 12, VP 8 are not the table's; 3be81fc, with PP 8, VP 12, ub_tp_comm_overlap True "
+              "and defer_embedding_wgrad_compute, is after PR #450 of 2024-12-17)",
+        take=dict(grad_reduce_in_fp32=(False, "optim.grad_sync_dtype: bf16"),
+                  tp_comm_overlap=(False, "ub_tp_comm_overlap: False"),
+                  overlap_p2p_comm=(False, "overlap_p2p_comm: False, batch_p2p_comm: True"),
+                  recompute=("selective", "activations_checkpoint_granularity: selective (Megatron-Core "
+                                          "recomputes the attention core)"))),
+    "llama3-8b-8": dict(
+        files="examples/training/llama/h100/llama3_8b_fp8.sh (7e91d09, before the rename; no renamed "
+              "version found) -> conf/training/llama/llama3_8b.yaml (14860f7, 157ea78)",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        not_modelled="gc_interval=100"),
+    "llama3-70b-64": dict(
+        files="examples/training/llama/h100/llama3_70b_fp8.sh (4a9b61b, before the rename; no renamed "
+              "version found) -> conf/training/llama/llama3_70b.yaml (3dd3561, b298524)",
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  tp_comm_overlap=(True, "the script sets training/tp_overlap@training.model."
+                                         "ub_tp_comm_overlap_cfg=ub_cfg_h100_fp8_h8192_tp4_mbs1_seqlen8192; "
+                                         "the YAML ub_tp_comm_overlap: true"),
+                  overlap_p2p_comm=(True, "overlap_p2p_comm: true, batch_p2p_comm: false"),
+                  recompute=("none", "activations_checkpoint_granularity null")),
+        not_modelled="the ub cfg's per-GEMM methods (Proteus's tp_comm_overlap has one scheme); "
+                     "defer_embedding_wgrad_compute true with wgrad_deferral_limit 22 (3dd3561; absent in "
+                     "b298524); gc_interval: 100"),
 }
-NEMO_GRADS_SRC = (" Gradients reduced in bf16 (grad_reduce_in_fp32 false): NVIDIA/NeMo-Framework-Launcher "
-                  "examples/training/{script} sets +training.model.optim.grad_sync_dtype=bf16.")
+NEMO_LAUNCHER_SRC = (" Settings the table does not state are taken from the launcher config of the row at the "
+                     "24.07 release, script overrides first, else its training YAML (commits in brackets; "
+                     "derive_cases.py says how versions are chosen): " + LAUNCHER + "{files}. Taken: {taken}. "
+                     "All versions read: sequence_parallel true when TP > 1, " + NEMO_COMMON + ".{kept}{nm}")
+
+
+def launcher_settings(row):
+    """The strategy fields the row's launcher config sets, and the source sentence naming them."""
+    cfg = NEMO_LAUNCHER_CONFIG[row]
+    taken = "; ".join(f"{field} {json.dumps(value)} ({why})" for field, (value, why) in cfg["take"].items())
+    kept = f" Kept as assumed: {cfg['kept']}." if "kept" in cfg else ""
+    nm = f" Not modelled: {cfg['not_modelled']}." if "not_modelled" in cfg else ""
+    text = NEMO_LAUNCHER_SRC.format(files=cfg["files"], taken=taken, kept=kept, nm=nm)
+    return {field: value for field, (value, _) in cfg["take"].items()}, text
 
 
 def nemo_row(row, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps):
@@ -68,11 +182,9 @@ def nemo_row(row, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps):
                     schedule="interleaved-1f1b" if vp > 1 else "1f1b")
     if vp > 1:
         strategy["virtual_stages"] = vp
-    grads = ""
-    if row in NEMO_BF16_GRAD_SCRIPTS:
-        strategy["grad_reduce_in_fp32"] = False
-        grads = NEMO_GRADS_SRC.format(script=NEMO_BF16_GRAD_SCRIPTS[row])
-    return dict(id="nemo2407-" + row, gpu="H100", source=NEMO_SRC.format(row=row, grads=grads),
+    settings, launcher = launcher_settings(row)
+    strategy.update(settings)
+    return dict(id="nemo2407-" + row, gpu="H100", source=NEMO_SRC.format(row=row, launcher=launcher),
                 config=dict(model=dict(model, seq_len=seq),
                             cluster=dict(preset="dgx-h100", nodes=gpus // 8),
                             training=dict(global_batch=gbs, seq_len=seq, precision="fp8", optimizer="adam"),
