@@ -42,13 +42,19 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
 int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& want, double move_bytes) {
   const int prod = g_.tensors[t].producer;
   if (prod < 0) return INT32_MIN;
-  const int* found = state_.provider(mb, provider_key(mb, ns, t, want));
-  if (!found && ns == kRecompute) found = state_.provider(mb, provider_key(mb, kFwd, t, want));
-  if (found) return *found;
   const bool remote = !emit_.chunk_is_local(plans_[prod].chunk, mb);
   const Layout src = remote ? p2p_layout(plans_[prod].output, g_.tensors[t]) : plans_[prod].output;
-  int src_task;
+  const int* found = state_.provider(mb, provider_key(mb, ns, t, want));
   const int* at_src = state_.provider(mb, provider_key(mb, ns, t, src));
+  // A tensor the recompute made again is redistributed again: the replayed forward runs its
+  // layer's collectives too (Megatron's CheckpointFunction and torch.utils.checkpoint re-run
+  // the layer's code, sequence-parallel all-gathers and reduce-scatters included). One it does
+  // not make again (a checkpoint, the Q/K/V of a selectively recomputed attention) is read as
+  // the forward left it, in any layout the forward moved it to. (A selective replay under
+  // cp_comm_type all_gather would gather K/V again; not modelled.)
+  if (!found && ns == kRecompute && !at_src) found = state_.provider(mb, provider_key(mb, kFwd, t, want));
+  if (found) return *found;
+  int src_task;
   if (!at_src && ns == kRecompute) at_src = state_.provider(mb, provider_key(mb, kFwd, t, src));
   if (at_src) {
     src_task = *at_src;
@@ -490,12 +496,10 @@ void PassDeriver::regather_inputs(int op, int mb, Phase phase, std::vector<int>*
   if (!o.saves_inputs) return;
   for (size_t k = 0; k < o.inputs.size(); ++k) {
     if (p.input_saved[k] == p.input_required[k]) continue;
+    // Also after a full-recompute replay, which gathered it for its forward GEMM: that GEMM
+    // kept the shard too (Megatron's LinearWithGradAccumulationAndAsyncCommunication and TE's
+    // Linear save the local input and gather it again in their backward).
     const int t = o.inputs[k].tensor;
-    // A full-recompute replay gathered it already.
-    if (const int* replayed = state_.provider(mb, provider_key(mb, kRecompute, t, p.input_required[k]))) {
-      deps->push_back(*replayed);
-      continue;
-    }
     const uint64_t key = provider_key(mb, kFwd, t, p.input_required[k]);
     const int* known = state_.regathered(mb, key);
     int gathered = known ? *known : -1;
