@@ -2,9 +2,10 @@
 // controls that show the resolved config (first load and a link in a fresh context), span
 // and range selection, search, lessons (every step, back/forward, presenter mode), stacked
 // compare on a locked axis, the phone layout, the 405B scenario's trace and panning speed,
-// and an axe-core accessibility run. Screenshots go to web/test-results/ (and docs/images/).
+// and an axe-core accessibility run. Screenshots go to web/test-results/ only: the states that
+// docs/images shows are driven by scripts/page_states.mjs, which `npm run screenshot` drives too.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,16 +14,25 @@ import { LESSONS } from '../../src/lessons';
 import { fractionToPercent } from '../../src/percent';
 import { SCHEDULES } from '../../src/schedules';
 import { encodeConfig } from '../../src/share';
-import { ARTIFACTS, DOCS_IMAGES, axeViolations, openPage, startSession, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, axeViolations, openPage, startSession, waitForResult, type Session } from '../support/browser';
+import {
+  DESKTOP,
+  PHONE,
+  changeControl,
+  compareRuns,
+  defaultTimeline,
+  fitAdvice,
+  phoneLayout,
+  schedulePicker,
+  showLessonStep,
+  waitForNew,
+  // @ts-expect-error plain ESM helper without types
+} from '../../scripts/page_states.mjs';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
 
 async function shot(page: Page, name: string, fullPage = false): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
-}
-
-async function waitForNew(page: Page, previousCount: number): Promise<void> {
-  await page.waitForFunction((n) => (window as any).proteus.simulationCount() > n && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok', previousCount, { timeout: 120_000 });
 }
 
 function getPath(obj: any, path: string): any {
@@ -59,14 +69,14 @@ describe('teaching and analysis features', () => {
   let page: Page;
 
   beforeAll(async () => {
-    ({ session: s, page } = await openPage({ viewport: { width: 1440, height: 900 } }));
+    ({ session: s, page } = await openPage(DESKTOP));
   });
   afterAll(async () => {
     await s?.close();
   });
 
   it('shows cards and timeline from one simulation, and simulates once per change', async () => {
-    await waitForResult(page);
+    await defaultTimeline(page);
     // Start-up, step by step (ms after navigation; scripts/startup-bench.mjs takes medians of
     // fresh visits). The targets (cards <= 1000 ms, timeline <= 1500 ms, idle machine) are printed.
     const b: Record<string, number> = await page.evaluate(() => (window as any).proteus.startupBreakdown());
@@ -75,9 +85,7 @@ describe('teaching and analysis features', () => {
     );
     expect(b.cards).toBeLessThanOrEqual(b.timeline);
     expect(await page.evaluate(() => (window as any).proteus.simulationCount())).toBe(1);
-    await page.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
     await shot(page, 'f01-default');
-    copyFileSync(join(ARTIFACTS, 'f01-default.png'), join(DOCS_IMAGES, 'page-1440x900.png'));
     for (const [sel, value] of [
       ['#ctl-strategy-tp', '2'],
       ['#ctl-training-global_batch', '64'],
@@ -85,12 +93,7 @@ describe('teaching and analysis features', () => {
       ['#ctl-cluster-gpu-compute_throughput_fraction', '91'],
     ]) {
       const n = await page.evaluate(() => (window as any).proteus.simulationCount());
-      if (sel.endsWith('recompute')) await page.selectOption(sel, value);
-      else {
-        await page.fill(sel, value);
-        await page.dispatchEvent(sel, 'change');
-      }
-      await waitForNew(page, n);
+      await changeControl(page, sel, value);
       await page.waitForTimeout(300); // nothing else starts afterwards
       expect(await page.evaluate(() => (window as any).proteus.simulationCount()), sel).toBe(n + 1);
     }
@@ -107,7 +110,7 @@ describe('teaching and analysis features', () => {
 
   it('fills every control from the resolved config, on first load and from a link in a fresh browser', async () => {
     const resolved = JSON.parse(execFileSync(CLI, ['show', 'default'], { encoding: 'utf8' }));
-    const fresh = await startSession({ viewport: { width: 1440, height: 900 } });
+    const fresh = await startSession(DESKTOP);
     try {
       const first = await fresh.newPage();
       await waitForResult(first);
@@ -139,31 +142,19 @@ describe('teaching and analysis features', () => {
     expect(options.map(([v]) => v)).toEqual(SCHEDULES.map((x) => x.value));
     for (const [, title] of options) expect(title.length).toBeGreaterThan(30);
     // default: dp 4, micro-batch 1, pp 2; global batch 8 = 2 micro-batches per pipeline
-    let n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.fill('#ctl-training-global_batch', '8');
-    await page.dispatchEvent('#ctl-training-global_batch', 'change');
-    await waitForNew(page, n);
-    // DualPipeV needs 2 x pp = 4 micro-batches: the picker raises the global batch to 16
-    n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.focus('#ctl-strategy-schedule'); // as a click would (a focused field keeps what is typed in it)
-    await page.selectOption('#ctl-strategy-schedule', 'dualpipe-v');
-    await waitForNew(page, n);
-    expect(await page.evaluate(() => (window as any).proteus.config.training.global_batch)).toBe(16);
-    expect(await page.inputValue('#ctl-training-global_batch')).toBe('16');
-    expect(await page.evaluate(() => (window as any).proteus.resolved.strategy.schedule)).toBe('dualpipe-v');
-    expect(await page.textContent('[data-path="strategy.schedule"] .ctl-explain')).toMatch(/DeepSeek-V3/);
-    // interleaving: 2 virtual stages; back to 1F1B: 1 again
-    n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.selectOption('#ctl-strategy-schedule', 'interleaved-1f1b');
-    await waitForNew(page, n);
-    expect(await page.inputValue('#ctl-strategy-virtual_stages')).toBe('2');
-    n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.selectOption('#ctl-strategy-schedule', '1f1b');
-    await waitForNew(page, n);
-    expect(await page.inputValue('#ctl-strategy-virtual_stages')).toBe('1');
-    await page.$eval('#sec-schedule', (e) => e.scrollIntoView({ block: 'start' }));
+    await schedulePicker(page, async (schedule: string) => {
+      if (schedule === 'dualpipe-v') {
+        // DualPipeV needs 2 x pp = 4 micro-batches: the picker raised the global batch to 16
+        expect(await page.evaluate(() => (window as any).proteus.config.training.global_batch)).toBe(16);
+        expect(await page.inputValue('#ctl-training-global_batch')).toBe('16');
+        expect(await page.evaluate(() => (window as any).proteus.resolved.strategy.schedule)).toBe('dualpipe-v');
+        expect(await page.textContent('[data-path="strategy.schedule"] .ctl-explain')).toMatch(/DeepSeek-V3/);
+      } else {
+        // interleaving: 2 virtual stages; back to 1F1B: 1 again
+        expect(await page.inputValue('#ctl-strategy-virtual_stages')).toBe(schedule === 'interleaved-1f1b' ? '2' : '1');
+      }
+    });
     await shot(page, 'f00-schedule-picker');
-    copyFileSync(join(ARTIFACTS, 'f00-schedule-picker.png'), join(DOCS_IMAGES, 'schedule-picker-1440x900.png'));
   });
 
   it('plans zero-bubble schedules from measured pass times or unit times, shows the plan, and keeps the choice in the link', async () => {
@@ -310,22 +301,8 @@ describe('teaching and analysis features', () => {
 
   it('walks every lesson step, with back/forward and presenter mode', { timeout: 600_000 }, async () => {
     for (const lesson of LESSONS) {
-      await page.selectOption('#lesson', lesson.id);
       for (let step = 0; step < lesson.steps.length; ++step) {
-        if (step > 0) await page.click('#lesson-next');
-        // The step's own run has finished (the result shown is of the config the step set),
-        // or it failed: an invalid step ends the wait at once and fails below.
-        await page.waitForFunction(
-          ([id, n]) => {
-            const p = document.getElementById('lesson-panel');
-            const app = (window as any).proteus;
-            const status = document.getElementById('status')?.dataset.kind;
-            if (p?.dataset.lesson === id && p.dataset.step === String(n) && status === 'error') return true;
-            return p?.dataset.lesson === id && p.dataset.step === String(n) && app.current?.config === app.config && document.body.classList.contains('has-result') && !document.body.classList.contains('running') && status === 'ok' && /lesson=/.test(location.hash);
-          },
-          [lesson.id, step] as const,
-          { timeout: 120_000 },
-        );
+        await showLessonStep(page, lesson.id, step); // an invalid step ends the wait and fails below
         expect(await page.$eval('#status', (e) => `${(e as HTMLElement).dataset.kind}: ${e.textContent}`), `${lesson.id} step ${step + 1}`).toMatch(/^ok: /);
         // the knobs the step sets are in the config that ran
         const st = lesson.steps[step];
@@ -351,8 +328,7 @@ describe('teaching and analysis features', () => {
     const px = await page.$eval('.lesson-text', (e) => parseFloat(getComputedStyle(e).fontSize));
     expect(px).toBeGreaterThanOrEqual(20);
     expect(page.url()).toContain('present=1');
-    await shot(page, 'f04-presenter');
-    copyFileSync(join(ARTIFACTS, 'f04-presenter.png'), join(DOCS_IMAGES, 'lesson-presenter-1440x900.png'));
+    await shot(page, 'f04-presenter'); // the state of lessonPresenter (scripts/page_states.mjs)
     await page.click('#presenter');
     await page.selectOption('#lesson', '');
   });
@@ -360,34 +336,26 @@ describe('teaching and analysis features', () => {
   it('stacks pinned runs on one locked time axis, names their differences, and keeps renamed pins in the link', async () => {
     await page.goto(s.url);
     await waitForResult(page);
-    await page.click('#pin');
-    const n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.fill('#ctl-training-global_batch', '64');
-    await page.dispatchEvent('#ctl-training-global_batch', 'change');
-    await waitForNew(page, n);
-    await page.click('#pin');
-    await page.click('.tabs button[data-tab="compare"]');
-    expect(await page.$$eval('.compare-tl', (e) => e.length)).toBe(3);
-    const diffs = await page.$$eval('.compare-table .pin-diff', (e) => e.map((x) => x.textContent));
-    expect(diffs[0]).toMatch(/global batch 128/);
-    expect(diffs[1]).toMatch(/global batch 64/);
-    const ends = await page.$$eval('.compare-tl .tl', (e) => e.map((x) => Number((x as HTMLElement).dataset.t1)));
-    expect(new Set(ends).size).toBe(1); // one shared axis
-    await page.evaluate(() => {
-      const tl = document.querySelector('.compare-tl .tl') as HTMLElement;
-      tl.focus();
+    // the default run and global batch 64 pinned, the compare tab, W once, the first pin renamed
+    const tlEnds = () => page.$$eval('.compare-tl .tl', (e) => e.map((x) => Number((x as HTMLElement).dataset.t1)));
+    let ends: number[] = [];
+    await compareRuns(page, async (step: string) => {
+      if (step === 'compare') {
+        expect(await page.$$eval('.compare-tl', (e) => e.length)).toBe(3);
+        const diffs = await page.$$eval('.compare-table .pin-diff', (e) => e.map((x) => x.textContent));
+        expect(diffs[0]).toMatch(/global batch 128/);
+        expect(diffs[1]).toMatch(/global batch 64/);
+        ends = await tlEnds();
+        expect(new Set(ends).size).toBe(1); // one shared axis
+      } else {
+        const after = await tlEnds(); // zoomed in: still one axis, a shorter window
+        expect(new Set(after).size).toBe(1);
+        expect(after[0]).toBeLessThan(ends[0]);
+      }
     });
-    await page.keyboard.press('w');
-    const after = await page.$$eval('.compare-tl .tl', (e) => e.map((x) => Number((x as HTMLElement).dataset.t1)));
-    expect(new Set(after).size).toBe(1);
-    expect(after[0]).toBeLessThan(ends[0]);
-    await page.fill('.pin-name >> nth=0', 'before');
-    await page.dispatchEvent('.pin-name >> nth=0', 'change');
     expect(page.url()).toMatch(/[#&]p=/);
     expect(page.url()).toMatch(/tab=compare/);
-    await page.$eval('#tab-compare', (e) => e.scrollIntoView({ block: 'start' }));
     await shot(page, 'f05-compare');
-    copyFileSync(join(ARTIFACTS, 'f05-compare.png'), join(DOCS_IMAGES, 'compare-1440x900.png'));
     const other = await s.context.newPage();
     await other.goto(page.url());
     await other.waitForFunction(() => document.querySelectorAll('.compare-table .pin-name').length === 2, null, { timeout: 120_000 });
@@ -473,13 +441,7 @@ describe('teaching and analysis features', () => {
     // the core returns up to three strategy changes that fit, each simulated.
     await page.goto(s.url);
     await waitForResult(page);
-    let n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.selectOption('#scenario', 'mixtral-8x7b-ep');
-    await waitForNew(page, n);
-    n = await page.evaluate(() => (window as any).proteus.simulationCount());
-    await page.fill('#ctl-strategy-ep', '1');
-    await page.dispatchEvent('#ctl-strategy-ep', 'change');
-    await waitForNew(page, n);
+    await fitAdvice(page);
     const r = await page.evaluate(() => (window as any).proteus.current.result);
     expect(r.summary.oom).toBe(true);
     expect(r.fitAdvice.length).toBeGreaterThanOrEqual(1);
@@ -491,10 +453,8 @@ describe('teaching and analysis features', () => {
     const warnings = await page.$$eval('#warnings .warnings li', (e) => e.map((x) => x.textContent ?? ''));
     expect(r.warnings.filter((w: string) => w.startsWith('To fit:')).length).toBe(r.fitAdvice.length);
     expect(warnings.filter((w) => w.startsWith('To fit:'))).toEqual([]);
-    await page.$eval('.fit-advice', (e) => e.scrollIntoView({ block: 'center' }));
     await shot(page, 'f11-fit-advice');
-    copyFileSync(join(ARTIFACTS, 'f11-fit-advice.png'), join(DOCS_IMAGES, 'fit-advice-1440x900.png'));
-    n = await page.evaluate(() => (window as any).proteus.simulationCount());
+    const n = await page.evaluate(() => (window as any).proteus.simulationCount());
     await page.click('.fit-advice li:first-child .fit-apply');
     await waitForNew(page, n);
     const after = await page.evaluate(() => ({ strategy: (window as any).proteus.config.strategy, summary: (window as any).proteus.current.result.summary }));
@@ -605,10 +565,9 @@ describe('teaching and analysis features', () => {
   });
 
   it('fits a phone: drawer, tabs that scroll, nothing sideways at 390 and 360 px, touch on the timeline', async () => {
-    const phone = await startSession({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+    const phone = await startSession(PHONE);
     try {
       const p = await phone.newPage();
-      await waitForResult(p);
       const wide = async () => {
         const [over, who] = await p.evaluate(() => {
           const W = document.documentElement.clientWidth;
@@ -623,19 +582,17 @@ describe('teaching and analysis features', () => {
         if (over > 0) console.log('wider than the screen:', who);
         return over;
       };
-      expect(await wide()).toBeLessThanOrEqual(0);
-      expect(await p.isVisible('#ctl-strategy-tp')).toBe(false);
-      await p.click('#drawer-toggle');
-      await p.waitForTimeout(300);
-      expect(await p.isVisible('#ctl-strategy-tp')).toBe(true);
-      await shot(p, 'f07-phone-drawer');
-      await p.keyboard.press('Escape');
-      await p.waitForTimeout(300);
+      // loaded: nothing sideways, the controls in the closed drawer; then the drawer opened
+      // (the controls show) and closed with Escape
+      await phoneLayout(p, async (step: string) => {
+        if (step === 'loaded') expect(await wide()).toBeLessThanOrEqual(0);
+        expect(await p.isVisible('#ctl-strategy-tp')).toBe(step === 'drawer open');
+        if (step === 'drawer open') await shot(p, 'f07-phone-drawer');
+      });
       expect(await p.isVisible('#ctl-strategy-tp')).toBe(false);
       const header = await p.$eval('.topbar', (e) => e.getBoundingClientRect().height);
       console.log(`phone header ${Math.round(header)} px`);
       await shot(p, 'f08-phone');
-      copyFileSync(join(ARTIFACTS, 'f08-phone.png'), join(DOCS_IMAGES, 'page-390x844.png'));
       // touch: a tap on a span selects it
       await p.$eval('.tl', (e) => e.scrollIntoView({ block: 'start' }));
       const box = (await (await p.$('.tl-canvas'))!.boundingBox())!;

@@ -8,14 +8,15 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { startStaticServer } from '../../scripts/static-server.mjs';
 // @ts-expect-error plain ESM helper without types
 import { CHROMIUM_FLAGS, CHROMIUM_PATH } from '../../scripts/chromium.mjs';
+// @ts-expect-error plain ESM helper without types
+import { waitForResult as waitForResultShared } from '../../scripts/page_states.mjs';
 
 export { startStaticServer };
 
 export const WEB = resolve(__dirname, '..', '..');
 export const DIST = join(WEB, 'dist');
+/** Where the tests' screenshots go: artifacts only. docs/images is written by `npm run screenshot`. */
 export const ARTIFACTS = join(WEB, 'test-results');
-/** Where the screenshots the docs show are copied (docs/images). */
-export const DOCS_IMAGES = resolve(WEB, '..', 'docs', 'images');
 const AXE = join(WEB, 'node_modules', 'axe-core', 'axe.min.js');
 
 export interface Session {
@@ -78,12 +79,11 @@ export interface OpenOptions extends SessionOptions {
 
 /**
  * The set-up every browser test file shares: the built page must exist, the screenshot
- * folders are made, a session starts and the page opens. Close `session` in afterAll.
+ * folder is made, a session starts and the page opens. Close `session` in afterAll.
  */
 export async function openPage(options: OpenOptions = {}): Promise<{ session: Session; page: Page }> {
   if (!existsSync(join(DIST, 'index.html'))) throw new Error('web/dist not found: run `npm run build` first');
   mkdirSync(ARTIFACTS, { recursive: true });
-  mkdirSync(DOCS_IMAGES, { recursive: true });
   const session = await startSession(options);
   try {
     if (options.permissions) await session.context.grantPermissions(options.permissions, { origin: session.url });
@@ -106,7 +106,5 @@ export async function axeViolations(page: Page, rootId?: string): Promise<string
   }, rootId);
 }
 
-/** Waits until the page shows a result (cards filled) and no simulation runs. */
-export async function waitForResult(page: Page, timeout = 60_000): Promise<void> {
-  await page.waitForFunction(() => document.body.classList.contains('has-result') && !document.body.classList.contains('running'), null, { timeout });
-}
+/** Waits until the page shows a result (cards filled) and no simulation runs (scripts/page_states.mjs). */
+export const waitForResult: (page: Page, timeout?: number) => Promise<void> = waitForResultShared;
