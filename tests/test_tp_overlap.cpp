@@ -153,6 +153,26 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
   CHECK(tp_bytes(ub, "reduce_scatter") == doctest::Approx(tp_bytes(plain, "reduce_scatter")));
 }
 
+// Megatron's full recompute calls the layer's forward again, TE's userbuffers included: the
+// replayed fc1 gathers its input by the same ring exchange (chunk, step, chunk), rather than
+// by a plain all-gather or by taking the forward's gathered copy, which the forward freed.
+TEST_CASE("tp_comm_overlap: a full-recompute replay runs the forward's ring exchange again") {
+  std::string cfg = small(true);
+  cfg.replace(cfg.find("\"tp_comm_overlap\""), 0, "\"recompute\":\"full\",");
+  const CompiledModel c = test::compile_text(cfg);
+  const ExecGraph& g = c.exec;
+  const std::vector<int> fwd = tasks_of(g, "layers.0.mlp.fc1", Phase::Forward);
+  const std::vector<int> replay = tasks_of(g, "layers.0.mlp.fc1", Phase::Recompute);
+  REQUIRE(fwd.size() == 3);
+  REQUIRE(replay.size() == 3);
+  CHECK(g.tasks[static_cast<size_t>(replay[1])].kind == TaskKind::Collective);
+  CHECK(coll(g, replay[1]).sm_free);
+  CHECK(coll(g, replay[1]).bytes == doctest::Approx(coll(g, fwd[1]).bytes));
+  CHECK(depends_on(g, replay[2], replay[1]));
+  // fc2's pipelined GEMM + reduce-scatter, replayed as in the forward.
+  CHECK(tasks_of(g, "layers.0.mlp.fc2", Phase::Recompute).size() == 8);
+}
+
 TEST_CASE("tp_comm_overlap: the ring step runs beside the first chunk, the second chunk after both") {
   // The ring's timing on the small case: the step starts with chunk 0 (both wait only for the
   // layer norm's output) and chunk 1 starts when both have ended, so fc1's forward takes

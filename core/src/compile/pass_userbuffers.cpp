@@ -75,10 +75,15 @@ double PassDeriver::ring_exchange_input(int op, int mb, Namespace ns, size_t k, 
   const int t = g_.ops[op].inputs[k].tensor;
   const int prod = g_.tensors[t].producer;
   const Layout& want = plans_[op].input_required[k];
-  if (prod < 0 || state_.provider(mb, provider_key(mb, ns, t, want)) ||
-      (ns == kRecompute && state_.provider(mb, provider_key(mb, kFwd, t, want))))
-    return 0;  // gathered already (by another GEMM reading it)
+  if (prod < 0) return 0;
   const Layout& src = plans_[prod].output;
+  // Gathered already: by another GEMM reading it, or, for a replay reading a tensor it does not
+  // make again, by the forward (tensor_in_layout). A tensor the replay made is gathered again,
+  // by this GEMM's ring exchange as in the forward.
+  const bool remade = ns == kRecompute && state_.provider(mb, provider_key(mb, kRecompute, t, src));
+  if (state_.provider(mb, provider_key(mb, ns, t, want)) ||
+      (ns == kRecompute && !remade && state_.provider(mb, provider_key(mb, kFwd, t, want))))
+    return 0;
   if (!is_single(redistribute(src, want, g_.tensors[t].bytes(), mesh_), CollectiveKind::AllGather,
                  axis_bit(kAxisTp)))
     return 0;
