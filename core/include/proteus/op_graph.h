@@ -83,6 +83,10 @@ struct Op {
   // applied to the forward and input-gradient bytes under strategy framework "fsdp" without
   // torch_compile (ParallelConfig::eager_elementwise). 1: one kernel either way.
   double eager_bytes_factor = 1;
+  // Bytes an eager forward moves beyond fwd_bytes where fwd_bytes is a fused kernel's share:
+  // Megatron's bias-dropout-add keeps the dropped-out tensor in registers, eager PyTorch writes
+  // it and reads it back (layers.h, dropout_residual). Added under eager_elementwise.
+  double eager_fwd_extra_bytes = 0;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

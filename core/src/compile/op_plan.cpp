@@ -188,6 +188,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
     if (cfg.eager_elementwise) {
+      if (op.fwd_bytes > 0) p.fwd.bytes *= (op.fwd_bytes + op.eager_fwd_extra_bytes) / op.fwd_bytes;
       p.fwd.bytes *= op.eager_bytes_factor;
       p.bwd_input.bytes *= op.eager_bytes_factor;
     }

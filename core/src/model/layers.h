@@ -71,6 +71,12 @@ int unary(OpGraphBuilder& g, int module, const std::string& name, int x, DimName
 int dropout(OpGraphBuilder& g, int module, const std::string& name, int x, DimNames dims);
 // Sum of same-shape tensors (residual connections); saves nothing.
 int add(OpGraphBuilder& g, int module, const std::string& name, const std::vector<int>& xs, DimNames dims);
+// residual + dropout(y), as the fused kernel of Megatron's bias-dropout-add (and Inductor's
+// fusion) runs it: two ops (`dropout_name`, `add_name`) whose forward bytes are the fused
+// kernel's, which never writes dropout(y) to memory; eager PyTorch pays that tensor's write and
+// read (Op::eager_fwd_extra_bytes). Returns the sum.
+int dropout_residual(OpGraphBuilder& g, int module, const std::string& dropout_name,
+                     const std::string& add_name, int residual, int y, DimNames dims);
 
 // y[batch, out] = x[batch, in] W[out, in]^T (+ b[out]), with the feature dims named as given
 // ("in"/"out" in classifiers and MLPs, so that mapping a mesh axis to "out" in a module makes

@@ -296,7 +296,8 @@ class TransformerBuilder {
       gqa_projections(mod, n1, q, kv);
     const int o = attention_core(mod, q, kv, index);
     int y = token_linear(mod, "o_proj", o, "hidden", z_.h, "heads", z_.a * z_.v_d, m_.bias);
-    if (m_.dropout) y = dropout(g_, mod, "attn_dropout", y, {"batch", "seq", "hidden"});
+    if (m_.dropout)
+      return dropout_residual(g_, mod, "attn_dropout", "attn_residual", x, y, {"batch", "seq", "hidden"});
     return add(g_, mod, "attn_residual", {x, y}, {"batch", "seq", "hidden"});
   }
 
@@ -448,7 +449,8 @@ class TransformerBuilder {
     const int up = token_linear(mod, "fc1", n2, "ffn", swiglu ? 2 * f : f, "hidden", h, m_.bias);
     const int act = activation(mod, "act", up, {"batch", "seq", "ffn"}, {z_.b, z_.s, f});
     int y = token_linear(mod, "fc2", act, "hidden", h, "ffn", f, m_.bias);
-    if (m_.dropout) y = dropout(g_, mod, "mlp_dropout", y, {"batch", "seq", "hidden"});
+    if (m_.dropout)
+      return dropout_residual(g_, mod, "mlp_dropout", "mlp_residual", x, y, {"batch", "seq", "hidden"});
     return add(g_, mod, "mlp_residual", {x, y}, {"batch", "seq", "hidden"});
   }
 
@@ -518,7 +520,8 @@ class TransformerBuilder {
       const int down_s = token_linear(shared, "shared_fc2", act_s, "hidden", h, "ffn", fs, false);
       y = add(g_, mod, "shared_add", {y, down_s}, {"batch", "seq", "hidden"});
     }
-    if (m_.dropout) y = dropout(g_, mod, "moe_dropout", y, {"batch", "seq", "hidden"});
+    if (m_.dropout)
+      return dropout_residual(g_, mod, "moe_dropout", "moe_residual", x, y, {"batch", "seq", "hidden"});
     return add(g_, mod, "moe_residual", {x, y}, {"batch", "seq", "hidden"});
   }
 
