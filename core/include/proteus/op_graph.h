@@ -33,6 +33,19 @@ enum class OpKind {
   Custom,
 };
 
+// The fused kernel a memory-bound op's cost assumes (Transformer Engine, Apex, Megatron's jit
+// fusions, torch.compile): eager PyTorch runs each such chain as separate kernels, and Megatron's
+// --no-*-fusion flags turn one kind off (ParallelConfig::unfused).
+enum class KernelFusion : uint8_t {
+  None,            // one kernel either way
+  Norm,            // LayerNorm / RMSNorm (eager PyTorch's RMSNorm is several kernels)
+  Rope,            // rotary embedding (apply_rope_fusion)
+  BiasActivation,  // bias + GeLU / SwiGLU (bias_activation_fusion)
+  BiasDropoutAdd,  // bias + dropout + residual add (bias_dropout_fusion)
+  MaskedSoftmax,   // mask + softmax of unfused attention (masked_softmax_fusion)
+};
+constexpr int kNumKernelFusions = 6;
+
 struct Dim {
   std::string name;
   int64_t size = 1;
@@ -78,15 +91,20 @@ struct Op {
   double bwd_input_bytes = 0;
   double bwd_weight_flops = 0;  // W: gradient w.r.t. weights (0 if no weights)
   double bwd_weight_bytes = 0;
-  // HBM traffic of this op written as eager PyTorch ops (one kernel per op, TorchTitan's
-  // modules) over that of the fused kernel the bytes above count (TE, Apex, torch.compile):
-  // applied to the forward and input-gradient bytes under strategy framework "fsdp" without
-  // torch_compile (ParallelConfig::eager_elementwise). 1: one kernel either way.
+  // The fused kernel the bytes above count; when the run has it off (ParallelConfig::unfused:
+  // eager PyTorch, or a Megatron --no-*-fusion flag) the op moves what separate kernels move:
+  //  - eager_bytes_factor times its forward and input-gradient bytes (eager PyTorch's kernels
+  //    over the fused one's; 1: the same traffic);
+  //  - unfused_fwd_extra_bytes / unfused_bwd_extra_bytes more (intermediates written and read
+  //    back: bias-dropout-add's dropped-out tensor, unfused attention's masked scores);
+  //  - separate_bias_add_bytes more in the forward, Megatron only: its skip_bias_add linears
+  //    leave the bias to the fused kernel that follows, so without that fusion an `x + bias`
+  //    kernel runs (eager PyTorch's nn.Linear adds its bias inside the GEMM instead).
+  KernelFusion fusion = KernelFusion::None;
   double eager_bytes_factor = 1;
-  // Bytes an eager forward moves beyond fwd_bytes where fwd_bytes is a fused kernel's share:
-  // Megatron's bias-dropout-add keeps the dropped-out tensor in registers, eager PyTorch writes
-  // it and reads it back (layers.h, dropout_residual). Added under eager_elementwise.
-  double eager_fwd_extra_bytes = 0;
+  double unfused_fwd_extra_bytes = 0;
+  double unfused_bwd_extra_bytes = 0;
+  double separate_bias_add_bytes = 0;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

@@ -97,6 +97,14 @@ struct StrategySpec {
   // Inductor fuses each chain of pointwise ops and reductions into one kernel; without it the
   // norms, rotary and SwiGLU run as eager PyTorch ops (Op::eager_bytes_factor, docs/fidelity.md).
   bool torch_compile = false;
+  // Framework "megatron" and "deepspeed" (Megatron-DeepSpeed): Megatron's fused kernels, on by
+  // default as Megatron-LM's arguments set them; --no-bias-dropout-fusion, --no-bias-gelu-fusion /
+  // --no-bias-swiglu-fusion, --no-masked-softmax-fusion and --no-rope-fusion turn them off and
+  // the ops run as separate PyTorch kernels (docs/frameworks.md, "Megatron's fused kernels").
+  bool bias_dropout_fusion = true;
+  bool bias_activation_fusion = true;
+  bool masked_softmax_fusion = true;
+  bool apply_rope_fusion = true;
   // FP8 weights gathered in FP8 (1 byte per parameter): Megatron-Core --fp8-param-gather (the
   // distributed optimizer's parameter buffer holds the FP8 weights, no 16-bit copy), TorchTitan
   // / torchao enable_fsdp_float8_all_gather (FSDP2 casts the shard, then gathers). FP8 only.

@@ -34,9 +34,15 @@ struct ParallelConfig {
   CpCommType cp_comm_type = CpCommType::P2p;
   int cp_a2a_size = 1;  // a2a+p2p: the inner all-to-all group (resolved, cp_a2a_group_size)
   bool tp_comm_overlap = false;
-  // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): their
-  // bytes times Op::eager_bytes_factor.
+  // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): every
+  // kernel fusion off (Op::fusion).
   bool eager_elementwise = false;
+  // Kernel fusions this run has off, one bit per KernelFusion: all under eager_elementwise,
+  // else Megatron's --no-*-fusion flags (strategy.bias_dropout_fusion, ...).
+  uint32_t unfused_mask = 0;
+  bool unfused(KernelFusion f) const {
+    return f != KernelFusion::None && (unfused_mask >> static_cast<int>(f) & 1u) != 0;
+  }
   // PyTorch FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run
   // on the compute stream (framework fsdp; compile/fsdp_copies.h).
   bool fsdp2_copies = false;

@@ -58,6 +58,20 @@ ComputeWork make_work(const Op& op, double flops, double bytes_global, double tr
   return w;
 }
 
+// An op whose kernel fusion the run has off (Op::fusion): the separate kernels' traffic, as a
+// ratio to the fused kernel's so that the op's per-rank share is kept. Megatron's separate bias
+// add runs only where Megatron leaves the bias out of the GEMM (not under eager PyTorch).
+void apply_unfused_kernels(const Op& op, bool eager, OpPlan* p) {
+  const double bias_add =
+      eager || op.fwd_bytes <= 0 ? 0 : op.separate_bias_add_bytes * p->fwd.bytes / op.fwd_bytes;
+  if (op.fwd_bytes > 0) p->fwd.bytes *= (op.fwd_bytes + op.unfused_fwd_extra_bytes) / op.fwd_bytes;
+  if (op.bwd_input_bytes > 0)
+    p->bwd_input.bytes *= (op.bwd_input_bytes + op.unfused_bwd_extra_bytes) / op.bwd_input_bytes;
+  p->fwd.bytes *= op.eager_bytes_factor;
+  p->bwd_input.bytes *= op.eager_bytes_factor;
+  p->fwd.bytes += bias_add;  // its own kernel: not one of the eager chain's
+}
+
 // The layout an input is kept in for the backward: where the forward all-gathered it (the
 // producer had it sharded, the op needs it whole), the shard is kept and gathered again later.
 Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
@@ -187,11 +201,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_input.backward = true;
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
-    if (cfg.eager_elementwise) {
-      if (op.fwd_bytes > 0) p.fwd.bytes *= (op.fwd_bytes + op.eager_fwd_extra_bytes) / op.fwd_bytes;
-      p.fwd.bytes *= op.eager_bytes_factor;
-      p.bwd_input.bytes *= op.eager_bytes_factor;
-    }
+    if (cfg.unfused(op.fusion)) apply_unfused_kernels(op, cfg.eager_elementwise, &p);
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
     if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
 

@@ -256,6 +256,11 @@ Out strategy_json(const StrategySpec& s) {
           {"stage_layers", std::move(stage_layers)}};
   if (s.microbatch_group_size > 0) out["microbatch_group_size"] = s.microbatch_group_size;
   if (s.torch_compile) out["torch_compile"] = true;
+  // Megatron's fused kernels: written only when turned off, as Megatron's --no-*-fusion flags.
+  if (!s.bias_dropout_fusion) out["bias_dropout_fusion"] = false;
+  if (!s.bias_activation_fusion) out["bias_activation_fusion"] = false;
+  if (!s.masked_softmax_fusion) out["masked_softmax_fusion"] = false;
+  if (!s.apply_rope_fusion) out["apply_rope_fusion"] = false;
   // Written only when chosen, so configs that leave it to the framework resolve as before.
   if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;

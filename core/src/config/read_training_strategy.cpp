@@ -182,6 +182,10 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "attention_kernel",
                    "tp_comm_overlap",
                    "torch_compile",
+                   "bias_dropout_fusion",
+                   "bias_activation_fusion",
+                   "masked_softmax_fusion",
+                   "apply_rope_fusion",
                    "fp8_param_gather",
                    "tp_only_amax_red",
                    "first_stage_layers",
@@ -236,6 +240,10 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
       {AttentionKernel::Auto, AttentionKernel::Cudnn, AttentionKernel::Fa2, AttentionKernel::Fa3});
   strategy.tp_comm_overlap = in.boolean("tp_comm_overlap", false);
   strategy.torch_compile = in.boolean("torch_compile", false);
+  strategy.bias_dropout_fusion = in.boolean("bias_dropout_fusion", true);
+  strategy.bias_activation_fusion = in.boolean("bias_activation_fusion", true);
+  strategy.masked_softmax_fusion = in.boolean("masked_softmax_fusion", true);
+  strategy.apply_rope_fusion = in.boolean("apply_rope_fusion", true);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   strategy.tp_only_amax_red = in.boolean("tp_only_amax_red", false);
   strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);

@@ -2,6 +2,7 @@
 // chosen framework does not run (docs/frameworks.md): errors naming the field to change,
 // never a silent simulation of something no framework does.
 #include <string>
+#include <utility>
 #include "json_reader.h"
 #include "validate.h"
 
@@ -117,12 +118,30 @@ void check_compile(const Config& c) {
   }
 }
 
+// Megatron's --no-*-fusion switches: under framework "fsdp" torch_compile decides which
+// kernels are fused, so turning one of Megatron's off there would be a silent no-op.
+void check_megatron_fusions(const Config& c) {
+  if (c.strategy.framework != Framework::Fsdp) return;
+  const StrategySpec& s = c.strategy;
+  for (const auto& [field, fused] : {std::pair{"bias_dropout_fusion", s.bias_dropout_fusion},
+                                     std::pair{"bias_activation_fusion", s.bias_activation_fusion},
+                                     std::pair{"masked_softmax_fusion", s.masked_softmax_fusion},
+                                     std::pair{"apply_rope_fusion", s.apply_rope_fusion}}) {
+    if (fused) continue;
+    throw invalid_config(std::string("strategy.") + field,
+                         std::string(field) +
+                             " is Megatron's switch (frameworks \"megatron\" and \"deepspeed\"); under "
+                             "framework \"fsdp\" torch_compile decides what is fused: remove it");
+  }
+}
+
 }  // namespace
 
 void check_framework(const Config& config) {
   check_zero(config);
   check_overlaps(config);
   check_compile(config);
+  check_megatron_fusions(config);
 }
 
 }  // namespace proteus::config_detail

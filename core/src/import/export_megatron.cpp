@@ -192,6 +192,11 @@ void strategy_args(const Config& c, Args& a) {
         "Megatron-Core's p2p sends pipeline tensors whole: the legacy scatter/gather over tp "
         "has no Megatron-LM argument any more");
   if (st.tp_comm_overlap) a.add("--tp-comm-overlap");
+  if (!st.bias_dropout_fusion) a.add("--no-bias-dropout-fusion");
+  if (!st.bias_activation_fusion)
+    a.add(c.model.mlp == MlpKind::Swiglu ? "--no-bias-swiglu-fusion" : "--no-bias-gelu-fusion");
+  if (!st.masked_softmax_fusion) a.add("--no-masked-softmax-fusion");
+  if (!st.apply_rope_fusion) a.add("--no-rope-fusion");
   if (st.fp8_param_gather) a.add("--fp8-param-gather");
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
   if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");

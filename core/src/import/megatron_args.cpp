@@ -108,7 +108,14 @@ const std::set<std::string>& mapped_args() {
                                               "--moe-router-enable-expert-bias",
                                               "--overlap-p2p-communication",
                                               "--no-overlap-p2p-communication",
-                                              "--no-scatter-gather-tensors-in-pipeline"};
+                                              "--no-scatter-gather-tensors-in-pipeline",
+                                              "--no-bias-dropout-fusion",
+                                              "--no-bias-gelu-fusion",
+                                              "--no-bias-swiglu-fusion",
+                                              "--no-masked-softmax-fusion",
+                                              "--no-rope-fusion",
+                                              "--no-gradient-accumulation-fusion",
+                                              "--no-persist-layer-norm"};
   return names;
 }
 
@@ -161,9 +168,8 @@ const char* const kUnusedArgs =
     " --apply-query-key-layer-scaling --norm-epsilon --layernorm-epsilon --apply-layernorm-1p"
     " --apply-residual-connection-post-layernorm --openai-gelu --onnx-safe --rotary-base --rotary-percent"
     " --rotary-interleaved --rotary-seq-len-interpolation-factor --rotary-scaling-factor --use-rope-scaling"
-    " --rope-scaling-factor --mscale --mscale-all-dim --no-rope-fusion --no-bias-gelu-fusion"
-    " --no-bias-swiglu-fusion --no-bias-dropout-fusion --no-masked-softmax-fusion --no-gradient-accumulation-fusion"
-    " --no-persist-layer-norm --no-async-tensor-model-parallel-allreduce --cross-entropy-loss-fusion"
+    " --rope-scaling-factor --mscale --mscale-all-dim"
+    " --no-async-tensor-model-parallel-allreduce --cross-entropy-loss-fusion"
     " --cross-entropy-fusion-impl --calculate-per-token-loss --manual-gc --manual-gc-interval"
     " --no-manual-gc-eval --empty-unused-memory-level --distributed-timeout-minutes --distributed-backend"
     " --local-rank --local_rank --lazy-mpu-init --use-cpu-initialization --use-mcore-models"

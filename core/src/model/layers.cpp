@@ -58,17 +58,49 @@ int add(OpGraphBuilder& g, int module, const std::string& name, const std::vecto
 // TE's TransformerLayer read y and the residual and write the sum and the mask: 7 bytes per
 // 16-bit element against the 11 of a dropout kernel (read 2, write 2, mask 1) then an add
 // (read 4, write 2). The backward is unchanged (the mask applied to the gradient; the residual
-// branch's gradient summed where it forks).
+// branch's gradient summed where it forks). Unfused, Megatron's _bias_dropout_add_func runs
+// `x + bias` first when the linear has one (read 2, write 2).
 int dropout_residual(OpGraphBuilder& g, int module, const std::string& dropout_name,
-                     const std::string& add_name, int residual, int y, DimNames dims) {
+                     const std::string& add_name, int residual, int y, DimNames dims, bool bias) {
   const int dropped = dropout(g, module, dropout_name, y, dims);
   const int sum = add(g, module, add_name, {residual, dropped}, dims);
   const double kept_in_registers = g.tensor(dropped).bytes();
   for (const int op : {g.tensor(dropped).producer, g.tensor(sum).producer}) {
-    g.at(op).fwd_bytes -= kept_in_registers;
-    g.at(op).eager_fwd_extra_bytes = kept_in_registers;
+    Op& o = g.at(op);
+    o.fwd_bytes -= kept_in_registers;
+    o.fusion = KernelFusion::BiasDropoutAdd;
+    o.unfused_fwd_extra_bytes = kept_in_registers;
   }
+  if (bias) g.at(g.tensor(dropped).producer).separate_bias_add_bytes = 2 * g.tensor(y).bytes();
   return sum;
+}
+
+void set_unfused_norm(Op& op) {
+  op.fusion = KernelFusion::Norm;
+  op.eager_bytes_factor = kEagerRmsNormBytesFactor;
+}
+
+void set_unfused_rope(Op& op) {
+  op.fusion = KernelFusion::Rope;
+  op.eager_bytes_factor = kEagerRotaryBytesFactor;
+}
+
+void set_unfused_activation(Op& op, bool swiglu, double bias_bytes) {
+  op.fusion = KernelFusion::BiasActivation;
+  if (swiglu) op.eager_bytes_factor = kEagerSwigluBytesFactor;  // F.gelu: one kernel
+  op.separate_bias_add_bytes = 2 * bias_bytes;
+}
+
+void set_unfused_masked_softmax(Op& op, double scores, double score_bytes, int64_t keys) {
+  const double masked_fill = scores * (2 * score_bytes + kMaskBytes);
+  if (keys > kFusedSoftmaxMaxKeys) {
+    op.fwd_bytes += masked_fill;
+    op.bwd_input_bytes += masked_fill;
+    return;
+  }
+  op.fusion = KernelFusion::MaskedSoftmax;
+  op.unfused_fwd_extra_bytes = masked_fill;
+  op.unfused_bwd_extra_bytes = masked_fill;
 }
 
 void set_gemm_costs(OpGraphBuilder& g, int op, double bias_elements) {

@@ -71,12 +71,33 @@ int unary(OpGraphBuilder& g, int module, const std::string& name, int x, DimName
 int dropout(OpGraphBuilder& g, int module, const std::string& name, int x, DimNames dims);
 // Sum of same-shape tensors (residual connections); saves nothing.
 int add(OpGraphBuilder& g, int module, const std::string& name, const std::vector<int>& xs, DimNames dims);
-// residual + dropout(y), as the fused kernel of Megatron's bias-dropout-add (and Inductor's
-// fusion) runs it: two ops (`dropout_name`, `add_name`) whose forward bytes are the fused
-// kernel's, which never writes dropout(y) to memory; eager PyTorch pays that tensor's write and
-// read (Op::eager_fwd_extra_bytes). Returns the sum.
+// residual + dropout(y + bias), as the fused kernel of Megatron's bias-dropout-add (and
+// Inductor's fusion) runs it: two ops (`dropout_name`, `add_name`) whose forward bytes are the
+// fused kernel's, which never writes dropout(y) to memory; unfused (eager PyTorch,
+// --no-bias-dropout-fusion) that tensor is written and read back (Op::unfused_fwd_extra_bytes),
+// and Megatron adds the bias of its skip_bias_add linear in a kernel of its own when `bias`.
+// Returns the sum.
 int dropout_residual(OpGraphBuilder& g, int module, const std::string& dropout_name,
-                     const std::string& add_name, int residual, int y, DimNames dims);
+                     const std::string& add_name, int residual, int y, DimNames dims, bool bias = false);
+
+// Op::fusion and what the unfused kernels move, per kind (constants above; Megatron's own
+// unfused paths in docs/frameworks.md, "Megatron's fused kernels"):
+// - norms: eager PyTorch's RMSNorm (Megatron has no unfused norm: --no-persist-layer-norm picks
+//   another fused kernel);
+void set_unfused_norm(Op& op);
+// - rotary: eager PyTorch's and Megatron's apply_rotary_pos_emb without apply_rope_fusion
+//   (cat of rotate_half and two multiplies and an add on fp32 freqs: like traffic);
+void set_unfused_rope(Op& op);
+// - GeLU / SwiGLU: SwiGLU as F.silu then a multiply; `bias_bytes` (the input's bytes when the
+//   linear before has a bias, else 0) read and written again by Megatron's separate bias add;
+void set_unfused_activation(Op& op, bool swiglu, double bias_bytes);
+// - unfused attention's mask and softmax (`scores` elements of `score_bytes` each over `keys`
+//   keys): a masked_fill (read the scores and the 1-byte mask, write) before the softmax, in the
+//   forward and again in the backward (its gradient is a masked_fill of the softmax's).
+//   Megatron's fused kernel takes at most 4096 keys (FusedScaleMaskSoftmax.is_kernel_available:
+//   16 < sk <= 4096); beyond, it runs the PyTorch path whatever the flag, so the op pays it always.
+void set_unfused_masked_softmax(Op& op, double scores, double score_bytes, int64_t keys);
+constexpr int64_t kFusedSoftmaxMaxKeys = 4096;
 
 // y[batch, out] = x[batch, in] W[out, in]^T (+ b[out]), with the feature dims named as given
 // ("in"/"out" in classifiers and MLPs, so that mapping a mesh axis to "out" in a module makes

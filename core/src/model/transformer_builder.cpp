@@ -268,7 +268,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(b * s * h);
     const double f = layer_norm ? kLayerNormFlops : kRmsNormFlops;
     g_.set_costs(op, f * n, 2 * f * n, kNormWeightGradFlops * n);
-    if (!layer_norm) g_.at(op).eager_bytes_factor = kEagerRmsNormBytesFactor;  // nn.LayerNorm: one kernel
+    if (!layer_norm) set_unfused_norm(g_.at(op));  // nn.LayerNorm: one kernel
     return y;
   }
 
@@ -297,7 +297,8 @@ class TransformerBuilder {
     const int o = attention_core(mod, q, kv, index);
     int y = token_linear(mod, "o_proj", o, "hidden", z_.h, "heads", z_.a * z_.v_d, m_.bias);
     if (m_.dropout)
-      return dropout_residual(g_, mod, "attn_dropout", "attn_residual", x, y, {"batch", "seq", "hidden"});
+      return dropout_residual(g_, mod, "attn_dropout", "attn_residual", x, y, {"batch", "seq", "hidden"},
+                              m_.bias);
     return add(g_, mod, "attn_residual", {x, y}, {"batch", "seq", "hidden"});
   }
 
@@ -320,8 +321,8 @@ class TransformerBuilder {
       Op& rk = g_.at(static_cast<int>(g_.tensor(kv).producer));
       rk.fwd_bytes /= 2;
       rk.bwd_input_bytes /= 2;
-      rk.eager_bytes_factor = kEagerRotaryBytesFactor;
-      g_.at(static_cast<int>(g_.tensor(q).producer)).eager_bytes_factor = kEagerRotaryBytesFactor;
+      set_unfused_rope(rk);
+      set_unfused_rope(g_.at(static_cast<int>(g_.tensor(q).producer)));
     }
   }
 
@@ -350,7 +351,7 @@ class TransformerBuilder {
     if (!m_.learned_positions) {
       q = unary(g_, mod, "rotary_q", q, {"batch", "seq", "heads"}, kRotaryFlops, kRotaryFlops,
                 Saves::Nothing);
-      g_.at(static_cast<int>(g_.tensor(q).producer)).eager_bytes_factor = kEagerRotaryBytesFactor;
+      set_unfused_rope(g_.at(static_cast<int>(g_.tensor(q).producer)));
     }
   }
 
@@ -364,7 +365,7 @@ class TransformerBuilder {
     const int y = g_.write(op, {b, s, width}, {"batch", "seq", dim});
     const double n = static_cast<double>(b * s * width);
     g_.set_costs(op, kRmsNormFlops * n, 2 * kRmsNormFlops * n, kNormWeightGradFlops * n);
-    g_.at(op).eager_bytes_factor = kEagerRmsNormBytesFactor;
+    set_unfused_norm(g_.at(op));
     return y;
   }
 
@@ -379,7 +380,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(g_.tensor(x).elements()) * fraction;
     g_.set_costs(op, kRmsNormFlops * n, 2 * kRmsNormFlops * n, kNormWeightGradFlops * n);
     Op& o = g_.at(op);
-    o.eager_bytes_factor = kEagerRmsNormBytesFactor;
+    set_unfused_norm(o);
     o.fwd_bytes *= fraction;
     o.bwd_input_bytes *= fraction;
     o.bwd_weight_bytes *= fraction;
@@ -438,6 +439,7 @@ class TransformerBuilder {
       op.fwd_bytes += score_traffic;
       // The backward reads what the forward wrote and writes a gradient of each: twice.
       op.bwd_input_bytes = 2 * op.fwd_bytes;
+      if (!m_.flash_attention) set_unfused_masked_softmax(op, n2, ab, s);
     }
     return o;
   }
@@ -450,7 +452,8 @@ class TransformerBuilder {
     const int act = activation(mod, "act", up, {"batch", "seq", "ffn"}, {z_.b, z_.s, f});
     int y = token_linear(mod, "fc2", act, "hidden", h, "ffn", f, m_.bias);
     if (m_.dropout)
-      return dropout_residual(g_, mod, "mlp_dropout", "mlp_residual", x, y, {"batch", "seq", "hidden"});
+      return dropout_residual(g_, mod, "mlp_dropout", "mlp_residual", x, y, {"batch", "seq", "hidden"},
+                              m_.bias);
     return add(g_, mod, "mlp_residual", {x, y}, {"batch", "seq", "hidden"});
   }
 
@@ -466,7 +469,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(g_.tensor(y).elements());
     const double f = swiglu ? kSwigluFlops : kGeluFlops;
     g_.set_costs(op, f * n, 2 * f * n, 0);
-    if (swiglu) g_.at(op).eager_bytes_factor = kEagerSwigluBytesFactor;  // F.gelu: one kernel
+    set_unfused_activation(g_.at(op), swiglu, m_.bias ? g_.tensor(x).bytes() : 0);
     return y;
   }
 

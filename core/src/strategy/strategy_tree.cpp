@@ -44,6 +44,20 @@ std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelC
 namespace {
 
 // The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
+// The kernel fusions off in this run (a bit per KernelFusion): every one under eager PyTorch,
+// else those Megatron's --no-*-fusion flags turned off. Norms have no such flag (Megatron's
+// --no-persist-layer-norm picks another fused kernel).
+uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
+  const auto bit = [](KernelFusion f) { return 1u << static_cast<int>(f); };
+  if (eager) return ((1u << kNumKernelFusions) - 1) & ~bit(KernelFusion::None);
+  uint32_t mask = 0;
+  if (!s.apply_rope_fusion) mask |= bit(KernelFusion::Rope);
+  if (!s.bias_activation_fusion) mask |= bit(KernelFusion::BiasActivation);
+  if (!s.bias_dropout_fusion) mask |= bit(KernelFusion::BiasDropoutAdd);
+  if (!s.masked_softmax_fusion) mask |= bit(KernelFusion::MaskedSoftmax);
+  return mask;
+}
+
 ParallelConfig root_config(const StrategySpec& s) {
   ParallelConfig c;
   c.axis_dims[kAxisDp] = {"batch", "tokens"};
@@ -70,6 +84,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.cp_comm_type = s.cp_comm_type;
   c.tp_comm_overlap = s.tp_comm_overlap;
   c.eager_elementwise = s.framework == Framework::Fsdp && !s.torch_compile;
+  c.unfused_mask = unfused_kernels(s, c.eager_elementwise);
   c.fsdp2_copies = s.framework == Framework::Fsdp;
   c.torch_cp = s.framework == Framework::Fsdp;
   c.fp8_param_gather = s.fp8_param_gather;
