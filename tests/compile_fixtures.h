@@ -1,5 +1,7 @@
 // Small configs for compiler and executor tests (JSON text, parsed by the real parser).
 #pragma once
+#include <doctest/doctest.h>
+
 #include <string>
 
 #include "proteus/compile.h"
@@ -66,6 +68,22 @@ inline const ComputeWork* compute_work_ending(const CompiledModel& c, Phase phas
       return &c.exec.works[static_cast<size_t>(t.work)];
   }
   return nullptr;
+}
+
+// HBM bytes of simulated rank 0's first compute task in `phase` labelled exactly `label`.
+inline double rank0_bytes(const CompiledModel& c, const std::string& label, Phase phase) {
+  const ComputeWork* w = compute_work_ending(c, phase, label);
+  REQUIRE_MESSAGE(w != nullptr, "no task " << label);
+  return w->bytes;
+}
+
+// A Llama-style model (RMSNorm, SwiGLU, rotary, GQA, no dropout): 2 layers, h 1024, 8 heads of
+// 128, 2 KV heads, ffn 4096, sequence 2048; `extra` adds fields (",\"bias\":false").
+inline std::string tiny_llama_model(const std::string& extra = "") {
+  return "{\"kind\":\"transformer\",\"name\":\"tiny-llama\",\"layers\":2,\"hidden\":1024,\"heads\":8,"
+         "\"kv_heads\":2,\"ffn_hidden\":4096,\"seq_len\":2048,\"vocab\":32000,\"mlp\":\"swiglu\","
+         "\"norm\":\"rmsnorm\",\"tied_embeddings\":false,\"learned_positions\":false,\"dropout\":false" +
+         extra + "}";
 }
 
 }  // namespace proteus::test

@@ -13,26 +13,14 @@ using namespace proteus::test;
 
 namespace {
 
-// A Llama-style model (RMSNorm, SwiGLU, rotary, GQA, no dropout): 2 layers, h 1024, 8 heads of 128, 2 KV
-// heads, ffn 4096, sequence 2048; one DGX H100, FSDP over 8 GPUs, micro-batch 1.
+// The tiny Llama on one DGX H100, FSDP over 8 GPUs, micro-batch 1.
 std::string llama_config(const std::string& strategy_extra) {
-  const std::string model =
-      "{\"kind\":\"transformer\",\"name\":\"tiny-llama\",\"layers\":2,\"hidden\":1024,\"heads\":8,"
-      "\"kv_heads\":2,\"ffn_hidden\":4096,\"seq_len\":2048,\"vocab\":32000,\"mlp\":\"swiglu\","
-      "\"norm\":\"rmsnorm\",\"tied_embeddings\":false,\"learned_positions\":false,\"dropout\":false}";
-  return config_json(model, "{\"preset\":\"dgx-h100\",\"nodes\":1}", 8,
+  return config_json(tiny_llama_model(), "{\"preset\":\"dgx-h100\",\"nodes\":1}", 8,
                      "{\"dp\":8,\"zero\":3,\"micro_batch\":1" + strategy_extra + "}");
 }
 
-// HBM bytes of the rank-0 compute task with this label and phase (the first micro-batch's).
 double bytes_of(const CompiledModel& c, const std::string& label, Phase phase) {
-  for (const Task& t : c.exec.tasks) {
-    if (t.kind != TaskKind::Compute || t.rank != 0 || t.phase != phase) continue;
-    if (c.exec.labels[static_cast<size_t>(t.label)] != label) continue;
-    return c.exec.works[static_cast<size_t>(t.work)].bytes;
-  }
-  FAIL("no task " << label);
-  return 0;
+  return rank0_bytes(c, label, phase);
 }
 
 }  // namespace

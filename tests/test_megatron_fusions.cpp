@@ -27,25 +27,14 @@ std::string gpt_config(const std::string& strategy_extra) {
                      "{\"dp\":8,\"micro_batch\":1" + strategy_extra + "}");
 }
 
-// Llama-style (RMSNorm, SwiGLU, rotary, no bias, no dropout, flash attention), as above.
+// The tiny Llama without biases (flash attention), DP 8 as above.
 std::string llama_config(const std::string& strategy_extra) {
-  const std::string model =
-      "{\"kind\":\"transformer\",\"name\":\"tiny-llama\",\"layers\":2,\"hidden\":1024,\"heads\":8,"
-      "\"kv_heads\":2,\"ffn_hidden\":4096,\"seq_len\":2048,\"vocab\":32000,\"mlp\":\"swiglu\","
-      "\"norm\":\"rmsnorm\",\"tied_embeddings\":false,\"learned_positions\":false,\"dropout\":false,"
-      "\"bias\":false}";
-  return config_json(model, "{\"preset\":\"dgx-h100\",\"nodes\":1}", 8,
+  return config_json(tiny_llama_model(",\"bias\":false"), "{\"preset\":\"dgx-h100\",\"nodes\":1}", 8,
                      "{\"dp\":8,\"micro_batch\":1" + strategy_extra + "}");
 }
 
 double bytes_of(const CompiledModel& c, const std::string& label, Phase phase) {
-  for (const Task& t : c.exec.tasks) {
-    if (t.kind != TaskKind::Compute || t.rank != 0 || t.phase != phase) continue;
-    if (c.exec.labels[static_cast<size_t>(t.label)] != label) continue;
-    return c.exec.works[static_cast<size_t>(t.work)].bytes;
-  }
-  FAIL("no task " << label);
-  return 0;
+  return rank0_bytes(c, label, phase);
 }
 
 double iteration_s(const std::string& config) {
@@ -77,17 +66,20 @@ TEST_CASE("Megatron fusions: each flag off adds exactly the unfused path's bytes
     // The backward is the same kernels either way.
     CHECK(bytes_of(off, drop, Phase::BackwardInput) == bytes_of(fused, drop, Phase::BackwardInput));
     // Other ops do not move.
-    CHECK(bytes_of(off, "layers.0.mlp.act", Phase::Forward) == bytes_of(fused, "layers.0.mlp.act", Phase::Forward));
+    CHECK(bytes_of(off, "layers.0.mlp.act", Phase::Forward) ==
+          bytes_of(fused, "layers.0.mlp.act", Phase::Forward));
   }
   SUBCASE("--no-bias-gelu-fusion: fc1's output read and written once more by `x + bias`") {
     const CompiledModel off = compile_text(gpt_config(",\"bias_activation_fusion\":false"));
     const double fc1_out = 2048.0 * 4096 * kBf16;
-    CHECK(bytes_of(off, "layers.0.mlp.act", Phase::Forward) - bytes_of(fused, "layers.0.mlp.act", Phase::Forward) ==
+    CHECK(bytes_of(off, "layers.0.mlp.act", Phase::Forward) -
+              bytes_of(fused, "layers.0.mlp.act", Phase::Forward) ==
           doctest::Approx(2 * fc1_out));
     CHECK(bytes_of(off, "layers.0.mlp.act", Phase::BackwardInput) ==
           bytes_of(fused, "layers.0.mlp.act", Phase::BackwardInput));
   }
-  SUBCASE("--no-masked-softmax-fusion: a masked_fill over the scores before the softmax and in its backward") {
+  SUBCASE(
+      "--no-masked-softmax-fusion: a masked_fill over the scores before the softmax and in its backward") {
     const CompiledModel off = compile_text(gpt_config(",\"masked_softmax_fusion\":false"));
     // 8 heads x 2048 x 2048 scores per rank; masked_fill reads 2, reads the 1-byte mask, writes 2.
     const double scores = 8.0 * 2048 * 2048;
@@ -135,9 +127,10 @@ TEST_CASE("Megatron fusions: SwiGLU and rotary unfused move what eager PyTorch's
 }
 
 TEST_CASE("Megatron fusions: under framework fsdp the flags are an error naming the field") {
-  for (const char* field : {"bias_dropout_fusion", "bias_activation_fusion", "masked_softmax_fusion",
-                            "apply_rope_fusion"}) {
-    const std::string cfg = llama_config(",\"framework\":\"fsdp\",\"zero\":3,\"" + std::string(field) + "\":false");
+  for (const char* field :
+       {"bias_dropout_fusion", "bias_activation_fusion", "masked_softmax_fusion", "apply_rope_fusion"}) {
+    const std::string cfg =
+        llama_config(",\"framework\":\"fsdp\",\"zero\":3,\"" + std::string(field) + "\":false");
     CHECK(error_path([&] { compile_text(cfg); }) == std::string("strategy.") + field);
   }
 }
@@ -149,10 +142,11 @@ TEST_CASE("Megatron import and export: the --no-*-fusion flags") {
   MegatronImportOptions on_h100;
   on_h100.cluster_json = "dgx-h100";
   on_h100.nodes = 1;
-  const ImportResult gpt = import_megatron(
-      common + "--no-bias-dropout-fusion --no-bias-gelu-fusion --no-masked-softmax-fusion "
-               "--no-gradient-accumulation-fusion",
-      on_h100);
+  const ImportResult gpt =
+      import_megatron(common +
+                          "--no-bias-dropout-fusion --no-bias-gelu-fusion --no-masked-softmax-fusion "
+                          "--no-gradient-accumulation-fusion",
+                      on_h100);
   const auto st = nlohmann::json::parse(gpt.config_json)["strategy"];
   CHECK(st["bias_dropout_fusion"] == false);
   CHECK(st["bias_activation_fusion"] == false);
@@ -160,7 +154,8 @@ TEST_CASE("Megatron import and export: the --no-*-fusion flags") {
   CHECK_FALSE(st.contains("apply_rope_fusion"));
   // --no-gradient-accumulation-fusion is read, not simulated, and says why.
   bool said = false;
-  for (const std::string& i : gpt.ignored) said = said || i.rfind("--no-gradient-accumulation-fusion", 0) == 0;
+  for (const std::string& i : gpt.ignored)
+    said = said || i.rfind("--no-gradient-accumulation-fusion", 0) == 0;
   CHECK(said);
   // Under --swiglu the activation's flag is --no-bias-swiglu-fusion; the GELU one is ignored.
   const ImportResult llama = import_megatron(
