@@ -338,6 +338,46 @@ TEST_CASE("frameworks: context parallelism p2p passes K/V blocks around the ring
   CHECK(bwd_held == 1);
 }
 
+TEST_CASE("frameworks: a selectively recomputed attention runs its context-parallel exchanges again") {
+  // Megatron-Core checkpoints the core attention (TEDotProductAttention) under selective
+  // recompute; TE's context-parallel functions gather K/V (all_gather) or exchange Q, K, V and the
+  // output (a2a) inside it and keep only local shards, so the replay repeats what the forward
+  // did over cp, and nothing else. 2 layers, dp 2 x cp 4 on one A100 node (as above).
+  auto compiled = [](const char* type, const char* recompute) {
+    return test::compile_text(
+        test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 2,
+                          std::string(R"({"dp":2,"cp":4,"micro_batch":1,"cp_comm_type":")") + type +
+                              R"(","recompute":")" + recompute + "\"}"));
+  };
+  const AxisMask cp = axis_bit(kAxisCp);
+  for (const char* recompute : {"selective", "full"}) {
+    CAPTURE(recompute);
+    // all_gather: per layer one K/V gather in the forward and one in the replay.
+    const CompiledModel ag = compiled("all_gather", recompute);
+    const auto fwd = test::count_collectives(ag, CollectiveKind::AllGather, cp, Phase::Forward, "layers.");
+    const auto replay =
+        test::count_collectives(ag, CollectiveKind::AllGather, cp, Phase::Recompute, "layers.");
+    CHECK(fwd.count == 2);
+    CHECK(replay.count == fwd.count);
+    CHECK(replay.bytes == fwd.bytes);
+    // a2a: Q, K/V and the output, each exchanged again.
+    const CompiledModel a2a = compiled("a2a", recompute);
+    const auto fwd_a2a =
+        test::count_collectives(a2a, CollectiveKind::AllToAll, cp, Phase::Forward, "layers.");
+    CHECK(fwd_a2a.count == 2 * 3);
+    CHECK(test::count_collectives(a2a, CollectiveKind::AllToAll, cp, Phase::Recompute, "layers.").count ==
+          fwd_a2a.count);
+  }
+  // The selective replay repeats only the attention's exchanges: no tensor-parallel or other
+  // collective (tp 1 here), so its recompute phase holds exactly those.
+  const CompiledModel sel = compiled("all_gather", "selective");
+  int replay_collectives = 0;
+  for (const Task& t : sel.exec.tasks)
+    replay_collectives +=
+        t.rank == 0 && t.micro_batch == 0 && t.kind == TaskKind::Collective && t.phase == Phase::Recompute;
+  CHECK(replay_collectives == 2);
+}
+
 TEST_CASE("frameworks: on a long sequence the ring hides K/V traffic the all-gather exposes") {
   // Llama-2-7B-like layers (hidden 4096, 32 heads), 2 layers, seq 32768, tp 8 x cp 8 on 8 DGX
   // H100 (the cp ring crosses nodes). Per block: attention 4 x 4096^2 x 4 heads x 128 = 34 GFLOP

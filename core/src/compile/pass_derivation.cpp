@@ -50,9 +50,12 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   // layer's collectives too (Megatron's CheckpointFunction and torch.utils.checkpoint re-run
   // the layer's code, sequence-parallel all-gathers and reduce-scatters included). One it does
   // not make again (a checkpoint, the Q/K/V of a selectively recomputed attention) is read as
-  // the forward left it, in any layout the forward moved it to. (A selective replay under
-  // cp_comm_type all_gather would gather K/V again; not modelled.)
-  if (!found && ns == kRecompute && !at_src) found = state_.provider(mb, provider_key(mb, kFwd, t, want));
+  // the forward left it, in any layout the forward moved it to, except along cp: context
+  // parallelism's K/V all-gather and Q/K/V all-to-alls run inside the attention function the
+  // replay calls again (TE's AttnFuncWithCPAndKVAllGather / AttnFuncWithCPAndQKVOA2A, PyTorch's
+  // context_parallel SDPA), and the forward kept only the local shards.
+  if (!found && ns == kRecompute && !at_src && src.placement[kAxisCp] == want.placement[kAxisCp])
+    found = state_.provider(mb, provider_key(mb, kFwd, t, want));
   if (found) return *found;
   int src_task;
   if (!at_src && ns == kRecompute) at_src = state_.provider(mb, provider_key(mb, kFwd, t, src));
@@ -334,6 +337,7 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     if (!(whole == p.output)) tensor_in_layout(mb, ns, out, whole);
     return;
   }
+  if (ns == kRecompute) replay_cp_output_exchange(op, mb);
   if (ns != kFwd) return;
   // Send to every other rank's chunk that consumes it (once per chunk).
   std::vector<int> sent;
@@ -344,6 +348,20 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     emit_.send(emit_.gpu_of_chunk(c, mb), out, mb, false,
                tensor_bytes_per_rank(g_.tensors[out], p2p_layout(p.output, g_.tensors[out]), mesh_),
                index_.labels[op], id, plans_[op].chunk);
+  }
+}
+
+// A replayed attention under context parallelism with all-to-alls (TE's
+// AttnFuncWithCPAndQKVOA2A) sends its output back to the sequence split inside the function, so
+// the replay runs that exchange again even where no consumer is replayed (selective recompute).
+void PassDeriver::replay_cp_output_exchange(int op, int mb) {
+  const OpPlan& p = plans_[op];
+  const int out = g_.ops[op].output.tensor;
+  for (const auto& [c_op, k] : index_.consumers[out]) {
+    const Layout& want = plans_[c_op].input_required[k];
+    if (emit_.chunk_is_local(plans_[c_op].chunk, mb) &&
+        want.placement[kAxisCp] != p.output.placement[kAxisCp])
+      tensor_in_layout(mb, kRecompute, out, want);
   }
 }
 

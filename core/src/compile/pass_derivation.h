@@ -65,6 +65,7 @@ class PassDeriver {
   int ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
                    const std::vector<MemEvent>& mem, const Ring& ring, int* last_step);
   bool is_ring_attention(int op) const;
+  void replay_cp_output_exchange(int op, int mb);
   double gathered_kv_bytes(int op) const;
   int ring_block_work(int op, int which, int cp);
   int hierarchical_cp_attention(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
