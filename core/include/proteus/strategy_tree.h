@@ -46,6 +46,11 @@ struct ParallelConfig {
   // PyTorch FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run
   // on the compute stream (framework fsdp; compile/fsdp_copies.h).
   bool fsdp2_copies = false;
+  // torch.distributed.pipelining runs FSDP2's gradient reduction once per stage, after the
+  // stage's last backward (PipelineStage.backward_maybe_with_nosync: every backward under
+  // set_requires_gradient_sync(False), then post_backward of every parameter group), as a chain
+  // that holds the compute stream (IterationTail::end_pass). Framework fsdp with pp > 1.
+  bool fsdp_pp_post_backward = false;
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;
@@ -76,6 +81,9 @@ struct StrategyTree {
   // steady state makes one call per forward-backward pair (p2p_paired_steady_state).
   bool blocking_p2p = false;
   bool p2p_paired_steady_state = false;
+  // PyTorch's PipelineScheduleMulti (ScheduleInterleaved1F1B under framework fsdp): one blocking
+  // exchange per time step of its pipeline_order (compile/torch_lockstep_p2p.h).
+  bool torch_lockstep_p2p = false;
   // Legacy Megatron-LM's scatter/gather of pipeline tensors over tp (pass_derivation.cpp, p2p_layout).
   bool scatter_gather_p2p = false;
   std::vector<StrategyNode> nodes;  // one per OpGraph module, same index

@@ -36,6 +36,8 @@ struct RankPasses {
   }
 };
 
+}  // namespace
+
 // Where the host reaches the call after a pass: the pass's last compute task has been queued, and
 // the call's NCCL kernels start after it (kNone: the pass ran no compute).
 int last_compute(const ExecGraph& g, const PassSpan& s) {
@@ -68,7 +70,7 @@ std::vector<int> first_consumers(const ExecGraph& g, const std::vector<std::pair
 // Appends the (task, dependency) pairs to the CSR, each task's new dependencies after its own,
 // dropping repeats. The untouched ranges move as whole blocks: the graph has millions of
 // dependencies and a few per send are added.
-void merge_deps(std::vector<std::pair<int, int>> added, ExecGraph* exec) {
+void merge_added_deps(std::vector<std::pair<int, int>> added, ExecGraph* exec) {
   ExecGraph& g = *exec;
   std::sort(added.begin(), added.end());
   added.erase(std::unique(added.begin(), added.end()), added.end());
@@ -97,8 +99,6 @@ void merge_deps(std::vector<std::pair<int, int>> added, ExecGraph* exec) {
   }
   g.deps = std::move(deps);
 }
-
-}  // namespace
 
 std::vector<bool> megatron_p2p_calls(const std::vector<PassKind>& order, bool paired_steady_state) {
   std::vector<bool> calls(order.size(), true);
@@ -151,7 +151,7 @@ void add_blocking_p2p(std::vector<std::vector<PassSpan>> spans_by_rank, bool pai
     wait(send, last_compute(g, before_receive));
     wait(first_compute_from(g, receiver, before_receive.end), send);
   }
-  merge_deps(std::move(added), exec);
+  merge_added_deps(std::move(added), exec);
 }
 
 }  // namespace proteus

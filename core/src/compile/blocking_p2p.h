@@ -47,4 +47,15 @@ void add_blocking_p2p(std::vector<std::vector<PassSpan>> spans_by_rank, bool pai
                       const std::vector<int>& sends, const std::vector<std::pair<int, int>>& receives,
                       ExecGraph* exec);
 
+// Shared with torch_lockstep_p2p.h. kNoTask: none.
+constexpr int kNoTask = -1;
+// The last compute task of a pass (kNoTask: the pass ran no compute).
+int last_compute(const ExecGraph& g, const PassSpan& s);
+// The rank's first compute task from task id `from` on (kNoTask: none).
+int first_compute_from(const ExecGraph& g, int rank, int from);
+// The earliest task of another rank that waits on each send, by send task id (kNoTask: none).
+std::vector<int> first_consumers(const ExecGraph& g, const std::vector<std::pair<int, int>>& receives);
+// Adds (task, the task it now waits for) pairs to the graph's dependencies, dropping repeats.
+void merge_added_deps(std::vector<std::pair<int, int>> added, ExecGraph* exec);
+
 }  // namespace proteus

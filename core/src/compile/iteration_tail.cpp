@@ -39,8 +39,31 @@ IterationTail::IterationTail(const ProgramInputs& in, const OpIndex& index, Emit
 void IterationTail::begin_rank() {
   param_gather_ready_.assign(g_.ops.size(), -1);
   grad_sync_tasks_.clear();
+  post_backward_buckets_.clear();
   plan_buckets();
   if (knobs_.overlap_param_gather) param_gathers(true);
+}
+
+// torch.distributed.pipelining with FSDP2 (PyTorch of late 2024, what TorchTitan's
+// docs/performance.md ran): PipelineStage.backward_maybe_with_nosync runs every backward under
+// set_requires_gradient_sync(False) and set_reshard_after_backward(False), and after the stage's
+// last backward calls post_backward on each of its parameter groups in turn (run_post_backward).
+// Each post_backward first makes the current stream wait for the previous group's reduce-scatter
+// (FSDPParamGroup.post_backward: current_stream().wait_event(comm_ctx.reduce_scatter_state.event)),
+// then copies its gradients in on the current stream and issues its reduce-scatter. So the
+// stage's reductions run one after another once its last backward is done, and the compute
+// stream (with the input-gradient send queued after it) waits for all but the last.
+void IterationTail::end_pass() {
+  int previous = -1;  // the chain's last reduction
+  for (const int bi : post_backward_buckets_) {
+    std::vector<int> deps = buckets_[static_cast<size_t>(bi)].ready_tasks;
+    if (previous >= 0) deps.push_back(previous);
+    const size_t before = grad_sync_tasks_.size();
+    reduce_bucket(bi, deps);
+    if (grad_sync_tasks_.size() > before)
+      previous = grad_sync_tasks_.back();  // none without data parallelism
+  }
+  post_backward_buckets_.clear();
 }
 
 void IterationTail::finish_rank() {
@@ -128,7 +151,10 @@ void IterationTail::weights_final(int op, int w_task) {
     if (--uses_left_[w.tensor] > 0) continue;
     Bucket& b = buckets_[bucket_of_tensor_[w.tensor]];
     b.ready_tasks.push_back(w_task);
-    if (--b.pending == 0 && knobs_.overlap_grad_reduce)
+    if (--b.pending > 0 || !knobs_.overlap_grad_reduce) continue;
+    if (knobs_.fsdp_pp_post_backward)
+      post_backward_buckets_.push_back(bucket_of_tensor_[w.tensor]);
+    else
       reduce_bucket(bucket_of_tensor_[w.tensor], b.ready_tasks);
   }
 }

@@ -27,6 +27,10 @@ class IterationTail {
   // have now computed it. At the boundary (grad_sync at_boundary) the last one makes the
   // weight final; per micro-batch, every one completes a bucket's reduce-scatter.
   void weight_grad_done(int op, int w_task, int mb, int uses);
+  // After each pass: under torch.distributed.pipelining with FSDP2 (fsdp_pp_post_backward), the
+  // reductions of the buckets whose gradients the pass made final, issued as PyTorch does after
+  // a stage's last backward (docs/frameworks.md, "FSDP2 under pipeline parallelism").
+  void end_pass();
   // After the last pass: remaining reductions, tied weights, optimizer, parameter gathers.
   void finish_rank();
 
@@ -69,6 +73,7 @@ class IterationTail {
   std::vector<int> uses_per_mb_, mb_uses_left_;  // per_micro_batch: ops using each weight
   std::vector<const WeightPlan*> weight_plan_of_tensor_;
   std::vector<int> grad_sync_tasks_;
+  std::vector<int> post_backward_buckets_;  // final in this pass, reduced at its end (end_pass)
 };
 
 }  // namespace proteus

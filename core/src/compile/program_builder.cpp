@@ -3,7 +3,8 @@
 // stage's schedule (pass_replay.h instantiates a template or derives it, pass_derivation.h;
 // overlapped F&B groups are interleaved afterwards, overlap_groups.h),
 // then the tail (gradient reductions, optimizer, parameter gathers; iteration_tail.h). Megatron's
-// blocking p2p adds its waits once every rank is emitted (blocking_p2p.h).
+// blocking p2p (blocking_p2p.h) and PyTorch's lock-step exchange (torch_lockstep_p2p.h) add
+// their waits once every rank is emitted.
 #include "program_builder.h"
 
 #include <utility>
@@ -16,6 +17,7 @@
 #include "pass_derivation.h"
 #include "pass_replay.h"
 #include "pass_state.h"
+#include "torch_lockstep_p2p.h"
 
 namespace proteus {
 
@@ -31,7 +33,10 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
 
   emitter.make_ranks();
   // Each rank's passes, where Megatron's blocking p2p needs to know its calls (blocking_p2p.h).
-  std::vector<std::vector<PassSpan>> spans(tree.blocking_p2p ? exec->ranks.size() : 0);
+  const bool p2p_waits = tree.blocking_p2p || tree.torch_lockstep_p2p;
+  std::vector<std::vector<PassSpan>> spans(p2p_waits ? exec->ranks.size() : 0);
+  // PyTorch's lock-step exchange: each pass's time step in the rank's pipeline_order.
+  std::vector<std::vector<int>> steps(tree.torch_lockstep_p2p ? exec->ranks.size() : 0);
   for (size_t r = 0; r < exec->ranks.size(); ++r) {
     emitter.begin_rank(static_cast<int>(r));
     state.begin_rank(in.graph.ops.size());
@@ -40,6 +45,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
     deriver.begin_rank();
     const int stage = emitter.stage();
     const std::vector<Pass>& passes = schedule.order[static_cast<size_t>(stage)];
+    if (!steps.empty()) steps[r] = torch_interleaved_steps(schedule, stage);
     if (emitter.is_stats_rank()) {
       if (stats->stage_orders.size() <= static_cast<size_t>(stage)) stats->stage_orders.resize(stage + 1);
       stats->stage_orders[stage] = to_string(passes);
@@ -59,6 +65,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       for (size_t k = i; k < end; ++k) {
         replayer.run_pass(passes[k], chunk_of_local[static_cast<size_t>(passes[k].chunk)],
                           schedule.split_backward);
+        tail.end_pass();
         if (k == i) split = static_cast<int>(exec->tasks.size());
       }
       if (end - i > 1)
@@ -73,6 +80,8 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
   if (tree.blocking_p2p)
     add_blocking_p2p(std::move(spans), tree.p2p_paired_steady_state, emitter.sends(), emitter.receives(),
                      exec);
+  else if (tree.torch_lockstep_p2p)
+    add_lockstep_p2p(spans, steps, emitter.sends(), emitter.receives(), exec);
 }
 
 }  // namespace proteus

@@ -43,6 +43,14 @@ void check_zero(const Config& c) {
                              ") reduces gradients at the last micro-batch only: torch.distributed.pipelining "
                              "turns gradient sync off for the others; use \"at_boundary\"");
   }
+  if (s.framework == Framework::Fsdp && s.schedule == Schedule::Interleaved1F1B &&
+      s.microbatch_group_size > 0 && s.microbatch_group_size != s.pp) {
+    // ScheduleInterleaved1F1B: rounds of m / max(1, m / pp) micro-batches, pp where m is a
+    // multiple of pp (compile/torch_lockstep_p2p.h); Megatron-Core's group size is not its knob.
+    throw invalid_config("strategy.microbatch_group_size",
+                         "PyTorch's ScheduleInterleaved1F1B (framework \"fsdp\") runs groups of pp=" +
+                             to_string(s.pp) + " micro-batches; microbatch_group_size is Megatron-Core's");
+  }
 }
 
 void check_overlaps(const Config& c) {

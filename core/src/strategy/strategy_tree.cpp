@@ -86,6 +86,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.eager_elementwise = s.framework == Framework::Fsdp && !s.torch_compile;
   c.unfused_mask = unfused_kernels(s, c.eager_elementwise);
   c.fsdp2_copies = s.framework == Framework::Fsdp;
+  c.fsdp_pp_post_backward = s.framework == Framework::Fsdp && s.pp > 1;
   c.torch_cp = s.framework == Framework::Fsdp;
   c.fp8_param_gather = s.fp8_param_gather;
   c.tp_only_amax_red = s.tp_only_amax_red;
@@ -201,6 +202,10 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   tree.blocking_p2p = deepspeed_pipe || torch_1f1b ||
                       (megatron_schedule && (s.schedule == Schedule::OneFOneB || !s.overlap_p2p_comm));
   tree.p2p_paired_steady_state = s.schedule == Schedule::Interleaved1F1B;
+  // PyTorch's ScheduleInterleaved1F1B (a PipelineScheduleMulti in the PyTorch TorchTitan ran)
+  // waits on each time step's sends and receives together (compile/torch_lockstep_p2p.h).
+  tree.torch_lockstep_p2p =
+      s.framework == Framework::Fsdp && s.pp > 1 && s.schedule == Schedule::Interleaved1F1B;
   // Legacy Megatron skipped it under sequence parallelism, whose tensors are already tp slices.
   tree.scatter_gather_p2p = (s.scatter_gather_p2p || deepspeed_pipe) && !s.sequence_parallel;
   tree.stages = s.pp;
