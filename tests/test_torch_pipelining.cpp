@@ -84,7 +84,9 @@ std::string steps_text(const std::vector<TorchStep>& order) {
   std::string s;
   for (const TorchStep& t : order) {
     if (!s.empty()) s += ' ';
-    s += t.chunk < 0 ? "_" : (t.kind == PassKind::F ? "F" : "B") + std::to_string(t.chunk) + std::to_string(t.micro_batch);
+    s += t.chunk < 0
+             ? "_"
+             : (t.kind == PassKind::F ? "F" : "B") + std::to_string(t.chunk) + std::to_string(t.micro_batch);
   }
   return s;
 }
@@ -143,11 +145,13 @@ TEST_CASE("torch pipelining: an interleaved send waits for both ranks at its tim
   CHECK(p.start(pass_compute(g, 0, 2, 1, false).front()) >= p.end(send) - 1e-12);
   CHECK(p.start(pass_compute(g, 1, 3, 0, false).front()) >= p.end(send) - 1e-12);
   // Megatron's overlapped interleaved schedule (overlap_p2p_comm) has no such exchange.
-  CHECK_FALSE(compile(parse_config(pipelined("megatron", "interleaved-1f1b", 4, R"(,"zero":1,"virtual_stages":2)")))
-                  .tree.torch_lockstep_p2p);
+  CHECK_FALSE(
+      compile(parse_config(pipelined("megatron", "interleaved-1f1b", 4, R"(,"zero":1,"virtual_stages":2)")))
+          .tree.torch_lockstep_p2p);
 }
 
-TEST_CASE("torch pipelining: FSDP2 reduces a stage's gradients after its last backward, one group at a time") {
+TEST_CASE(
+    "torch pipelining: FSDP2 reduces a stage's gradients after its last backward, one group at a time") {
   const Played p = play(pipelined("fsdp", "1f1b", 4, R"(,"zero":2)"));
   const ExecGraph& g = p.compiled.exec;
   for (int rank = 0; rank < 2; ++rank) {
@@ -160,7 +164,8 @@ TEST_CASE("torch pipelining: FSDP2 reduces a stage's gradients after its last ba
     for (size_t t = 0; t < g.tasks.size(); ++t) {
       const Task& task = g.tasks[t];
       if (task.rank != rank) continue;
-      if (task.kind == TaskKind::Compute && g.labels[static_cast<size_t>(task.label)] == "fsdp_reduce_scatter_copy_in")
+      if (task.kind == TaskKind::Compute &&
+          g.labels[static_cast<size_t>(task.label)] == "fsdp_reduce_scatter_copy_in")
         copy_ins.push_back(static_cast<int>(t));
       if (is_collective(g, task, CollectiveKind::ReduceScatter) && task.stream == Stream::DpComm)
         reductions.push_back(static_cast<int>(t));
@@ -170,7 +175,8 @@ TEST_CASE("torch pipelining: FSDP2 reduces a stage's gradients after its last ba
     // Nothing is reduced before the stage's last backward has ended (no_sync on every micro-batch).
     for (const int c : copy_ins) CHECK(p.start(c) >= p.end(last_backward.back()) - 1e-12);
     // The chain: each copy-in waits for the previous group's reduce-scatter.
-    for (size_t k = 1; k < copy_ins.size(); ++k) CHECK(p.start(copy_ins[k]) >= p.end(reductions[k - 1]) - 1e-12);
+    for (size_t k = 1; k < copy_ins.size(); ++k)
+      CHECK(p.start(copy_ins[k]) >= p.end(reductions[k - 1]) - 1e-12);
   }
   // Stage 1 sends its last input gradient after the post-backward chain it queued before it.
   int last_grad_send = -1;
@@ -205,10 +211,51 @@ TEST_CASE("torch pipelining: FSDP2 reduces a stage's gradients after its last ba
 TEST_CASE("torch pipelining: Megatron-Core's micro-batch group size is not PyTorch's knob") {
   // ScheduleInterleaved1F1B runs rounds of pp micro-batches; the lock-step order assumes them.
   const auto path = [](const std::string& group) {
-    return test::error_path(
-        [&] { parse_config(pipelined("fsdp", "interleaved-1f1b", 4, R"(,"zero":2,"virtual_stages":2)" + group)); });
+    return test::error_path([&] {
+      parse_config(pipelined("fsdp", "interleaved-1f1b", 4, R"(,"zero":2,"virtual_stages":2)" + group));
+    });
   };
   CHECK(path(R"(,"microbatch_group_size":4)") == "strategy.microbatch_group_size");
   CHECK(path(R"(,"microbatch_group_size":2)") == test::kNoError);
   CHECK(path("") == test::kNoError);
+}
+
+TEST_CASE("torch pipelining: FSDP2 accumulates the unsharded gradients across micro-batches in fp32") {
+  // Per element of a weight, m = 4 micro-batches: the first gradient cast to fp32 (2 + 4 bytes),
+  // three added to the accumulator (4 + 2 + 4 each); the copy-in then reads the fp32 accumulator
+  // (4 + 4). With bf16 reduction autograd adds the three later ones in place (2 + 2 + 2 each) and
+  // the copy-in reads and writes bf16 (2 + 2).
+  for (const bool fp32 : {true, false}) {
+    CAPTURE(fp32);
+    const std::string extra = std::string(R"(,"zero":2,"grad_reduce_in_fp32":)") + (fp32 ? "true" : "false");
+    const CompiledModel c = compile(parse_config(pipelined("fsdp", "1f1b", 4, extra)));
+    const ExecGraph& g = c.exec;
+    double accumulate = 0, copy_in = 0;
+    int accumulate_tasks = 0, copy_ins = 0;
+    for (const Task& t : g.tasks) {
+      if (t.rank != 0 || t.kind != TaskKind::Compute) continue;
+      const std::string& label = g.labels[static_cast<size_t>(t.label)];
+      const double bytes = g.works[static_cast<size_t>(t.work)].bytes;
+      if (label == "fsdp_grad_accumulate") {
+        accumulate += bytes;
+        ++accumulate_tasks;
+        CHECK(t.stream == Stream::Compute);
+      }
+      if (label == "fsdp_reduce_scatter_copy_in") {
+        copy_in += bytes;
+        ++copy_ins;
+      }
+    }
+    REQUIRE(copy_in > 0);
+    const double elements = copy_in / (fp32 ? 8 : 4);
+    CHECK(accumulate == doctest::Approx(elements * (fp32 ? 6 + 3 * 10 : 3 * 6)));
+    CHECK(accumulate_tasks % (fp32 ? 4 : 3) == 0);
+  }
+  // Without a pipeline FSDP2 reduces every micro-batch (outside no_sync): nothing accumulates.
+  const CompiledModel flat = compile(parse_config(test::config_json(
+      test::gpt_model(4, 1024, 16, 1024, 8192), R"({"preset":"dgx-a100-80g","nodes":1,"gpus_per_node":4})",
+      16, R"({"tp":1,"pp":1,"dp":4,"micro_batch":1,"framework":"fsdp","zero":2})")));
+  for (const Task& t : flat.exec.tasks)
+    if (t.kind == TaskKind::Compute)
+      CHECK(flat.exec.labels[static_cast<size_t>(t.label)] != "fsdp_grad_accumulate");
 }

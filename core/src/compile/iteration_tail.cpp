@@ -40,6 +40,7 @@ void IterationTail::begin_rank() {
   param_gather_ready_.assign(g_.ops.size(), -1);
   grad_sync_tasks_.clear();
   post_backward_buckets_.clear();
+  for (std::vector<int>& w : accumulate_work_) w.assign(g_.tensors.size(), -1);
   plan_buckets();
   if (knobs_.overlap_param_gather) param_gathers(true);
 }
@@ -122,6 +123,8 @@ void IterationTail::plan_buckets() {
 }
 
 void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
+  if (knobs_.fsdp_pp_post_backward && tree_.micro_batches_per_copy() > 1)
+    fsdp_accumulate(op, w_task, mb, uses);
   if (knobs_.grad_sync == GradSync::PerMicroBatch)
     micro_batch_grad_done(op, w_task, mb);
   else if (uses == tree_.micro_batches_per_copy())  // DualPipe: each copy runs half of them
@@ -143,6 +146,33 @@ void IterationTail::micro_batch_grad_done(int op, int w_task, int mb) {
     b.mb_pending = static_cast<int>(b.tensors.size());
     reduce_bucket(bi, b.mb_ready_tasks, Phase::BackwardWeight, mb);
     b.mb_ready_tasks.clear();
+  }
+}
+
+// FSDP2 outside gradient sync (every micro-batch under torch.distributed.pipelining) keeps the
+// unsharded gradient across micro-batches. With a reduce dtype wider than the parameters' (fp32
+// under TorchTitan), FSDPParamGroup.post_backward moves autograd's 16-bit gradient into an fp32
+// accumulator: FSDPParam.to_accumulated_grad_if_needed casts the first (read 2, write 4 bytes per
+// element), accumulate_unsharded_grad_if_needed adds the later ones (read 4 + 2, write 4). With
+// the parameters' dtype, autograd's AccumulateGrad adds each later gradient in place (read 2 + 2,
+// write 2). On the current (compute) stream, after the weight's gradient.
+void IterationTail::fsdp_accumulate(int op, int w_task, int mb, int uses) {
+  const double param = index_.weight_bytes, reduce = grad_bytes(knobs_);
+  const bool first = uses == 1;
+  const bool widened = reduce > param;
+  if (first && !widened) return;  // autograd keeps the first gradient as it is
+  const double per_element = widened ? (first ? param + reduce : reduce + param + reduce) : 3 * param;
+  for (const WeightPlan& w : plans_[op].weights) {
+    int& work = accumulate_work_[first ? 0 : 1][static_cast<size_t>(w.tensor)];
+    if (work < 0) {
+      ComputeWork cw;
+      cw.op_kind = OpKind::Elementwise;
+      cw.bytes = w.local_params * per_element;
+      work = emit_.exec().add_work(cw);
+    }
+    const Task t =
+        emit_.compute_task(emit_.exec().label_id("fsdp_grad_accumulate"), Phase::BackwardWeight, mb, work);
+    emit_.compute(t, {w_task}, {});
   }
 }
 
@@ -185,7 +215,11 @@ int IterationTail::fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Pha
     for (int t : b.tensors) elements += weight_plan_of_tensor_[t]->local_params;  // unsharded over dp
     ComputeWork w;
     w.op_kind = OpKind::Elementwise;
-    w.bytes = fsdp_reduce_copy_in_bytes(elements, index_.weight_bytes, grad_bytes(knobs_));
+    // Under pipelining with several micro-batches the gradients come from the fp32 accumulator
+    // (fsdp_accumulate) when the reduce dtype is wider.
+    const bool accumulated = knobs_.fsdp_pp_post_backward && tree_.micro_batches_per_copy() > 1;
+    const double read = accumulated ? std::max(index_.weight_bytes, grad_bytes(knobs_)) : index_.weight_bytes;
+    w.bytes = fsdp_reduce_copy_in_bytes(elements, read, grad_bytes(knobs_));
     b.copy_in_work = emit_.exec().add_work(w);
   }
   const Task t =

@@ -47,6 +47,7 @@ class IterationTail {
 
   void plan_buckets();
   void weights_final(int op, int w_task);
+  void fsdp_accumulate(int op, int w_task, int mb, int uses);
   void micro_batch_grad_done(int op, int w_task, int mb);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
   int fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb);
@@ -74,6 +75,7 @@ class IterationTail {
   std::vector<const WeightPlan*> weight_plan_of_tensor_;
   std::vector<int> grad_sync_tasks_;
   std::vector<int> post_backward_buckets_;  // final in this pass, reduced at its end (end_pass)
+  std::vector<int> accumulate_work_[2];     // fsdp_accumulate's work per tensor: first use, later ones
 };
 
 }  // namespace proteus

@@ -11,8 +11,8 @@ namespace {
 
 // The pass of a rank's spans that emitted task t; -1 outside every pass.
 int pass_of(const std::vector<PassSpan>& spans, int t) {
-  const auto after = std::upper_bound(spans.begin(), spans.end(), t,
-                                      [](int id, const PassSpan& s) { return id < s.first; });
+  const auto after =
+      std::upper_bound(spans.begin(), spans.end(), t, [](int id, const PassSpan& s) { return id < s.first; });
   if (after == spans.begin()) return -1;
   const auto i = static_cast<size_t>(after - spans.begin()) - 1;
   return t < spans[i].end ? static_cast<int>(i) : -1;
@@ -99,7 +99,7 @@ void add_lockstep_p2p(const std::vector<std::vector<PassSpan>>& spans_by_rank,
     const int last = static_cast<int>(std::upper_bound(steps.begin(), steps.end(), step) - steps.begin()) - 1;
     wait(send, last_compute_up_to(g, spans, last));
     const int after = last + 1 < static_cast<int>(spans.size()) ? spans[static_cast<size_t>(last + 1)].first
-                                                                 : spans.back().end;
+                                                                : spans.back().end;
     wait(first_compute_from(g, rank, after), send);
     exchanges[static_cast<size_t>(rank)][step].push_back(send);
   };
