@@ -51,6 +51,9 @@ struct ParallelConfig {
   // set_requires_gradient_sync(False), then post_backward of every parameter group), as a chain
   // that holds the compute stream (IterationTail::end_pass). Framework fsdp with pp > 1.
   bool fsdp_pp_post_backward = false;
+  // The optimizer step is torch.optim's foreach implementation after torch.nn.utils'
+  // clip_grad_norm_ (TorchTitan's default, framework fsdp; compile/op_index.cpp).
+  bool torch_optimizer = false;
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;

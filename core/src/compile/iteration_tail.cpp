@@ -317,7 +317,9 @@ void IterationTail::static_memory_and_optimizer() {
   ComputeWork step;
   step.op_kind = OpKind::Elementwise;
   // The step reads each gradient once: 4 bytes in opt_traffic_bytes, 2 when they are 16-bit.
-  const double grad_read_saving = grad_bytes_per_element(true) - grad_bytes(knobs_);
+  // FSDP2 casts the reduced shard to the fp32 parameter's dtype (torch_optimizer) either way.
+  const double grad_read_saving =
+      knobs_.torch_optimizer ? 0 : grad_bytes_per_element(true) - grad_bytes(knobs_);
   step.bytes = opt_params * (index_.opt_traffic_bytes - grad_read_saving) + fp8_cast_params * 4;
   step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
   t.work = emit_.exec().add_work(step);

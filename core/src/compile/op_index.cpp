@@ -16,6 +16,22 @@ double optimizer_bytes_per_param(Optimizer opt, bool mixed) {
   return mixed ? 22 : 20;
 }
 
+// TorchTitan's step (framework fsdp; its build_optimizers passes foreach = not
+// optimizer.fused, False by default): torch.optim.AdamW's _multi_tensor_adamw, one pass over
+// the fp32 shards per foreach op: _foreach_mul_(params) 4 + 4 (weight decay),
+// _foreach_lerp_(exp_avgs, grads) 4 + 4 + 4, _foreach_mul_(exp_avg_sqs) 4 + 4,
+// _foreach_addcmul_(exp_avg_sqs, grads, grads) 4 + 4 + 4, _foreach_sqrt 4 + 4, _foreach_div_
+// 4 + 4, _foreach_add_(eps) 4 + 4, _foreach_addcdiv_(params, exp_avgs, denom) 4 + 4 + 4 + 4 =
+// 80 bytes. SGD with momentum (_multi_tensor_sgd): _foreach_mul_(bufs) 8, _foreach_add_(bufs,
+// grads) 12, _foreach_add_(params, bufs) 12 = 32. Before it, train.py's clip_grad_norm_
+// (foreach): _foreach_norm(grads) 4 and _foreach_mul_(grads, clip_coef_clamped) 4 + 4 = 12.
+// FSDP2's sharded parameters, gradients and states are fp32 whatever the training precision (its
+// MixedPrecisionPolicy casts at the all-gather), so no 16-bit copy is written.
+double torch_optimizer_bytes_per_param(Optimizer opt) {
+  constexpr double kClipGradNorm = 12;
+  return (opt == Optimizer::Adam ? 80 : 32) + kClipGradNorm;
+}
+
 // Static memory per parameter held by one rank (Megatron, REFERENCE.md §2): 16-bit weight 2,
 // fp32 main grad 4, fp32 master 4 + Adam m 4 + v 4 (= 18 bytes); fp32 training: weight 4, grad 4,
 // m 4 + v 4. SGD keeps one momentum (+ the master copy under mixed precision).
@@ -56,7 +72,8 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
   const bool mixed = is_mixed_precision(in.training.precision);
   weight_bytes = mixed ? 2 : 4;
   opt_state_bytes = optimizer_state_bytes_per_param(in.training.optimizer, mixed);
-  opt_traffic_bytes = optimizer_bytes_per_param(in.training.optimizer, mixed);
+  opt_traffic_bytes = tree_.root().torch_optimizer ? torch_optimizer_bytes_per_param(in.training.optimizer)
+                                                   : optimizer_bytes_per_param(in.training.optimizer, mixed);
 }
 
 // Full recompute: consecutive ops of one layer (or one non-layer module) in a chunk.

@@ -87,6 +87,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.unfused_mask = unfused_kernels(s, c.eager_elementwise);
   c.fsdp2_copies = s.framework == Framework::Fsdp;
   c.fsdp_pp_post_backward = s.framework == Framework::Fsdp && s.pp > 1;
+  c.torch_optimizer = s.framework == Framework::Fsdp;
   c.torch_cp = s.framework == Framework::Fsdp;
   c.fp8_param_gather = s.fp8_param_gather;
   c.tp_only_amax_red = s.tp_only_amax_red;
