@@ -16,9 +16,9 @@ namespace {
 
 // Bytes of rank 0's optimizer step under ZeRO-3 over 8 GPUs (the same shards either way).
 double step_bytes(const std::string& framework, const std::string& extra = "") {
-  const CompiledModel c = compile(parse_config(
-      test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 8,
-                        R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + "\"" + extra + "}")));
+  const CompiledModel c = compile(parse_config(test::config_json(
+      test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 8,
+      R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + "\"" + extra + "}")));
   double bytes = 0;
   for (const Task& t : c.exec.tasks)
     if (t.rank == 0 && t.phase == Phase::Optimizer && t.kind == TaskKind::Compute)
