@@ -65,11 +65,11 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       for (size_t k = i; k < end; ++k) {
         replayer.run_pass(passes[k], chunk_of_local[static_cast<size_t>(passes[k].chunk)],
                           schedule.split_backward);
-        tail.end_pass();
         if (k == i) split = static_cast<int>(exec->tasks.size());
       }
       if (end - i > 1)
         overlap_group(exec, static_cast<int>(r), first, split, static_cast<int>(exec->tasks.size()));
+      tail.end_pass();  // after the group: what the passes made final (FSDP2 under pipelining)
       if (!spans.empty()) spans[r].push_back({first, static_cast<int>(exec->tasks.size()), passes[i].kind});
       i = end;
     }
