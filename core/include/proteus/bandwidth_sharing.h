@@ -93,6 +93,8 @@ class BandwidthSharing {
   void freeze_flows_of(int link, double level, uint64_t frozen);
   bool solve_single_flow(int seed_link, uint64_t stamp);
   void widen(size_t stride);
+  int take_flow_id();
+  static size_t canonicalize(FlowLink* links, size_t n);
   const FlowLink* links_begin(int f) const { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
   const FlowLink* links_end(int f) const { return links_begin(f) + flows_[static_cast<size_t>(f)].size; }
   FlowLink* links_begin(int f) { return flow_links_.data() + static_cast<size_t>(f) * stride_; }
@@ -116,7 +118,6 @@ class BandwidthSharing {
   // Scratch, reused across calls (no allocation in steady state).
   uint64_t stamp_ = 0;
   std::vector<int> stack_, comp_links_, comp_flows_;
-  std::vector<FlowLink> new_links_;  // add_flow's canonical form of its argument
   std::vector<HeapEntry> heap_;
 };
 

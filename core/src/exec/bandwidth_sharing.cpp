@@ -52,10 +52,12 @@ void BandwidthSharing::widen(size_t stride) {
   stride_ = stride;
 }
 
+// Writes the flow's links straight into its slot of flow_links_: the executor's links come
+// canonical (sorted by id, no duplicates, weights > 0: a plan's solver_links), so the common
+// case is one checking pass and one copy, with no staging buffer.
 int BandwidthSharing::add_flow(LinkWeights links) {
-  auto& fl = new_links_;
-  fl.clear();
-  bool canonical = true;  // already sorted by link id with no duplicates (the executor's case)
+  size_t positive = 0;
+  bool canonical = true;  // sorted by link id with no duplicates (the executor's case)
   int prev = -1;
   for (const auto& [link, weight] : links) {
     if (link < 0 || link >= static_cast<int>(links_.size()))
@@ -63,46 +65,55 @@ int BandwidthSharing::add_flow(LinkWeights links) {
     if (weight > 0) {
       canonical = canonical && link > prev;
       prev = link;
-      fl.push_back({link, -1, weight});
+      ++positive;
     }
   }
-  if (!canonical) {
-    // Canonical form: sorted by link id, duplicate links merged (weights add up).
-    std::stable_sort(fl.begin(), fl.end(),
-                     [](const FlowLink& a, const FlowLink& b) { return a.link < b.link; });
-    size_t out = 0;
-    for (size_t i = 0; i < fl.size(); ++i) {
-      if (out > 0 && fl[out - 1].link == fl[i].link)
-        fl[out - 1].weight += fl[i].weight;
-      else
-        fl[out++] = fl[i];
-    }
-    fl.resize(out);
-  }
-  if (fl.size() > stride_) widen(fl.size());
-  int f;
-  if (!free_ids_.empty()) {
-    f = free_ids_.back();
-    free_ids_.pop_back();
-  } else {
-    f = static_cast<int>(flows_.size());
-    flows_.emplace_back();
-    flow_links_.resize(flow_links_.size() + stride_);
-  }
+  if (positive > stride_) widen(positive);
+  const int f = take_flow_id();
   FlowLink* out = links_begin(f);
-  for (size_t i = 0; i < fl.size(); ++i) {
-    auto& lf = link_flows_[static_cast<size_t>(fl[i].link)];
-    out[i] = {fl[i].link, static_cast<int>(lf.size()), fl[i].weight};
+  size_t n = 0;
+  for (const auto& [link, weight] : links)
+    if (weight > 0) out[n++] = {link, -1, weight};
+  if (!canonical) n = canonicalize(out, n);
+  for (size_t i = 0; i < n; ++i) {
+    auto& lf = link_flows_[static_cast<size_t>(out[i].link)];
+    out[i].slot = static_cast<int>(lf.size());
     lf.push_back({f, static_cast<int>(i)});
-    mark_dirty(fl[i].link);
+    mark_dirty(out[i].link);
   }
   FlowState& st = flows_[static_cast<size_t>(f)];
-  st.size = static_cast<int>(fl.size());
-  if (fl.empty()) dirty_unlinked_.push_back(f);
+  st.size = static_cast<int>(n);
+  if (n == 0) dirty_unlinked_.push_back(f);
   st.alive = 1;
   st.rate_Bps = 0;
   ++active_;
   return f;
+}
+
+// A free flow id (ids are reused after removal), with room for stride_ links.
+int BandwidthSharing::take_flow_id() {
+  if (!free_ids_.empty()) {
+    const int f = free_ids_.back();
+    free_ids_.pop_back();
+    return f;
+  }
+  flows_.emplace_back();
+  flow_links_.resize(flow_links_.size() + stride_);
+  return static_cast<int>(flows_.size()) - 1;
+}
+
+// Canonical form of n links in place: sorted by link id, duplicate links merged (weights add
+// up). Returns how many remain.
+size_t BandwidthSharing::canonicalize(FlowLink* links, size_t n) {
+  std::stable_sort(links, links + n, [](const FlowLink& a, const FlowLink& b) { return a.link < b.link; });
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (out > 0 && links[out - 1].link == links[i].link)
+      links[out - 1].weight += links[i].weight;
+    else
+      links[out++] = links[i];
+  }
+  return out;
 }
 
 // Flows come and go many at a time through the same links (the hops of one collective):
