@@ -50,7 +50,11 @@ class BandwidthSharing {
   void remove_flow(int flow);
   // Re-solves what changed since the last call; returns flows whose rate changed.
   const std::vector<int>& solve();
-  double rate_Bps(int flow) const;
+  // Inline: the executor reads every changed flow's rate after each solve.
+  double rate_Bps(int flow) const {
+    const size_t f = static_cast<size_t>(flow);
+    return flow >= 0 && f < flows_.size() && flows_[f].alive ? flows_[f].rate_Bps : 0.0;
+  }
   int active_flows() const;
   // Private state (flow/link incidence kept both ways; scratch buffers reused by solve()).
  private:

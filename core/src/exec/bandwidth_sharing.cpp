@@ -332,12 +332,6 @@ const std::vector<int>& BandwidthSharing::solve() {
   return changed_;
 }
 
-double BandwidthSharing::rate_Bps(int flow) const {
-  if (flow < 0 || flow >= static_cast<int>(flows_.size()) || !flows_[static_cast<size_t>(flow)].alive)
-    return 0;
-  return flows_[static_cast<size_t>(flow)].rate_Bps;
-}
-
 int BandwidthSharing::active_flows() const { return active_; }
 
 }  // namespace proteus

@@ -85,7 +85,6 @@ struct FlowState {
   int collective = -1;
   int prev = -1, next = -1;  // list of the flows of one collective
   bool alive = false;
-  bool marked = false;  // dedupe within one settle
 };
 
 struct CollectiveState {
@@ -350,11 +349,10 @@ class Executor {
     dirty_ranks_.clear();
     if (network_dirty_) {
       network_dirty_ = false;
-      const std::vector<int>& changed = network_.solve();
-      for (int f : changed) reschedule_flow_share(f);
+      // A new flow is usually among the changed ones too; visiting it again finds its share
+      // already taken and does nothing (a flow left at rate 0 is rescheduled to the same end).
+      for (int f : network_.solve()) reschedule_flow_share(f);
       for (int f : new_flows_) reschedule_flow_share(f);
-      for (int f : changed) flows_[static_cast<size_t>(f)].marked = false;
-      for (int f : new_flows_) flows_[static_cast<size_t>(f)].marked = false;
       new_flows_.clear();
     }
     for (int c : dirty_flow_ends_) schedule_flow_ends(c);
@@ -580,8 +578,7 @@ class Executor {
   void reschedule_flow_share(int f) {
     if (f < 0 || static_cast<size_t>(f) >= flows_.size()) return;
     FlowState& fs = flows_[static_cast<size_t>(f)];
-    if (!fs.alive || fs.marked) return;
-    fs.marked = true;
+    if (!fs.alive) return;
     const double share = network_.rate_Bps(f);
     if (share == fs.share_Bps && fs.rate_Bps > 0) return;
     advance_flow(fs);
