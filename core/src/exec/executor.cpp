@@ -171,53 +171,65 @@ class Executor {
   }
 
   // hot_ from each task; its dependencies and memory list checked; dependents counted.
+  // The arrays are read through local pointers: a store into hot_ or the counts (ints) could
+  // alias the graph's int arrays as far as the compiler knows, and would reload them per task.
   PROTEUS_OUT_OF_LINE void index_tasks() {
     const size_t n = g_.tasks.size();
     const int mem_lists = static_cast<int>(g_.mem_list_offsets.size()) - 1;
     const size_t collectives = g_.collectives.size();
+    const size_t works = g_.works.size();
     hot_.assign(n, HotTask{});
     dependents_offsets_.assign(n + 1, 0);
+    const Task* tasks = g_.tasks.data();
+    const int* task_mem = g_.task_mem.data();
+    const int* dep_offsets = g_.dep_offsets.data();
+    const int* deps = g_.deps.data();
+    HotTask* hot = hot_.data();
+    int* dependents_after = dependents_offsets_.data() + 1;
     for (size_t t = 0; t < n; ++t) {
-      const Task& task = g_.tasks[t];
-      HotTask& h = hot_[t];
+      const Task& task = tasks[t];
+      HotTask& h = hot[t];
       if (task.kind == TaskKind::Collective) {
         if (task.collective < 0 || static_cast<size_t>(task.collective) >= collectives)
           throw Error("internal", "",
                       "exec graph: collective task " + std::to_string(t) + " names no collective");
         h.collective = task.collective;
       }
-      if (task.kind == TaskKind::Compute &&
-          (task.work < 0 || static_cast<size_t>(task.work) >= g_.works.size()))
+      if (task.kind == TaskKind::Compute && (task.work < 0 || static_cast<size_t>(task.work) >= works))
         throw Error("internal", "", "exec graph: compute task " + std::to_string(t) + " names no work");
       h.work = task.work;
-      if (g_.task_mem[t] < -1 || g_.task_mem[t] >= mem_lists)
+      if (task_mem[t] < -1 || task_mem[t] >= mem_lists)
         throw Error("internal", "", "exec graph: task " + std::to_string(t) + " names no memory list");
-      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
-        const int d = g_.deps[static_cast<size_t>(i)];
+      const int first = dep_offsets[t], last = dep_offsets[t + 1];
+      for (int i = first; i < last; ++i) {
+        const int d = deps[static_cast<size_t>(i)];
         if (d < 0 || static_cast<size_t>(d) >= n || static_cast<size_t>(d) == t)
           throw Error("internal", "", "exec graph: task " + std::to_string(t) + " has an invalid dependency");
-        ++dependents_offsets_[static_cast<size_t>(d) + 1];
+        ++dependents_after[static_cast<size_t>(d)];
       }
-      h.pending = g_.dep_offsets[t + 1] - g_.dep_offsets[t];
+      h.pending = last - first;
     }
   }
 
   // Every task in exactly one queue, its own rank's and stream's.
   PROTEUS_OUT_OF_LINE void index_queues() {
     const size_t n = g_.tasks.size();
+    const Task* tasks = g_.tasks.data();
+    HotTask* hot = hot_.data();
     size_t queued = 0;
     for (size_t q = 0; q < g_.queues.size(); ++q) {
-      queued += g_.queues[q].size();
-      for (int t : g_.queues[q]) {
-        if (t < 0 || static_cast<size_t>(t) >= n || hot_[static_cast<size_t>(t)].queue != -1)
+      const std::vector<int>& queue = g_.queues[q];
+      queued += queue.size();
+      for (const int t : queue) {
+        if (t < 0 || static_cast<size_t>(t) >= n || hot[t].queue != -1)
           throw Error("internal", "",
                       "exec graph: task " + std::to_string(t) + " is queued twice or out of range");
-        const Task& task = g_.tasks[static_cast<size_t>(t)];
+        const Task& task = tasks[t];
         if (task.rank < 0 ||
             static_cast<size_t>(task.rank) * kNumStreams + static_cast<size_t>(task.stream) != q)
           throw Error("internal", "",
                       "exec graph: task " + std::to_string(t) + " sits in another rank's or stream's queue");
-        hot_[static_cast<size_t>(t)].queue = static_cast<int32_t>(q);
+        hot[t].queue = static_cast<int32_t>(q);
       }
     }
     if (queued != n)  // no task twice and n in all: every task is queued
@@ -259,11 +271,13 @@ class Executor {
     for (size_t t = 0; t < n; ++t) dependents_offsets_[t + 1] += dependents_offsets_[t];
     dependents_.assign(static_cast<size_t>(dependents_offsets_[n]), 0);
     std::vector<int> fill(dependents_offsets_.begin(), dependents_offsets_.end() - 1);
+    const int* dep_offsets = g_.dep_offsets.data();
+    const int* deps = g_.deps.data();
+    int* next = fill.data();
+    int* dependents = dependents_.data();
     for (size_t t = 0; t < n; ++t)
-      for (int i = g_.dep_offsets[t]; i < g_.dep_offsets[t + 1]; ++i) {
-        const size_t d = static_cast<size_t>(g_.deps[static_cast<size_t>(i)]);
-        dependents_[static_cast<size_t>(fill[d]++)] = static_cast<int>(t);
-      }
+      for (int i = dep_offsets[t]; i < dep_offsets[t + 1]; ++i)
+        dependents[next[deps[static_cast<size_t>(i)]]++] = static_cast<int>(t);
   }
 
   // The cost model once per distinct work (ExecGraph::works).
