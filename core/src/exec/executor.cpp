@@ -163,6 +163,7 @@ class Executor {
     index_queues();
     index_dependents();
     index_members();
+    index_memory_phases();
     start_s_.assign(n, 0.0);
     end_s_.assign(n, 0.0);
     coll_.assign(g_.collectives.size(), CollectiveState{});
@@ -259,6 +260,25 @@ class Executor {
       }
       member_offsets_.push_back(static_cast<int>(members_.size()));
     }
+  }
+  // Each memory list's events split by phase, list order kept within each (the per-rank sums
+  // add them in that order): a task's start and its end then read only their own events.
+  // List l's start events are phase_events_[phase_bounds_[2l] .. phase_bounds_[2l + 1]), its
+  // end events from there to phase_bounds_[2l + 2].
+  PROTEUS_OUT_OF_LINE void index_memory_phases() {
+    const size_t lists = g_.mem_list_offsets.size() - 1;
+    phase_events_.clear();
+    phase_events_.reserve(g_.mem_events.size());
+    phase_bounds_.assign(1, 0);
+    phase_bounds_.reserve(2 * lists + 1);
+    for (size_t l = 0; l < lists; ++l)
+      for (const bool at_end : {false, true}) {
+        for (int i = g_.mem_list_offsets[l]; i < g_.mem_list_offsets[l + 1]; ++i) {
+          const MemEvent& m = g_.mem_events[static_cast<size_t>(i)];
+          if (m.at_end == at_end) phase_events_.push_back(m);
+        }
+        phase_bounds_.push_back(static_cast<int>(phase_events_.size()));
+      }
   }
   const int* members_begin(int c) const { return members_.data() + member_offsets_[static_cast<size_t>(c)]; }
   const int* members_end(int c) const {
@@ -675,19 +695,16 @@ class Executor {
     const size_t ti = static_cast<size_t>(t);
     const int list = g_.task_mem[ti];
     if (list < 0) return;
-    const int begin = g_.mem_list_offsets[static_cast<size_t>(list)];
-    const int end = g_.mem_list_offsets[static_cast<size_t>(list) + 1];
+    const size_t phase = 2 * static_cast<size_t>(list) + (at_end ? 1 : 0);
+    const int begin = phase_bounds_[phase], end = phase_bounds_[phase + 1];
+    if (begin == end) return;
     const int rank = hot_[ti].rank();
     RankState& rs = ranks_[static_cast<size_t>(rank)];
-    bool changed = false;
     for (int i = begin; i < end; ++i) {
-      const MemEvent& m = g_.mem_events[static_cast<size_t>(i)];
-      if (m.at_end != at_end) continue;
+      const MemEvent& m = phase_events_[static_cast<size_t>(i)];
       rs.mem_bytes[static_cast<size_t>(m.category)] += m.bytes;
       rs.mem_total_bytes += m.bytes;
-      changed = true;
     }
-    if (!changed) return;
     RankTrace& tr = traces_[static_cast<size_t>(rank)];
     if (rs.mem_total_bytes > tr.peak_memory_bytes) {
       tr.peak_memory_bytes = rs.mem_total_bytes;
@@ -790,7 +807,9 @@ class Executor {
   std::vector<int> dependents_offsets_, dependents_;
   std::vector<int> member_offsets_, members_;  // CSR: member tasks of each collective
   std::vector<double> start_s_, end_s_;
-  std::vector<double> work_s_;  // per ExecGraph::works entry
+  std::vector<double> work_s_;          // per ExecGraph::works entry
+  std::vector<MemEvent> phase_events_;  // index_memory_phases
+  std::vector<int> phase_bounds_;
   // Per queue: index of its head task
   std::vector<int> heads_;
   // Per collective, flow, rank
