@@ -44,8 +44,8 @@
 #include "proteus/collective_flows.h"
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
-#include <unordered_map>
 #include "../hardware/nvlink_rings.h"
 #include "proteus/error.h"
 #include "proteus/units.h"
@@ -116,18 +116,51 @@ std::vector<Segment> segments_of(const Topology& t, const Geometry& geo, const s
 int own_nic(const Geometry& geo, int gpu) { return geo.nic_of_local(geo.local_of(gpu)); }
 
 // Paths already taken by a shape being built: (src, dst, NIC) -> its range in PlanShape::links
-// (the channels of a tree or ring often repeat a hop). Lookups only.
+// (the channels of a tree or ring often repeat a hop). Open addressing in one array: a shape
+// adds a few to a few hundred hops, and a node allocated per hop (std::unordered_map) cost
+// more than finding the paths. Lookups only: the table's order is never observed.
 struct Hop {
   int src, dst, channel;
   bool operator==(const Hop& o) const { return src == o.src && dst == o.dst && channel == o.channel; }
 };
-struct HopHash {
-  size_t operator()(const Hop& h) const {
-    return std::hash<uint64_t>()((static_cast<uint64_t>(static_cast<uint32_t>(h.src)) << 32) ^
-                                 static_cast<uint32_t>(h.dst) ^ (static_cast<uint64_t>(h.channel) << 20));
+
+class PathIndex {
+ public:
+  // The range recorded for `hop`, and whether it was just added (its range still to be set).
+  std::pair<std::pair<int, int>*, bool> find_or_add(const Hop& hop) {
+    if (2 * (size_ + 1) > table_.size()) grow();
+    size_t i = slot_of(hop);
+    for (; table_[i].used; i = (i + 1) & (table_.size() - 1))
+      if (table_[i].hop == hop) return {&table_[i].range, false};
+    table_[i] = {hop, {0, 0}, true};
+    ++size_;
+    return {&table_[i].range, true};
   }
+
+ private:
+  struct Entry {
+    Hop hop{0, 0, 0};
+    std::pair<int, int> range{0, 0};
+    bool used = false;
+  };
+  size_t slot_of(const Hop& h) const {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(h.src)) << 32) ^
+                         static_cast<uint32_t>(h.dst) ^ (static_cast<uint64_t>(h.channel) << 20);
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 40) & (table_.size() - 1);
+  }
+  void grow() {
+    std::vector<Entry> old = std::move(table_);
+    table_.assign(std::max<size_t>(8, 2 * old.size()), Entry{});
+    for (const Entry& e : old)
+      if (e.used) {
+        size_t i = slot_of(e.hop);
+        while (table_[i].used) i = (i + 1) & (table_.size() - 1);
+        table_[i] = e;
+      }
+  }
+  std::vector<Entry> table_;
+  size_t size_ = 0;
 };
-using PathIndex = std::unordered_map<Hop, std::pair<int, int>, HopHash>;
 
 void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int dst, double scale,
               double divisor, int channel) {
@@ -136,14 +169,14 @@ void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int
   f.dst_gpu = dst;
   f.scale = scale;
   f.divisor = divisor;
-  auto [it, added] = paths.try_emplace(Hop{src, dst, channel});
+  const auto [range, added] = paths.find_or_add(Hop{src, dst, channel});
   if (added) {
     const std::vector<int> path = t.path(src, dst, channel);
-    it->second = {static_cast<int>(plan.links.size()), static_cast<int>(path.size())};
+    *range = {static_cast<int>(plan.links.size()), static_cast<int>(path.size())};
     plan.links.insert(plan.links.end(), path.begin(), path.end());
   }
-  f.first_link = it->second.first;
-  f.link_count = it->second.second;
+  f.first_link = range->first;
+  f.link_count = range->second;
   plan.flows.push_back(f);
 }
 
