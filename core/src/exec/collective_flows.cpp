@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <map>
 #include "../hardware/nvlink_rings.h"
+#include "link_slots.h"
 #include "proteus/error.h"
 #include "proteus/units.h"
 
@@ -319,20 +320,22 @@ PlanShape tree_plan(const Topology& t, const std::vector<int>& group) {
   return plan;
 }
 
-// The plan's links numbered densely in order of first use.
-LinkLoads link_loads_of(const Topology& t, const PlanShape& plan) {
+// The plan's links numbered densely in order of first use. plan.links holds each distinct
+// path once, appended when its first flow was added (add_flow), so numbering it in order is
+// numbering the flows' crossings in order, with a lookup per path link rather than per crossing.
+LinkLoads link_loads_of(const PlanShape& plan) {
   LinkLoads loads;
-  std::vector<int> slot_of_link(t.links.size(), -1);
+  exec::LinkSlots slots(plan.links.size());
+  std::vector<int> slot_at(plan.links.size());  // per position in plan.links
+  for (size_t p = 0; p < plan.links.size(); ++p) {
+    bool added = false;
+    slot_at[p] = slots.number(plan.links[p], &added);
+    if (added) loads.links.push_back(plan.links[p]);
+  }
   loads.slot_of_crossing.reserve(plan.links.size());
   for (const FlowShape& f : plan.flows)
-    for (const int* l = plan.path_begin(f); l != plan.path_end(f); ++l) {
-      int& slot = slot_of_link[static_cast<size_t>(*l)];
-      if (slot < 0) {
-        slot = static_cast<int>(loads.links.size());
-        loads.links.push_back(*l);
-      }
-      loads.slot_of_crossing.push_back(slot);
-    }
+    for (int k = 0; k < f.link_count; ++k)
+      loads.slot_of_crossing.push_back(slot_at[static_cast<size_t>(f.first_link + k)]);
   return loads;
 }
 
@@ -530,7 +533,7 @@ CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind
   shapes.candidates.push_back(tree_plan(topology, group));
   const std::vector<Segment> segments = segments_of(topology, geo, group);
   if (nvls_tree_applies(topology, segments)) shapes.candidates.push_back(nvls_tree_plan(topology, segments));
-  for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(topology, plan);
+  for (PlanShape& plan : shapes.candidates) plan.loads = link_loads_of(plan);
   return shapes;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include "link_slots.h"
 #include "proteus/error.h"
 
 namespace proteus::exec {
@@ -150,16 +151,13 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   if (siblings.size() <= 1) return {};
 
   // Links the representative uses, numbered densely, with its flow count on each.
-  std::vector<int> slot_of_link(topology.links.size(), -1);  // dense: siblings look up every hop
+  LinkSlots slot_of_link;
   std::vector<int> rep_count;
   for (const auto& f : rep.flows)
     for (int l : links_of(rep, f)) {
-      int& slot = slot_of_link[static_cast<size_t>(l)];
-      if (slot < 0) {
-        slot = static_cast<int>(rep_count.size());
-        rep_count.push_back(0);
-      }
-      ++rep_count[static_cast<size_t>(slot)];
+      const size_t slot = static_cast<size_t>(slot_of_link.number(l));
+      if (slot == rep_count.size()) rep_count.push_back(0);
+      ++rep_count[slot];
     }
   // Flows of every sibling group (the representative included) on those links. Flows on
   // links the representative does not use are its siblings' business: by symmetry their
@@ -168,7 +166,7 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   std::vector<int> all_count(rep_count.size(), 0);
   auto count_links = [&](const auto& links) {
     for (int l : links) {
-      const int slot = slot_of_link[static_cast<size_t>(l)];
+      const int slot = slot_of_link.find(l);
       if (slot >= 0) ++all_count[static_cast<size_t>(slot)];
     }
   };
@@ -185,7 +183,7 @@ std::vector<double> sibling_weights(const Topology& topology, const Mesh& mesh, 
   std::vector<double> weights;
   for (const auto& f : rep.flows)
     for (int l : links_of(rep, f)) {
-      const size_t slot = static_cast<size_t>(slot_of_link[static_cast<size_t>(l)]);
+      const size_t slot = static_cast<size_t>(slot_of_link.find(l));
       weights.push_back(static_cast<double>(all_count[slot]) / static_cast<double>(rep_count[slot]));
     }
   return weights;
