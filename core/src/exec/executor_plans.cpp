@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include "hashed_ids.h"
 #include "link_slots.h"
 #include "proteus/error.h"
 
@@ -335,33 +336,69 @@ const PlanCache::PlanTemplate& PlanCache::template_of(const Collective& c, Group
     t.uneven_nodes = uneven_nodes(topology_, c.group, shape.flows);
     if (t.uneven_nodes || !t.weights.empty()) t.nodes = nodes_of(topology_, c.group);
   }
-  // Merge flows with the same byte expression and weighted links. Those have equal bytes
-  // at every size; flows whose expressions differ are told apart, which is exact unless two
-  // of them share weighted links (merge_per_size).
-  using WeightedLinks = std::vector<std::pair<int, double>>;
-  std::map<std::tuple<double, double, WeightedLinks>, size_t> index;
-  std::map<WeightedLinks, std::pair<double, double>> expression_of_links;
-  size_t i = 0;
-  for (const FlowShape& f : shape.flows) {
-    WeightedLinks links;
-    links.reserve(static_cast<size_t>(f.link_count));
-    for (int l : links_of(shape, f)) links.emplace_back(l, t.weights.empty() ? 1.0 : t.weights[i++]);
-    auto [at, added] = index.emplace(std::make_tuple(f.scale, f.divisor, links), t.flows.size());
-    if (!added) {
-      ++t.flows[at->second].flow.count;
-      continue;
-    }
-    const auto [known, first] = expression_of_links.emplace(links, std::make_pair(f.scale, f.divisor));
-    if (!first && known->second != std::make_pair(f.scale, f.divisor)) t.merge_per_size = true;
-    TemplateFlow tf;
-    tf.scale = f.scale;
-    tf.divisor = f.divisor;
-    tf.flow.links = std::move(links);
-    t.flows.push_back(std::move(tf));
-  }
+  merge_template_flows(shape, t);
   t.solver_link_store =
       fill_solver_links(t.flows.size(), [&](size_t i) -> WeightedFlow& { return t.flows[i].flow; });
   return t;
+}
+
+// Merges the shape's flows that have the same byte expression and weighted links into t.flows
+// (in order of first appearance, with counts). Those have equal bytes at every size; flows
+// whose expressions differ are told apart, which is exact unless two of them share weighted
+// links (merge_per_size). Keys are compared as a std::map keyed by them would (doubles by ==),
+// found by hash.
+void PlanCache::merge_template_flows(const PlanShape& shape, PlanTemplate& t) {
+  const size_t n = shape.flows.size();
+  std::vector<std::pair<int, double>> weighted;  // every flow's weighted links, flow after flow
+  std::vector<size_t> first(n + 1, 0);
+  size_t w = 0;
+  for (size_t k = 0; k < n; ++k) {
+    first[k] = weighted.size();
+    for (int l : links_of(shape, shape.flows[k]))
+      weighted.emplace_back(l, t.weights.empty() ? 1.0 : t.weights[w++]);
+  }
+  first[n] = weighted.size();
+  auto same_links = [&](size_t a, size_t b) {
+    return std::equal(weighted.begin() + static_cast<std::ptrdiff_t>(first[a]),
+                      weighted.begin() + static_cast<std::ptrdiff_t>(first[a + 1]),
+                      weighted.begin() + static_cast<std::ptrdiff_t>(first[b]),
+                      weighted.begin() + static_cast<std::ptrdiff_t>(first[b + 1]));
+  };
+  auto same_expression = [&](size_t a, size_t b) {
+    return shape.flows[a].scale == shape.flows[b].scale && shape.flows[a].divisor == shape.flows[b].divisor;
+  };
+  HashedIds by_key(n), by_links(n);  // merged flow ids; shape flows with new links
+  std::vector<size_t> defined_by;    // per merged flow, the shape flow that made it
+  for (size_t k = 0; k < n; ++k) {
+    uint64_t links_hash = 0;
+    for (size_t j = first[k]; j < first[k + 1]; ++j)
+      links_hash = HashedIds::mix(HashedIds::mix(links_hash, static_cast<uint64_t>(weighted[j].first)),
+                                  HashedIds::bits(weighted[j].second));
+    const FlowShape& f = shape.flows[k];
+    const uint64_t key_hash =
+        HashedIds::mix(HashedIds::mix(links_hash, HashedIds::bits(f.scale)), HashedIds::bits(f.divisor));
+    const int merged = by_key.find(key_hash, [&](int m) {
+      const size_t d = defined_by[static_cast<size_t>(m)];
+      return same_expression(d, k) && same_links(d, k);
+    });
+    if (merged >= 0) {
+      ++t.flows[static_cast<size_t>(merged)].flow.count;
+      continue;
+    }
+    by_key.add(key_hash, static_cast<int>(t.flows.size()));
+    defined_by.push_back(k);
+    const int known = by_links.find(links_hash, [&](int d) { return same_links(static_cast<size_t>(d), k); });
+    if (known < 0)
+      by_links.add(links_hash, static_cast<int>(k));
+    else if (!same_expression(static_cast<size_t>(known), k))
+      t.merge_per_size = true;
+    TemplateFlow tf;
+    tf.scale = f.scale;
+    tf.divisor = f.divisor;
+    tf.flow.links.assign(weighted.begin() + static_cast<std::ptrdiff_t>(first[k]),
+                         weighted.begin() + static_cast<std::ptrdiff_t>(first[k + 1]));
+    t.flows.push_back(std::move(tf));
+  }
 }
 
 WeightedPlan PlanCache::instantiate(const GroupPlans& group, size_t chosen, double bytes) {

@@ -124,6 +124,7 @@ class PlanCache {
   };
   std::map<std::tuple<int, AxisMask, std::vector<int>>, GroupPlans> groups_;
   const PlanTemplate& template_of(const Collective& c, GroupPlans& group, size_t chosen);
+  static void merge_template_flows(const PlanShape& shape, PlanTemplate& t);
   WeightedPlan instantiate(const GroupPlans& group, size_t chosen, double bytes);
 
   const ExecGraph& graph_;

@@ -50,7 +50,8 @@ class LinkSlots {
     return capacity;
   }
   size_t home(int link) const {
-    return static_cast<size_t>((static_cast<uint64_t>(static_cast<uint32_t>(link)) * 0x9e3779b97f4a7c15ull) >> 32) &
+    return static_cast<size_t>((static_cast<uint64_t>(static_cast<uint32_t>(link)) * 0x9e3779b97f4a7c15ull) >>
+                               32) &
            (table_.size() - 1);
   }
   size_t next(size_t i) const { return (i + 1) & (table_.size() - 1); }
