@@ -135,7 +135,9 @@ void BandwidthSharing::remove_flow(int flow) {
     lf[static_cast<size_t>(x->slot)] = last;
     links_begin(last.flow)[last.index].slot = x->slot;
     lf.pop_back();
-    mark_dirty(x->link);
+    // A link left without flows has nothing to re-solve (solve would skip it); one that keeps
+    // flows has their shares to raise.
+    if (!lf.empty()) mark_dirty(x->link);
   }
   FlowState& st = flows_[static_cast<size_t>(flow)];
   st.size = 0;

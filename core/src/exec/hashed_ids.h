@@ -53,7 +53,9 @@ class HashedIds {
     uint64_t hash = 0;
     int id = -1;  // -1: empty
   };
-  size_t home(uint64_t hash) const { return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ull) >> 32) & (table_.size() - 1); }
+  size_t home(uint64_t hash) const {
+    return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ull) >> 32) & (table_.size() - 1);
+  }
   size_t next(size_t i) const { return (i + 1) & (table_.size() - 1); }
   void rehash(size_t capacity) {
     std::vector<Entry> old = std::move(table_);
