@@ -79,8 +79,10 @@ int BandwidthSharing::add_flow(LinkWeights links) {
     auto& lf = link_flows_[static_cast<size_t>(out[i].link)];
     out[i].slot = static_cast<int>(lf.size());
     lf.push_back({f, static_cast<int>(i)});
-    mark_dirty(out[i].link);
   }
+  // The new flow joins all its links into one component, which solve reaches from any of
+  // them (and solves alike from any seed): one dirty link is enough.
+  if (n > 0) mark_dirty(out[0].link);
   FlowState& st = flows_[static_cast<size_t>(f)];
   st.size = static_cast<int>(n);
   if (n == 0) dirty_unlinked_.push_back(f);
