@@ -52,28 +52,28 @@ void BandwidthSharing::widen(size_t stride) {
   stride_ = stride;
 }
 
-// Writes the flow's links straight into its slot of flow_links_: the executor's links come
-// canonical (sorted by id, no duplicates, weights > 0: a plan's solver_links), so the common
-// case is one checking pass and one copy, with no staging buffer.
+// Writes the flow's links straight into its slot of flow_links_, checking them on the way:
+// the executor's links come canonical (sorted by id, no duplicates, weights > 0: a plan's
+// solver_links), so the common case is one pass, with no staging buffer.
 int BandwidthSharing::add_flow(LinkWeights links) {
-  size_t positive = 0;
+  if (links.size() > stride_) widen(links.size());  // room for all (weight-0 links are dropped)
+  const int f = take_flow_id();
+  FlowLink* out = links_begin(f);
+  const int link_count = static_cast<int>(links_.size());
+  size_t n = 0;
   bool canonical = true;  // sorted by link id with no duplicates (the executor's case)
   int prev = -1;
   for (const auto& [link, weight] : links) {
-    if (link < 0 || link >= static_cast<int>(links_.size()))
+    if (link < 0 || link >= link_count) {
+      free_ids_.push_back(f);  // unused: the solver is as it was
       throw Error("internal", "", "bandwidth sharing: flow crosses unknown link " + std::to_string(link));
+    }
     if (weight > 0) {
       canonical = canonical && link > prev;
       prev = link;
-      ++positive;
+      out[n++] = {link, -1, weight};
     }
   }
-  if (positive > stride_) widen(positive);
-  const int f = take_flow_id();
-  FlowLink* out = links_begin(f);
-  size_t n = 0;
-  for (const auto& [link, weight] : links)
-    if (weight > 0) out[n++] = {link, -1, weight};
   if (!canonical) n = canonicalize(out, n);
   for (size_t i = 0; i < n; ++i) {
     auto& lf = link_flows_[static_cast<size_t>(out[i].link)];
