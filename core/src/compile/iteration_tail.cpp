@@ -123,8 +123,7 @@ void IterationTail::plan_buckets() {
 }
 
 void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
-  if (knobs_.fsdp_pp_post_backward && tree_.micro_batches_per_copy() > 1)
-    fsdp_accumulate(op, w_task, mb, uses);
+  if (fsdp_accumulates()) fsdp_accumulate(op, w_task, mb, uses);
   if (knobs_.grad_sync == GradSync::PerMicroBatch)
     micro_batch_grad_done(op, w_task, mb);
   else if (uses == tree_.micro_batches_per_copy())  // DualPipe: each copy runs half of them
@@ -156,6 +155,10 @@ void IterationTail::micro_batch_grad_done(int op, int w_task, int mb) {
 // element), accumulate_unsharded_grad_if_needed adds the later ones (read 4 + 2, write 4). With
 // the parameters' dtype, autograd's AccumulateGrad adds each later gradient in place (read 2 + 2,
 // write 2). On the current (compute) stream, after the weight's gradient.
+bool IterationTail::fsdp_accumulates() const {
+  return knobs_.fsdp_pp_post_backward && tree_.micro_batches_per_copy() > 1;
+}
+
 void IterationTail::fsdp_accumulate(int op, int w_task, int mb, int uses) {
   const double param = index_.weight_bytes, reduce = grad_bytes(knobs_);
   const bool first = uses == 1;
@@ -217,8 +220,8 @@ int IterationTail::fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Pha
     w.op_kind = OpKind::Elementwise;
     // Under pipelining with several micro-batches the gradients come from the fp32 accumulator
     // (fsdp_accumulate) when the reduce dtype is wider.
-    const bool accumulated = knobs_.fsdp_pp_post_backward && tree_.micro_batches_per_copy() > 1;
-    const double read = accumulated ? std::max(index_.weight_bytes, grad_bytes(knobs_)) : index_.weight_bytes;
+    const double read =
+        fsdp_accumulates() ? std::max(index_.weight_bytes, grad_bytes(knobs_)) : index_.weight_bytes;
     w.bytes = fsdp_reduce_copy_in_bytes(elements, read, grad_bytes(knobs_));
     b.copy_in_work = emit_.exec().add_work(w);
   }

@@ -47,6 +47,8 @@ class IterationTail {
 
   void plan_buckets();
   void weights_final(int op, int w_task);
+  // FSDP2 keeps the unsharded gradient across micro-batches (pipelining, more than one).
+  bool fsdp_accumulates() const;
   void fsdp_accumulate(int op, int w_task, int mb, int uses);
   void micro_batch_grad_done(int op, int w_task, int mb);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
