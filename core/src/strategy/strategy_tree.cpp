@@ -43,7 +43,6 @@ std::array<int, kNumMeshAxes> resolve_op_axis_dims(const Op& op, const ParallelC
 
 namespace {
 
-// The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
 // The kernel fusions off in this run (a bit per KernelFusion): every one under eager PyTorch,
 // else those Megatron's --no-*-fusion flags turned off. Norms have no such flag (Megatron's
 // --no-persist-layer-norm picks another fused kernel).
@@ -58,6 +57,7 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
   return mask;
 }
 
+// The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
 ParallelConfig root_config(const StrategySpec& s) {
   ParallelConfig c;
   c.axis_dims[kAxisDp] = {"batch", "tokens"};
