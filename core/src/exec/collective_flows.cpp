@@ -48,6 +48,7 @@
 #include <map>
 #include "../hardware/nvlink_rings.h"
 #include "link_slots.h"
+#include "open_addressing.h"
 #include "proteus/error.h"
 #include "proteus/units.h"
 
@@ -117,51 +118,26 @@ std::vector<Segment> segments_of(const Topology& t, const Geometry& geo, const s
 int own_nic(const Geometry& geo, int gpu) { return geo.nic_of_local(geo.local_of(gpu)); }
 
 // Paths already taken by a shape being built: (src, dst, NIC) -> its range in PlanShape::links
-// (the channels of a tree or ring often repeat a hop). Open addressing in one array: a shape
-// adds a few to a few hundred hops, and a node allocated per hop (std::unordered_map) cost
-// more than finding the paths. Lookups only: the table's order is never observed.
+// (the channels of a tree or ring often repeat a hop). Open addressing: a shape adds a few to
+// a few hundred hops, and a node allocated per hop (std::unordered_map) cost more than
+// finding the paths.
 struct Hop {
   int src, dst, channel;
   bool operator==(const Hop& o) const { return src == o.src && dst == o.dst && channel == o.channel; }
 };
 
-class PathIndex {
- public:
-  // The range recorded for `hop`, and whether it was just added (its range still to be set).
-  std::pair<std::pair<int, int>*, bool> find_or_add(const Hop& hop) {
-    if (2 * (size_ + 1) > table_.size()) grow();
-    size_t i = slot_of(hop);
-    for (; table_[i].used; i = (i + 1) & (table_.size() - 1))
-      if (table_[i].hop == hop) return {&table_[i].range, false};
-    table_[i] = {hop, {0, 0}, true};
-    ++size_;
-    return {&table_[i].range, true};
-  }
-
- private:
-  struct Entry {
-    Hop hop{0, 0, 0};
-    std::pair<int, int> range{0, 0};
-    bool used = false;
-  };
-  size_t slot_of(const Hop& h) const {
+struct HopTraits {
+  using Entry = exec::HashEntry<Hop, std::pair<int, int>>;
+  static size_t hash(const Hop& h) {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(h.src)) << 32) ^
                          static_cast<uint32_t>(h.dst) ^ (static_cast<uint64_t>(h.channel) << 20);
-    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 40) & (table_.size() - 1);
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ull) >> 40);
   }
-  void grow() {
-    std::vector<Entry> old = std::move(table_);
-    table_.assign(std::max<size_t>(8, 2 * old.size()), Entry{});
-    for (const Entry& e : old)
-      if (e.used) {
-        size_t i = slot_of(e.hop);
-        while (table_[i].used) i = (i + 1) & (table_.size() - 1);
-        table_[i] = e;
-      }
-  }
-  std::vector<Entry> table_;
-  size_t size_ = 0;
+  static Entry empty() { return {{-1, 0, 0}, {0, 0}}; }  // GPU ids are >= 0
+  static bool is_empty(const Entry& e) { return e.key.src < 0; }
 };
+
+using PathIndex = exec::OpenAddressing<Hop, std::pair<int, int>, HopTraits>;
 
 void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int dst, double scale,
               double divisor, int channel) {
@@ -170,7 +146,7 @@ void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int
   f.dst_gpu = dst;
   f.scale = scale;
   f.divisor = divisor;
-  const auto [range, added] = paths.find_or_add(Hop{src, dst, channel});
+  const auto [range, added] = paths.find_or_add(Hop{src, dst, channel}, {0, 0});
   if (added) {
     const std::vector<int> path = t.path(src, dst, channel);
     *range = {static_cast<int>(plan.links.size()), static_cast<int>(path.size())};

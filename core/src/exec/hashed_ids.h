@@ -1,39 +1,29 @@
 // Ids filed under 64-bit hashes, for finding equal keys that the caller stores itself (the
 // caller's `same(id)` tells a real match from a collision). Used where a std::map keyed by
 // vectors cost a copy of the key per map and vector comparisons down the tree for every
-// lookup (PlanCache merging the flows of a plan: ~1.5 k instructions per flow). Open
-// addressing in one array; lookups only, so the table's order is never observed.
+// lookup (PlanCache merging the flows of a plan: ~1.5 k instructions per flow). One
+// OpenAddressing table keyed by the hash, several ids per hash.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
+#include "open_addressing.h"
 
 namespace proteus::exec {
 
 class HashedIds {
  public:
-  explicit HashedIds(size_t expected = 8) {
-    size_t capacity = 16;
-    while (capacity < 2 * expected) capacity *= 2;
-    table_.assign(capacity, Entry{});
-  }
+  explicit HashedIds(size_t expected = 8) : table_(expected) {}
 
   // The first id filed under `hash` for which same(id) holds, or -1.
   template <class Same>
   int find(uint64_t hash, Same same) const {
-    for (size_t i = home(hash); table_[i].id >= 0; i = next(i))
-      if (table_[i].hash == hash && same(table_[i].id)) return table_[i].id;
-    return -1;
+    const int* id = table_.find_if(hash, same);
+    return id ? *id : -1;
   }
 
-  void add(uint64_t hash, int id) {
-    if (2 * (size_ + 1) > table_.size()) rehash(2 * table_.size());
-    size_t i = home(hash);
-    while (table_[i].id >= 0) i = next(i);
-    table_[i] = {hash, id};
-    ++size_;
-  }
+  // `id` >= 0 (-1 marks a free slot).
+  void add(uint64_t hash, int id) { table_.add(hash, id); }
 
   // Hash building blocks: a value mixed into a running hash; doubles by their bits, with
   // -0.0 as +0.0 (they compare equal, so they must hash alike).
@@ -49,27 +39,14 @@ class HashedIds {
   }
 
  private:
-  struct Entry {
-    uint64_t hash = 0;
-    int id = -1;  // -1: empty
+  // Any 64-bit value is a hash, so the id marks a free slot.
+  struct Traits {
+    using Entry = HashEntry<uint64_t, int>;
+    static size_t hash(uint64_t h) { return static_cast<size_t>((h * 0x9e3779b97f4a7c15ull) >> 32); }
+    static Entry empty() { return {0, -1}; }
+    static bool is_empty(const Entry& e) { return e.value < 0; }
   };
-  size_t home(uint64_t hash) const {
-    return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ull) >> 32) & (table_.size() - 1);
-  }
-  size_t next(size_t i) const { return (i + 1) & (table_.size() - 1); }
-  void rehash(size_t capacity) {
-    std::vector<Entry> old = std::move(table_);
-    table_.assign(capacity, Entry{});
-    for (const Entry& e : old) {
-      if (e.id < 0) continue;
-      size_t i = home(e.hash);
-      while (table_[i].id >= 0) i = next(i);
-      table_[i] = e;
-    }
-  }
-
-  std::vector<Entry> table_;
-  size_t size_ = 0;
+  OpenAddressing<uint64_t, int, Traits> table_;
 };
 
 }  // namespace proteus::exec
