@@ -11,13 +11,13 @@
 //   static Entry empty()                       what a free slot holds
 //   static bool is_empty(const Entry&)         tells a free slot from an entry
 // where Entry is HashEntry<Key, Value>. The empty marker is a key or value that no entry
-// ever holds (a link id of -1, say); inserting an entry that reads as empty is a caller's
-// bug, caught by an assertion in debug builds.
+// ever holds (a link id of -1, say). Filing an entry that reads as empty would corrupt the
+// table (it would vanish and cut probe chains), so it is rejected: proteus::Error "internal".
 #pragma once
-#include <cassert>
 #include <cstddef>
 #include <utility>
 #include <vector>
+#include "proteus/error.h"
 
 namespace proteus::exec {
 
@@ -81,9 +81,13 @@ class OpenAddressing {
   size_t home(const Key& key) const { return Traits::hash(key) & (table_.size() - 1); }
   size_t next(size_t i) const { return (i + 1) & (table_.size() - 1); }
   void fill(size_t i, const Entry& e) {
-    assert(!Traits::is_empty(e));
+    if (Traits::is_empty(e)) reject_empty();
     table_[i] = e;
     ++size_;
+  }
+  // Out of line: the hot insertions keep only the test and a call.
+  [[noreturn, gnu::noinline]] static void reject_empty() {
+    throw Error("internal", "", "an open-addressing table was asked to file its empty marker");
   }
   // Room for one more entry: at most half full after it, so probe chains stay short and
   // every chain ends at an empty slot.
