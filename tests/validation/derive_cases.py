@@ -65,42 +65,54 @@ NEMO_SRC = ("NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 
 LAUNCHER = "NVIDIA/NeMo-Framework-Launcher "
 NEMO_COMMON = ("optim distributed_fused_adam or mcore_distributed_optim with overlap_grad_sync and "
                "overlap_param_sync true (zero 1, overlapped reduce and gather)")
+# optim.name: distributed_fused_adam is NeMo's MegatronDistributedFusedAdam over Apex's
+# DistributedFusedAdam; under bf16 O2 with the optimizer dtype left at fp32, NeMo's
+# setup_optimization (megatron_base_model.py) passes it store_params=False,
+# store_param_remainders=True: 16-bit remainders of the fp32 master weights.
+DFA = ("optim.name: distributed_fused_adam in every version read, optimizer dtype not set (fp32): NeMo's "
+       "setup_optimization passes Apex store_param_remainders=True under bf16 O2")
 NEMO_LAUNCHER_CONFIG = {
     "gpt3-5b-64": dict(
         files="examples/training/gpt/h100/5b_fp8_8node.sh (329df4a) -> conf/training/gpt3/5b.yaml",
-        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  store_param_remainders=(True, DFA)),
         kept="recompute none (gpt3/5b.yaml versions disagree: 056a90e selective, f4761e6 null with "
              "transformer_engine False, which cannot run FP8; neither dated)"),
     "gpt3-20b-64": dict(
         files="examples/training/gpt/h100/20b_fp8_8node.sh (329df4a) -> conf/training/gpt3/20b.yaml",
-        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  store_param_remainders=(True, DFA)),
         kept="tp_comm_overlap false and recompute none (gpt3/20b.yaml versions disagree: 056a90e "
              "ub_tp_comm_overlap True with selective recompute, f4761e6 False with none and "
              "transformer_engine False; neither dated); sequence parallelism (both versions True)"),
     "gpt3-175b-128": dict(
         files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; its VP 12 is not the table's 6) "
               "-> conf/training/gpt3/175b.yaml",
-        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  store_param_remainders=(True, DFA)),
         kept="tp_comm_overlap false, overlap_p2p_comm true and recompute none (gpt3/175b.yaml versions "
              "disagree: 056a90e ub_tp_comm_overlap True, overlap_p2p_comm True, selective recompute; "
              "6c9e5c0 False, False, none, transformer_engine False; neither dated)"),
     "gpt3-175b-512": dict(
         files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; the 16-node example, the nearest "
               "script: its VP 12, GBS 256 and MBS 1 are not the table's) -> conf/training/gpt3/175b.yaml",
-        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16")),
+        take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
+                  store_param_remainders=(True, DFA)),
         kept="tp_comm_overlap false, overlap_p2p_comm true and recompute none (gpt3/175b.yaml versions "
              "disagree, as for the 128-GPU row)"),
     "llama2-7b-8": dict(
         files="examples/training/llama/h100/llama2_7b_fp8.sh (7d6e2df) -> conf/training/llama/llama2_7b.yaml "
               "(064e676, 702ea64)",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  recompute=("none", "activations_checkpoint_granularity null")),
+                  recompute=("none", "activations_checkpoint_granularity null"),
+                  store_param_remainders=(True, DFA)),
         not_modelled="gc_interval=100 (Python garbage collection every 100 steps)"),
     "llama2-13b-16": dict(
         files="examples/training/llama/h100/llama2_13b_fp8.sh (edc9045) -> conf/training/llama/llama2_13b.yaml "
               "(0446d2c, 702ea64)",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  recompute=("none", "activations_checkpoint_granularity null")),
+                  recompute=("none", "activations_checkpoint_granularity null"),
+                  store_param_remainders=(True, DFA)),
         kept="overlap_p2p_comm true (the YAML versions read have TP 2, PP 1, no virtual pipeline, and do not "
              "set it)",
         not_modelled="gc_interval=100"),
@@ -110,7 +122,8 @@ NEMO_LAUNCHER_CONFIG = {
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
                   tp_comm_overlap=(False, "ub_tp_comm_overlap: false"),
                   overlap_p2p_comm=(True, "overlap_p2p_comm: true, batch_p2p_comm: false"),
-                  recompute=("none", "activations_checkpoint_granularity null")),
+                  recompute=("none", "activations_checkpoint_granularity null"),
+                  store_param_remainders=(True, DFA)),
         not_modelled="gc_interval: 100"),
     "nemotron-8b-64": dict(
         files="examples/training/nemotron/h100/nemotron_8b_fp8.sh (edc9045) -> "
@@ -119,7 +132,8 @@ NEMO_LAUNCHER_CONFIG = {
                                              "NeMo reduces in fp32"),
                   tp_comm_overlap=(True, "ub_tp_comm_overlap: true, no ub cfg (Transformer Engine's "
                                          "default userbuffers methods)"),
-                  recompute=("none", "activations_checkpoint_granularity null")),
+                  recompute=("none", "activations_checkpoint_granularity null"),
+                  store_param_remainders=(True, DFA)),
         not_modelled="gc_interval=100; tp_comm_atomic_ag/rs False are the pipelined defaults"),
     "nemotron-22b-64": dict(
         files="examples/training/nemotron/h100/nemotron_22b_fp8.sh (edc9045) -> "
@@ -129,6 +143,8 @@ NEMO_LAUNCHER_CONFIG = {
                   tp_comm_overlap=(True, "ub_tp_comm_overlap: True, no ub cfg"),
                   overlap_p2p_comm=(True, "overlap_p2p_comm: True, batch_p2p_comm: False"),
                   recompute=("none", "activations_checkpoint_granularity null")),
+        kept="whole fp32 master weights (optim.name disagrees: 089b90e distributed_fused_adam, 3dd3561 "
+             "mcore_distributed_optim)",
         not_modelled="gc_interval: 100"),
     "nemotron-340b-128": dict(
         files="no example script; conf/training/nemotron/nemotron_340b.yaml (6daee02, 3dd3561; its own "
@@ -138,12 +154,16 @@ NEMO_LAUNCHER_CONFIG = {
                   tp_comm_overlap=(False, "ub_tp_comm_overlap: False"),
                   overlap_p2p_comm=(False, "overlap_p2p_comm: False, batch_p2p_comm: True"),
                   recompute=("selective", "activations_checkpoint_granularity: selective (Megatron-Core "
-                                          "recomputes the attention core)"))),
+                                          "recomputes the attention core)")),
+        kept="whole fp32 master weights and fp32 Adam moments (optim.name disagrees: 6daee02 "
+             "distributed_fused_adam with optim.dtype bf16, i.e. bf16 moments and no master copy; 3dd3561 "
+             "mcore_distributed_optim)"),
     "llama3-8b-8": dict(
         files="examples/training/llama/h100/llama3_8b_fp8.sh (7e91d09, before the rename; no renamed "
               "version found) -> conf/training/llama/llama3_8b.yaml (14860f7, 157ea78)",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  recompute=("none", "activations_checkpoint_granularity null")),
+                  recompute=("none", "activations_checkpoint_granularity null"),
+                  store_param_remainders=(True, DFA)),
         not_modelled="gc_interval=100"),
     "llama3-70b-64": dict(
         files="examples/training/llama/h100/llama3_70b_fp8.sh (4a9b61b, before the rename; no renamed "
@@ -154,6 +174,8 @@ NEMO_LAUNCHER_CONFIG = {
                                          "the YAML ub_tp_comm_overlap: true"),
                   overlap_p2p_comm=(True, "overlap_p2p_comm: true, batch_p2p_comm: false"),
                   recompute=("none", "activations_checkpoint_granularity null")),
+        kept="whole fp32 master weights (optim.name disagrees: b298524 distributed_fused_adam, 3dd3561 "
+             "mcore_distributed_optim)",
         not_modelled="the ub cfg's per-GEMM methods (Proteus's tp_comm_overlap has one scheme); "
                      "defer_embedding_wgrad_compute true with wgrad_deferral_limit 22 (3dd3561; absent in "
                      "b298524); gc_interval: 100"),
@@ -216,7 +238,11 @@ LONG_SRC = ("NVIDIA/NeMo docs/source/performance/performance_long_sequence.md (c
             "NeMo 24.03.01, DGX-H100, with-CP configuration at {k}K tokens: TP {tp}, PP {pp}, DP {dp}, CP {cp}, "
             "{tflops} TFLOP/s per GPU. Assumed (not stated): micro-batch 1 and global batch 8 x DP sequences "
             "(with PP = 1 the throughput per GPU does not depend on it beyond the gradient reduction's share), "
-            "distributed optimizer with overlap, sequence parallelism when TP > 1, no recompute.")
+            "distributed optimizer with overlap, sequence parallelism when TP > 1, no recompute. Optimizer: NeMo's "
+            "distributed_fused_adam (" + LAUNCHER + "conf/training/llama/llama2_7b.yaml 064e676 and 702ea64; NeMo "
+            "24.03 has no other distributed optimizer, mcore_distributed_optim came with NVIDIA/NeMo PR #9034 of "
+            "2024-04-24), so store_param_remainders true (" + DFA + "); gradients in fp32 (the YAML does not set "
+            "optim.grad_sync_dtype).")
 
 
 def llama2_7b_flops_per_token(s):
@@ -237,7 +263,8 @@ def long_row(k, gpus, tp, pp, dp, cp, tflops):
     f = llama2_7b_flops_per_token(seq)
     t = gbs * seq * f / (tflops * 1e12 * gpus)
     strategy = dict(tp=tp, pp=pp, dp=dp, cp=cp, micro_batch=1, sequence_parallel=tp > 1, zero=1,
-                    recompute="none", overlap_grad_reduce=True, overlap_param_gather=True, schedule="1f1b")
+                    recompute="none", overlap_grad_reduce=True, overlap_param_gather=True, schedule="1f1b",
+                    store_param_remainders=True)
     nodes = max(1, gpus // 8)
     cluster = dict(preset="dgx-h100", nodes=nodes)
     if gpus < 8:

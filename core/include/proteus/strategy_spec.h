@@ -109,6 +109,13 @@ struct StrategySpec {
   // distributed optimizer's parameter buffer holds the FP8 weights, no 16-bit copy), TorchTitan
   // / torchao enable_fsdp_float8_all_gather (FSDP2 casts the shard, then gathers). FP8 only.
   bool fp8_param_gather = false;
+  // The optimizer keeps only the low 16 bits of each fp32 master weight, the high 16 being the
+  // bf16 weight itself (2 bytes per parameter instead of 4): NeMo's distributed_fused_adam under
+  // bf16 O2 (megatron_base_model.py setup_optimization: store_params False,
+  // store_param_remainders True for Apex's DistributedFusedAdam), Megatron-Core's
+  // --use-precision-aware-optimizer (Transformer Engine >= 2.1 FusedAdam, store_param_remainders).
+  // Adam over bf16 weights only (bf16 or fp8 training, not fp8_param_gather).
+  bool store_param_remainders = false;
   // Megatron-Core --tp-only-amax-red: delayed scaling's amax all-reduce over the tensor- and
   // context-parallel ranks only (get_amax_reduction_group(with_context_parallel=True,
   // tp_only_amax_red=True)), not the stage's data-parallel ranks too. FP8 only.

@@ -57,8 +57,9 @@ struct ParallelConfig {
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;
-  bool fp8_param_gather = false;  // FP8 weights gathered in FP8 (root)
-  bool tp_only_amax_red = false;  // delayed scaling's amax all-reduce over tp x cp only (root)
+  bool fp8_param_gather = false;        // FP8 weights gathered in FP8 (root)
+  bool store_param_remainders = false;  // master weights as 16-bit remainders of the bf16 weights (root)
+  bool tp_only_amax_red = false;        // delayed scaling's amax all-reduce over tp x cp only (root)
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool experts_fold_tp = false;

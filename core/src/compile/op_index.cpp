@@ -11,7 +11,12 @@ namespace {
 // Adam, mixed precision: read fp32 master 4, grad 4, m 4, v 4; write master 4, m 4, v 4, 16-bit copy 2.
 // Adam, fp32: read w 4, g 4, m 4, v 4; write w 4, m 4, v 4.  SGD with momentum: read w, g, mom; write w, mom
 // (+ the 16-bit copy under mixed precision).
-double optimizer_bytes_per_param(Optimizer opt, bool mixed) {
+// With strategy.store_param_remainders (Adam over bf16 weights) the fp32 master is rebuilt from
+// the bf16 weight and its 16-bit remainder and split back (Apex's
+// distributed_adam_cuda / Transformer Engine's multi_tensor_adam_param_remainder): read weight 2,
+// remainder 2, grad 4, m 4, v 4; write weight 2, remainder 2, m 4, v 4 = 28.
+double optimizer_bytes_per_param(Optimizer opt, bool mixed, bool param_remainders) {
+  if (param_remainders) return 28;
   if (opt == Optimizer::Adam) return mixed ? 30 : 28;
   return mixed ? 22 : 20;
 }
@@ -35,7 +40,10 @@ double torch_optimizer_bytes_per_param(Optimizer opt) {
 // Static memory per parameter held by one rank (Megatron, REFERENCE.md §2): 16-bit weight 2,
 // fp32 main grad 4, fp32 master 4 + Adam m 4 + v 4 (= 18 bytes); fp32 training: weight 4, grad 4,
 // m 4 + v 4. SGD keeps one momentum (+ the master copy under mixed precision).
-double optimizer_state_bytes_per_param(Optimizer opt, bool mixed) {
+// Remainders: the master's low 16 bits 2 + m 4 + v 4 = 10 bytes (NeMo's distributed_fused_adam,
+// Megatron-Core's precision-aware optimizer).
+double optimizer_state_bytes_per_param(Optimizer opt, bool mixed, bool param_remainders) {
+  if (param_remainders) return 10;
   if (opt == Optimizer::Adam) return mixed ? 12 : 8;
   return mixed ? 8 : 4;
 }
@@ -71,9 +79,11 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
   for (auto& st : weight_stages) std::sort(st.begin(), st.end());
   const bool mixed = is_mixed_precision(in.training.precision);
   weight_bytes = mixed ? 2 : 4;
-  opt_state_bytes = optimizer_state_bytes_per_param(in.training.optimizer, mixed);
-  opt_traffic_bytes = tree_.root().torch_optimizer ? torch_optimizer_bytes_per_param(in.training.optimizer)
-                                                   : optimizer_bytes_per_param(in.training.optimizer, mixed);
+  const bool remainders = tree_.root().store_param_remainders;
+  opt_state_bytes = optimizer_state_bytes_per_param(in.training.optimizer, mixed, remainders);
+  opt_traffic_bytes = tree_.root().torch_optimizer
+                          ? torch_optimizer_bytes_per_param(in.training.optimizer)
+                          : optimizer_bytes_per_param(in.training.optimizer, mixed, remainders);
 }
 
 // Full recompute: consecutive ops of one layer (or one non-layer module) in a chunk.

@@ -264,6 +264,7 @@ Out strategy_json(const StrategySpec& s) {
   // Written only when chosen, so configs that leave it to the framework resolve as before.
   if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;
+  if (s.store_param_remainders) out["store_param_remainders"] = true;
   if (s.tp_only_amax_red) out["tp_only_amax_red"] = true;
   if (!s.grad_reduce_in_fp32) out["grad_reduce_in_fp32"] = false;
   if (s.first_stage_layers > 0) out["first_stage_layers"] = s.first_stage_layers;

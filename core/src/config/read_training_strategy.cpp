@@ -187,6 +187,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "masked_softmax_fusion",
                    "apply_rope_fusion",
                    "fp8_param_gather",
+                   "store_param_remainders",
                    "tp_only_amax_red",
                    "first_stage_layers",
                    "last_stage_layers",
@@ -245,6 +246,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.masked_softmax_fusion = in.boolean("masked_softmax_fusion", true);
   strategy.apply_rope_fusion = in.boolean("apply_rope_fusion", true);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
+  strategy.store_param_remainders = in.boolean("store_param_remainders", false);
   strategy.tp_only_amax_red = in.boolean("tp_only_amax_red", false);
   strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);
   strategy.overlap_p2p_comm_given = in.has("overlap_p2p_comm");

@@ -143,6 +143,38 @@ void check_megatron_fusions(const Config& c) {
   }
 }
 
+// strategy.store_param_remainders: the fp32 master weight is rebuilt from the bf16 weight (its
+// high 16 bits) and the stored low 16 bits, so the weights must be bf16 and the states an
+// fp32-master Adam's. FSDP2 keeps fp32 shards (no master copy) and DeepSpeed has no such option.
+void check_param_remainders(const Config& c) {
+  const StrategySpec& s = c.strategy;
+  if (!s.store_param_remainders) return;
+  const Precision p = c.training.precision;
+  if (p != Precision::Bf16 && p != Precision::Fp8) {
+    throw invalid_config(
+        "strategy.store_param_remainders",
+        "16-bit remainders of the fp32 master weights complete bf16 weights; precision is \"" +
+            std::string(to_string(p)) + "\" (use bf16 or fp8, or remove the field)");
+  }
+  if (c.training.optimizer != Optimizer::Adam) {
+    throw invalid_config("strategy.store_param_remainders",
+                         "remainders are an option of Adam (NeMo's distributed_fused_adam, Transformer "
+                         "Engine's FusedAdam); training.optimizer is \"sgd\"");
+  }
+  if (s.fp8_param_gather) {
+    throw invalid_config("strategy.store_param_remainders",
+                         "with fp8_param_gather the weights are FP8, so there are no bf16 bits to complete: "
+                         "the optimizer keeps whole fp32 master weights (NeMo sets store_params under "
+                         "fp8_params); remove one of the two");
+  }
+  if (s.framework != Framework::Megatron) {
+    throw invalid_config("strategy.store_param_remainders",
+                         std::string("framework \"") + to_string(s.framework) +
+                             "\" keeps whole fp32 master weights or shards (NeMo's and Megatron-Core's "
+                             "optimizers store remainders: framework \"megatron\")");
+  }
+}
+
 }  // namespace
 
 void check_framework(const Config& config) {
@@ -150,6 +182,7 @@ void check_framework(const Config& config) {
   check_overlaps(config);
   check_compile(config);
   check_megatron_fusions(config);
+  check_param_remainders(config);
 }
 
 }  // namespace proteus::config_detail

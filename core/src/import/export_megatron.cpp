@@ -198,6 +198,8 @@ void strategy_args(const Config& c, Args& a) {
   if (!st.masked_softmax_fusion) a.add("--no-masked-softmax-fusion");
   if (!st.apply_rope_fusion) a.add("--no-rope-fusion");
   if (st.fp8_param_gather) a.add("--fp8-param-gather");
+  // Megatron-Core stores the remainders under its precision-aware optimizer (TE >= 2.1).
+  if (st.store_param_remainders) a.add("--use-precision-aware-optimizer");
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
   if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");
   if (st.zero >= 1 && st.overlap_param_gather) a.add("--overlap-param-gather");

@@ -707,6 +707,45 @@ void gradient_dtype_part(ArgReader& in, Json& st, const Json& training, std::vec
         st["grad_bucket_MB"].get<double>() * grad_bytes_per_element(false) / kFp32GradBytes;
 }
 
+// Megatron-Core's --use-precision-aware-optimizer (megatron/core/optimizer/__init__.py): Transformer
+// Engine's FusedAdam holds the master weights and moments in the dtypes the --main-params-dtype,
+// --exp-avg-dtype and --exp-avg-sq-dtype arguments name, and from TE 2.1 Megatron passes it
+// store_param_remainders (OptimizerConfig default true), which under bf16 weights and fp32
+// masters keeps only the masters' low 16 bits. Other state dtypes are reported, not simulated.
+void precision_aware_optimizer_part(ArgReader& in, Json& st, const Json& training,
+                                    std::vector<std::string>& ignored) {
+  const bool aware = in.flag("--use-precision-aware-optimizer");
+  const std::string main_params = in.choice("--main-params-dtype", "fp32", {"fp32", "fp16"});
+  const std::string exp_avg = in.choice("--exp-avg-dtype", "fp32", {"fp32", "fp16", "bf16", "fp8"});
+  const std::string exp_avg_sq = in.choice("--exp-avg-sq-dtype", "fp32", {"fp32", "fp16", "bf16", "fp8"});
+  const std::string main_grads = in.choice("--main-grads-dtype", "fp32", {"fp32", "bf16"});
+  const bool dtypes_given = in.has("--main-params-dtype") || in.has("--exp-avg-dtype") ||
+                            in.has("--exp-avg-sq-dtype") || in.has("--main-grads-dtype");
+  if (!aware) {
+    if (dtypes_given)
+      ignored.push_back(
+          "optimizer state dtypes: Megatron reads them under --use-precision-aware-optimizer only");
+    return;
+  }
+  if (exp_avg != "fp32" || exp_avg_sq != "fp32")
+    ignored.push_back("--exp-avg-dtype/--exp-avg-sq-dtype " + exp_avg + "/" + exp_avg_sq +
+                      ": 16- and 8-bit Adam moments are not simulated; fp32 moments assumed");
+  if (main_grads != "fp32")
+    ignored.push_back(
+        "--main-grads-dtype bf16: the gradient buffer's dtype follows --grad-reduce-in-bf16 here");
+  const bool bf16_weights = in.flag("--bf16") && !st.value("fp8_param_gather", false);
+  if (main_params != "fp32") {
+    ignored.push_back(
+        "--main-params-dtype fp16: fp16 master weights are not simulated; fp32 masters assumed");
+  } else if (bf16_weights && training.value("optimizer", "adam") == "adam") {
+    st["store_param_remainders"] = true;
+  } else {
+    ignored.push_back(
+        "--use-precision-aware-optimizer: without bf16 weights (--bf16, no --fp8-param-gather) "
+        "the master weights stay whole, as without it");
+  }
+}
+
 // Transformer Engine's knobs that Megatron-LM passes through (megatron/training/arguments.py):
 // the FP8 recipe and its amax group, FP8 parameter gathers, TP communication overlap and the
 // context-parallel communication type. Read after the strategy and the precision are known.
@@ -897,6 +936,7 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
   training_part(in, training);
   gradient_dtype_part(in, strategy, training, result.assumed);
   transformer_engine_part(in, strategy, training, result.ignored);
+  precision_aware_optimizer_part(in, strategy, training, result.ignored);
   attention_kernel_part(in, strategy, result.assumed);
   kernel_fusion_part(in, model, strategy, result.ignored);
   pipeline_p2p_part(in, strategy, result.ignored, result.assumed);

@@ -73,6 +73,11 @@ const std::set<std::string>& mapped_args() {
                                               "--fp8",
                                               "--fp8-recipe",
                                               "--fp8-param-gather",
+                                              "--use-precision-aware-optimizer",
+                                              "--main-params-dtype",
+                                              "--main-grads-dtype",
+                                              "--exp-avg-dtype",
+                                              "--exp-avg-sq-dtype",
                                               "--tp-only-amax-red",
                                               "--tp-comm-overlap",
                                               "--cp-comm-type",
@@ -188,8 +193,7 @@ const char* const kUnusedArgs =
     " --no-align-grad-reduce --align-param-gather --no-align-param-gather --delay-grad-reduce"
     " --delay-param-gather --no-delay-grad-reduce --defer-embedding-wgrad-compute"
     " --wgrad-deferral-limit --num-distributed-optimizer-instances"
-    " --use-precision-aware-optimizer --main-grads-dtype --main-params-dtype --exp-avg-dtype"
-    " --exp-avg-sq-dtype --optimizer-cpu-offload --optimizer-offload-fraction --use-torch-optimizer-for-cpu-offload"
+    " --optimizer-cpu-offload --optimizer-offload-fraction --use-torch-optimizer-for-cpu-offload"
     " --overlap-cpu-optimizer-d2h-h2d --pin-cpu-grads --pin-cpu-params --ddp-average-in-collective"
     " --ddp-pad-buckets-for-high-nccl-busbw --ddp-num-buckets --check-weight-hash-across-dp-replicas-interval"
     " --microbatch-group-size-per-vp-stage --account-for-embedding-in-pipeline-split"

@@ -90,6 +90,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.torch_optimizer = s.framework == Framework::Fsdp;
   c.torch_cp = s.framework == Framework::Fsdp;
   c.fp8_param_gather = s.fp8_param_gather;
+  c.store_param_remainders = s.store_param_remainders;
   c.tp_only_amax_red = s.tp_only_amax_red;
   return c;
 }
