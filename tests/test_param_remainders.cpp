@@ -70,7 +70,8 @@ TEST_CASE("store_param_remainders: the step reads and writes weight and remainde
   CHECK(rem / whole == doctest::Approx(28.0 / 30.0));
   // The same under FP8 training (bf16 weights, their FP8 copies made after the step as before).
   const double fp8_whole = step_bytes(test::compile_text(config("fp8", s + "}")));
-  const double fp8_rem = step_bytes(test::compile_text(config("fp8", s + R"(,"store_param_remainders":true})")));
+  const double fp8_rem =
+      step_bytes(test::compile_text(config("fp8", s + R"(,"store_param_remainders":true})")));
   CHECK(fp8_whole - fp8_rem == doctest::Approx(whole - rem));
 }
 
@@ -82,9 +83,8 @@ TEST_CASE("store_param_remainders needs bf16 weights and Adam under Megatron; th
     CHECK(test::error_path([&] { test::compile_text(config(precision, on + "}")); }) == field);
   }
   CHECK(test::error_path([&] { test::compile_text(config("bf16", on + "}", "sgd")); }) == field);
-  CHECK(test::error_path([&] {
-          test::compile_text(config("fp8", on + R"(,"fp8_param_gather":true})"));
-        }) == field);
+  CHECK(test::error_path([&] { test::compile_text(config("fp8", on + R"(,"fp8_param_gather":true})")); }) ==
+        field);
   CHECK(test::error_path([&] {
           test::compile_text(config("bf16", R"({"dp":8,"micro_batch":1,"zero":3,"framework":"fsdp",)"
                                             R"("store_param_remainders":true})"));
@@ -120,7 +120,8 @@ TEST_CASE("Megatron import and export: --use-precision-aware-optimizer") {
           import_megatron(common + "--bf16 --use-precision-aware-optimizer --exp-avg-dtype fp64", on_h100);
         }) == "--exp-avg-dtype");
   // Export writes the flag back.
-  const std::string cfg = config("bf16", R"({"dp":8,"micro_batch":1,"zero":1,"store_param_remainders":true})");
+  const std::string cfg =
+      config("bf16", R"({"dp":8,"micro_batch":1,"zero":1,"store_param_remainders":true})");
   CHECK(export_megatron(cfg).find("--use-precision-aware-optimizer") != std::string::npos);
   CHECK(export_megatron(config("bf16", R"({"dp":8,"micro_batch":1,"zero":1})")).find("precision-aware") ==
         std::string::npos);
