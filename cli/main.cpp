@@ -135,6 +135,19 @@ int validate(const std::vector<std::string>& args) {
               << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT")
               << (k["gated"].get<bool>() ? "" : "  (reported)") << "\n";
   }
+  for (const auto& k : r["search_rankings"]) {
+    std::cout << "search ranking: " << k["case"].get<std::string>() << " < the best of its space";
+    if (k["best"].is_null()) {
+      std::cout << " (nothing else fits)";
+    } else {
+      std::snprintf(line, sizeof line, " (published %.2fx, predicted %.2fx: %s)",
+                    k["published_ratio"].get<double>(), k["predicted_ratio"].get<double>(),
+                    proteus_cli::strategy_summary(nlohmann::ordered_json(k["best"]["strategy"])).c_str());
+      std::cout << line;
+    }
+    std::cout << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT")
+              << (k["gated"].get<bool>() ? "" : "  (reported)") << "\n";
+  }
   if (!r["memory_cases"].empty()) {
     std::printf("%-24s %-34s %5s %10s %10s %9s\n", "memory case", "quantity", "stage", "published",
                 "predicted", "error");

@@ -80,20 +80,28 @@ std::string fixed(double v, int decimals) {
   return b;
 }
 
+}  // namespace
+
+std::string strategy_summary(const Json& s) {
+  std::string text = "dp=" + s["dp"].dump() + " tp=" + s["tp"].dump() + " pp=" + s["pp"].dump();
+  if (s["cp"] != 1) text += " cp=" + s["cp"].dump();
+  if (s["ep"] != 1) text += " ep=" + s["ep"].dump();
+  text += " mb=" + s["micro_batch"].dump() + " " + s["schedule"].get<std::string>();
+  if (s["virtual_stages"] != 1) text += " v=" + s["virtual_stages"].dump();
+  if (s["sequence_parallel"].get<bool>()) text += " sp";
+  text += " zero=" + s["zero"].dump() + " recompute=" + s["recompute"].get<std::string>();
+  return text;
+}
+
+namespace {
+
 void print_table(const Json& r, std::ostream& out) {
   char line[256];
   std::snprintf(line, sizeof line, "%4s %10s %6s %9s  %s\n", "rank", "iter_s", "MFU", "peak_GiB", "strategy");
   out << line;
   int rank = 0;
   for (const Json& c : r["ranked"]) {
-    const Json& s = c["strategy"];
-    std::string text = "dp=" + s["dp"].dump() + " tp=" + s["tp"].dump() + " pp=" + s["pp"].dump();
-    if (s["cp"] != 1) text += " cp=" + s["cp"].dump();
-    if (s["ep"] != 1) text += " ep=" + s["ep"].dump();
-    text += " mb=" + s["micro_batch"].dump() + " " + s["schedule"].get<std::string>();
-    if (s["virtual_stages"] != 1) text += " v=" + s["virtual_stages"].dump();
-    if (s["sequence_parallel"].get<bool>()) text += " sp";
-    text += " zero=" + s["zero"].dump() + " recompute=" + s["recompute"].get<std::string>();
+    const std::string text = strategy_summary(c["strategy"]);
     std::snprintf(line, sizeof line, "%4d %10.4f %5.1f%% %9.1f  %s\n", ++rank,
                   c["iteration_time_s"].get<double>(), 100 * c["mfu"].get<double>(),
                   c["peak_memory_GiB"].get<double>(), text.c_str());

@@ -72,6 +72,21 @@ TEST_CASE("validation: FP8 against BF16 of one source is a ranking too (TorchTit
   }
 }
 
+TEST_CASE("validation: NeMo's with-CP runs against the best without CP are checked (search_rankings)") {
+  // performance_long_sequence.md: from 32K tokens the with-CP configuration beat the best
+  // configuration without CP that fitted; each such row is a search ranking of its case.
+  const auto& v = validation();
+  REQUIRE(v["search_rankings"].size() == 6);
+  for (const auto& r : v["search_rankings"]) {
+    CAPTURE(r["id"].get<std::string>());
+    CHECK(r["case"].get<std::string>().rfind("nemo-longseq-llama2-7b-", 0) == 0);
+    CHECK(r["published_ratio"].get<double>() > 1);
+    REQUIRE_FALSE(r["best"].is_null());  // a configuration without CP fits at every length
+    CHECK(r["best"]["strategy"]["cp"] == 1);
+    CHECK(r["best"]["strategy"]["tp"].get<int>() <= 8);
+  }
+}
+
 TEST_CASE("validation: Korthikanti et al.'s per-GPU memory within 3%") {
   const auto& v = validation();
   int checked = 0;

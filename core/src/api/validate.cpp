@@ -23,6 +23,9 @@
 //     activations_sp_selective          activations of stage 0, sequence_parallel true, recompute selective
 // Rankings: every two cases with the same model, cluster and training settings (they differ only
 //   in strategy) must come out in their published order.
+// Search rankings ("search_rankings": [{"id", "source", "case", "search", "published_ratio"}]):
+//   the case's configuration must beat the best that the strategy search finds in the "search"
+//   space, as its source reports it beat the best its authors found there (search_rankings.h).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "proteus/api.h"
+#include "search_rankings.h"
 
 namespace proteus {
 namespace {
@@ -257,6 +261,13 @@ std::string validate_json(const std::string& validation_text) {
                           {"gated", gated}});
     }
   out["rankings"] = std::move(rankings);
+
+  std::map<std::string, validate_detail::SimulatedCase> simulated;
+  for (const TimeCase& t : time_cases) simulated[t.id] = {t.config, t.predicted_s, t.gated};
+  validate_detail::SearchRankingsResult searched =
+      validate_detail::check_search_rankings(file.value("search_rankings", Json()), simulated);
+  out["search_rankings"] = std::move(searched.rows);
+  rankings_kept = rankings_kept && searched.gated_kept;
 
   Out memory = Out::array();
   bool memory_met = true;
