@@ -16,8 +16,9 @@ namespace {
 
 // GPT-style, 2 layers, hidden 512, seq 256, one DGX H100 node, data parallel 8.
 Json config(const std::string& recompute) {
-  return Json::parse(proteus::test::config_json(proteus::test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})",
-                                       64, R"({"dp":8,"micro_batch":1,"recompute":")" + recompute + "\"}"));
+  return Json::parse(proteus::test::config_json(
+      proteus::test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})", 64,
+      R"({"dp":8,"micro_batch":1,"recompute":")" + recompute + "\"}"));
 }
 
 // One case and one search ranking of it against `space`.
@@ -45,8 +46,8 @@ TEST_CASE("search ranking: the case beats the best of a space of slower strategi
   CHECK(r["best"]["strategy"]["recompute"] == "full");
   CHECK(r["predicted_ratio"].get<double>() > 1.1);
   CHECK(r["predicted_ratio"].get<double>() < 1.5);
-  CHECK(r["predicted_ratio"].get<double>() ==
-        doctest::Approx(r["best"]["iteration_time_s"].get<double>() / v["cases"][0]["predicted_s"].get<double>()));
+  CHECK(r["predicted_ratio"].get<double>() == doctest::Approx(r["best"]["iteration_time_s"].get<double>() /
+                                                              v["cases"][0]["predicted_s"].get<double>()));
   CHECK(r["published_ratio"] == 1.3);
 }
 
@@ -80,15 +81,19 @@ TEST_CASE("search ranking: a space where nothing fits leaves the case unbeaten")
 
 TEST_CASE("search ranking: a space the search refuses is an error naming the entry's search") {
   // cp 3 divides neither the 8 GPUs nor the sequence: the space is empty.
-  CHECK(proteus::test::error_path([] { validate("none", {{"cp", {3}}}); }).rfind("search_rankings[0].search", 0) ==
-        0);
+  CHECK(proteus::test::error_path([] {
+          validate("none", {{"cp", {3}}});
+        }).rfind("search_rankings[0].search", 0) == 0);
 }
 
 TEST_CASE("search ranking: an unknown case or a bad ratio is an error naming the field") {
-  CHECK(proteus::test::error_path([] { validate("none", Json::object(), "missing"); }) == "search_rankings[0].case");
+  CHECK(proteus::test::error_path([] { validate("none", Json::object(), "missing"); }) ==
+        "search_rankings[0].case");
   Json file;
-  file["cases"] = Json::array({{{"id", "case"}, {"config", config("none")}, {"expect", {{"iteration_time_s", 1.0}}}}});
+  file["cases"] =
+      Json::array({{{"id", "case"}, {"config", config("none")}, {"expect", {{"iteration_time_s", 1.0}}}}});
   file["search_rankings"] =
       Json::array({{{"id", "r"}, {"case", "case"}, {"search", Json::object()}, {"published_ratio", -1}}});
-  CHECK(proteus::test::error_path([&] { proteus::validate_json(file.dump()); }) == "search_rankings[0].published_ratio");
+  CHECK(proteus::test::error_path([&] { proteus::validate_json(file.dump()); }) ==
+        "search_rankings[0].published_ratio");
 }

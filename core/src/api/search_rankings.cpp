@@ -67,7 +67,8 @@ Out check_one(const Json& entry, const std::string& path, const std::map<std::st
 
 }  // namespace
 
-SearchRankingsResult check_search_rankings(const Json& list, const std::map<std::string, SimulatedCase>& cases) {
+SearchRankingsResult check_search_rankings(const Json& list,
+                                           const std::map<std::string, SimulatedCase>& cases) {
   SearchRankingsResult out;
   if (list.is_null()) return out;
   if (!list.is_array()) throw bad_entry("search_rankings", "must be an array");
