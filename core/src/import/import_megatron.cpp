@@ -28,9 +28,8 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
                          : in.integer("--model-parallel-size", 1, 1, 1 << 20);
   Json model = model_part(in, family, tp, result.ignored, result.assumed);
   moe_part(in, model, result.ignored, result.assumed);
-  int64_t tp_unused = 0;
-  Json strategy = strategy_part(in, model["layers"].get<int64_t>(), gpus, tp_unused, result.ignored,
-                                result.assumed, training, model);
+  Json strategy = strategy_part(in, model["layers"].get<int64_t>(), gpus, result.ignored, result.assumed,
+                                training, model);
   training["seq_len"] = in.has("--seq-length") ? in.integer("--seq-length", 0, 1, 16777216)
                                                : in.integer("--encoder-seq-length", 0, 1, 16777216);
   training_part(in, training);

@@ -9,7 +9,7 @@ namespace proteus::import_detail {
 
 namespace {
 
-// Arguments the importer reads (import_megatron.cpp maps each of them).
+// Arguments the importer reads (the megatron_*.cpp parts that import_megatron.cpp calls map each of them).
 const std::set<std::string>& mapped_args() {
   static const std::set<std::string> names = {"--num-layers",
                                               "--encoder-num-layers",

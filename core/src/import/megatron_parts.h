@@ -34,9 +34,8 @@ void moe_strategy_part(ArgReader& in, const Json& model, int64_t tp, Json& st,
 
 Json cluster_part(const MegatronImportOptions& options, const MegatronArgs& args, int& gpus,
                   std::vector<std::string>& assumed);
-Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
-                   std::vector<std::string>& ignored, std::vector<std::string>& assumed, Json& training,
-                   Json& model);
+Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::string>& ignored,
+                   std::vector<std::string>& assumed, Json& training, Json& model);
 void pipeline_p2p_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
                        std::vector<std::string>& assumed);
 

@@ -122,9 +122,8 @@ std::vector<int64_t> parse_layout(const std::string& text) {
 
 }  // namespace
 
-Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
-                   std::vector<std::string>& ignored, std::vector<std::string>& assumed, Json& training,
-                   Json& model) {
+Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::string>& ignored,
+                   std::vector<std::string>& assumed, Json& training, Json& model) {
   Json st;
   const int64_t tp = in.has("--tensor-model-parallel-size")
                          ? in.integer("--tensor-model-parallel-size", 1, 1, 1 << 20)
@@ -132,7 +131,6 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
   const int64_t pp = in.integer("--pipeline-model-parallel-size", 1, 1, 1 << 20);
   const int64_t cp = in.integer("--context-parallel-size", 1, 1, 1 << 20);
   const int64_t ep = in.integer("--expert-model-parallel-size", 1, 1, 1 << 20);
-  tp_out = tp;
   if (gpus % (tp * pp * cp) != 0) {
     throw Error("invalid_config", "--tensor-model-parallel-size",
                 std::to_string(gpus) + " GPUs are not divisible by tensor x pipeline x context parallel = " +
@@ -191,7 +189,6 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
     if (vp > 1 || pp < 2)
       throw Error("invalid_config", arg,
                   arg + " needs pp >= 2 and no virtual pipeline here (use --pipeline-model-parallel-layout)");
-    const int64_t even = layers / pp;
     const int64_t first = in.integer("--decoder-first-pipeline-num-layers", -1, 0, layers);
     const int64_t last = in.integer("--decoder-last-pipeline-num-layers", -1, 0, layers);
     const int64_t middle_stages = pp - (first >= 0) - (last >= 0);
@@ -201,7 +198,6 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
                   "the remaining " + std::to_string(rest) + " layers do not divide evenly over the other " +
                       std::to_string(middle_stages) + " pipeline stages (Megatron requires it)");
     }
-    (void)even;
     for (int64_t s = 0; s < pp; ++s) stage_layers.push_back(rest / middle_stages);
     if (first >= 0) stage_layers.front() = first;
     if (last >= 0) stage_layers.back() = last;
@@ -288,7 +284,6 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, int64_t& tp_out,
         static_cast<double>(std::max<int64_t>(40'000'000, 1'000'000 * dp)) * kFp32GradBytes / 1e6;
     assumed.push_back("gradient buckets of Megatron's default max(40M, 1M x dp) parameters");
   }
-  (void)model;
   return st;
 }
 
