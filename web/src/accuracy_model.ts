@@ -3,7 +3,10 @@
 // core's own validate_json (the code behind `proteus validate`) computes each row in the worker
 // and rows fill in as their simulations finish; and the per-group mean errors over the rows
 // done, counted as validate_json counts them (core/src/api/validate.cpp: mean |error| over
-// the cases of a group, a group being the case's GPU type and training precision).
+// the cases of a group, a group being the case's GPU type and training precision); and the
+// rankings validate_json gives beside the errors: the pairwise rankings of the rows done
+// (same pairing rule as validate.cpp) and one job per "search_rankings" entry, whose own
+// validate_json call searches the entry's space (core/src/api/search_rankings.cpp).
 
 export interface ValidationCase {
   id: string;
@@ -23,17 +26,28 @@ export interface MemoryCase {
   [k: string]: unknown;
 }
 
+/** A "search_rankings" entry: the case's configuration against the best found in `search`. */
+export interface SearchRankingEntry {
+  id: string;
+  case: string;
+  source?: string;
+  search: Record<string, unknown>;
+  published_ratio: number;
+  reported_only?: string;
+}
+
 export interface ValidationFile {
   about?: string;
   targets?: Record<string, number>;
   cases: ValidationCase[];
   memory_cases?: MemoryCase[];
+  search_rankings?: SearchRankingEntry[];
 }
 
 /** One simulation job of the panel: a validation file holding one case (and what it needs). */
 export interface Job {
   id: string;
-  kind: 'time' | 'memory';
+  kind: 'time' | 'memory' | 'search';
   /** The text sent to validate_json. */
   file: string;
   /** The config a click on the row loads. */
@@ -54,6 +68,27 @@ export interface TimeRow {
   /** The simulated peak per GPU, and whether it is over the GPU's memory (the published run fitted). */
   peak_memory_GiB: number;
   oom: boolean;
+}
+
+/** A pairwise ranking, as validate_json's "rankings" rows give it. */
+export interface PairRanking {
+  faster: string;
+  slower: string;
+  published_ratio: number;
+  predicted_ratio: number;
+  kept: boolean;
+  gated: boolean;
+}
+
+/** A search ranking, as validate_json's "search_rankings" rows give it (no best: nothing else fits). */
+export interface SearchRankingRow {
+  id: string;
+  case: string;
+  published_ratio: number;
+  predicted_ratio?: number;
+  kept: boolean;
+  best: { strategy: Record<string, any>; iteration_time_s: number } | null;
+  gated: boolean;
 }
 
 export interface GroupMean {
@@ -108,7 +143,84 @@ export function validationJobs(file: ValidationFile): Job[] {
     const shared = { id: base.id, gpu: base.gpu, config: base.config, expect: {} };
     jobs.push({ id: m.id, kind: 'memory', file: JSON.stringify({ targets: file.targets, cases: [shared], memory_cases: [m] }), config: base.config, cost: costOf(base.config) });
   }
-  return jobs.map((j, i) => ({ j, i })).sort((a, b) => a.j.cost - b.j.cost || a.i - b.i).map((x) => x.j);
+  const sorted = jobs.map((j, i) => ({ j, i })).sort((a, b) => a.j.cost - b.j.cost || a.i - b.i).map((x) => x.j);
+  return [...sorted, ...searchJobs(file)];
+}
+
+/**
+ * One job per "search_rankings" entry, in the file's order, after every case job: each is a
+ * strategy search (seconds), and its file holds the entry's case with its published time,
+ * which validate_json simulates before searching the entry's space.
+ */
+export function searchJobs(file: ValidationFile): Job[] {
+  const byId = new Map(file.cases.map((c) => [c.id, c]));
+  return (file.search_rankings ?? []).map((e) => {
+    const c = byId.get(e.case);
+    if (!c?.config || c.expect?.iteration_time_s === undefined) throw new Error(`search ranking ${e.id}: case "${e.case}" names no case with a config and a published time`);
+    return { id: e.id, kind: 'search', file: JSON.stringify({ targets: file.targets, cases: [c], search_rankings: [e] }), config: c.config, cost: costOf(c.config) };
+  });
+}
+
+/** JSON equality as nlohmann::json's operator== has it: objects by key whatever the order. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((x, i) => sameJson(x, (b as unknown[])[i]));
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && sameJson((a as any)[k], (b as any)[k]));
+}
+
+/** A config's training settings less its precision and FP8 recipe (validate.cpp training_but_precision). */
+function trainingButPrecision(config: Record<string, any>): unknown {
+  const training = config.training ?? {};
+  if (typeof training !== 'object' || training === null || Array.isArray(training)) return training;
+  const { precision: _p, fp8_recipe: _r, ...rest } = training;
+  return rest;
+}
+
+/** Same model, cluster and training but for the precision (validate.cpp same_setting). */
+export function sameSetting(a: Record<string, any>, b: Record<string, any>): boolean {
+  return sameJson(a.model ?? null, b.model ?? null) && sameJson(a.cluster ?? null, b.cluster ?? null) && sameJson(trainingButPrecision(a), trainingButPrecision(b));
+}
+
+/**
+ * The pairwise rankings of the rows done, as validate_json lists them: every two cases in the
+ * file's order (`cases`) with a row each, the same setting (sameSetting) and different
+ * published times; kept when the published faster is also predicted faster; gated when both are.
+ */
+export function pairRankings(cases: ValidationCase[], rows: TimeRow[]): PairRanking[] {
+  const rowOf = new Map(rows.map((r) => [r.id, r]));
+  const done = cases.filter((c) => c.config && rowOf.has(c.id)).map((c) => ({ config: c.config!, row: rowOf.get(c.id)! }));
+  const out: PairRanking[] = [];
+  for (let a = 0; a < done.length; ++a)
+    for (let b = a + 1; b < done.length; ++b) {
+      const x = done[a].row;
+      const y = done[b].row;
+      if (!sameSetting(done[a].config, done[b].config) || x.published_s === y.published_s) continue;
+      const [fast, slow] = x.published_s < y.published_s ? [x, y] : [y, x];
+      out.push({
+        faster: fast.id,
+        slower: slow.id,
+        published_ratio: slow.published_s / fast.published_s,
+        predicted_ratio: slow.predicted_s / fast.predicted_s,
+        kept: fast.predicted_s < slow.predicted_s,
+        gated: x.gated && y.gated,
+      });
+    }
+  return out;
+}
+
+/** A strategy in one line, as the CLI prints it (cli/search_command.cpp strategy_summary). */
+export function strategySummary(s: Record<string, any>): string {
+  let text = `dp=${s.dp} tp=${s.tp} pp=${s.pp}`;
+  if (s.cp !== 1) text += ` cp=${s.cp}`;
+  if (s.ep !== 1) text += ` ep=${s.ep}`;
+  text += ` mb=${s.micro_batch} ${s.schedule}`;
+  if (s.virtual_stages !== 1) text += ` v=${s.virtual_stages}`;
+  if (s.sequence_parallel) text += ' sp';
+  return `${text} zero=${s.zero} recompute=${s.recompute}`;
 }
 
 /** Mean absolute error per group, and over every row ("all"), as validate_json's "groups"/"all". */

@@ -1,13 +1,33 @@
 // The accuracy panel's bookkeeping (src/accuracy_model.ts): one job per case, cheapest first,
-// and the group means counted as core/src/api/validate.cpp counts them.
+// then one per search ranking; the group means counted as core/src/api/validate.cpp counts
+// them; and its pairwise rankings paired as validate.cpp pairs them.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { costOf, groupMeans, notRunCases, parseValidationFile, validationJobs, type TimeRow } from '../../src/accuracy_model';
+import { costOf, groupMeans, notRunCases, pairRankings, parseValidationFile, strategySummary, validationJobs, type TimeRow, type ValidationCase } from '../../src/accuracy_model';
 
 const FILE = resolve(__dirname, '..', '..', '..', 'tests', 'validation', 'published.json');
 
-const row = (id: string, group: string, error_pct: number): TimeRow => ({ id, group, source: '', published_s: 1, predicted_s: 1 + error_pct / 100, error_pct, gated: true });
+const row = (id: string, group: string, error_pct: number): TimeRow => ({ id, group, source: '', published_s: 1, predicted_s: 1 + error_pct / 100, error_pct, gated: true, peak_memory_GiB: 0, oom: false });
+
+// A case of a 7B model on one node of 8 GPUs; `training` and `strategy` override the defaults.
+const config = (training: Record<string, unknown> = {}, strategy: Record<string, unknown> = {}, model = 'llama2-7b') => ({
+  model,
+  cluster: { gpu: 'H100', nodes: 1, gpus_per_node: 8 },
+  training: { seq_len: 4096, global_batch: 128, precision: 'bf16', ...training },
+  strategy: { tp: 2, pp: 1, dp: 4, micro_batch: 1, ...strategy },
+});
+const timed = (id: string, published_s: number, predicted_s: number, gated = true): TimeRow => ({
+  id,
+  group: 'H100 bf16',
+  source: '',
+  published_s,
+  predicted_s,
+  error_pct: ((predicted_s - published_s) / published_s) * 100,
+  gated,
+  peak_memory_GiB: 0,
+  oom: false,
+});
 
 describe('accuracy panel model', () => {
   it('averages |error| per group and over all rows, groups in byte order like std::map', () => {
@@ -36,12 +56,21 @@ describe('accuracy panel model', () => {
     const memory = file.memory_cases ?? [];
     expect(jobs.filter((j) => j.kind === 'time').map((j) => j.id).sort()).toEqual(timed.map((c) => c.id).sort());
     expect(jobs.filter((j) => j.kind === 'memory').map((j) => j.id).sort()).toEqual(memory.map((m) => m.id).sort());
-    for (let i = 1; i < jobs.length; ++i) expect(jobs[i].cost).toBeGreaterThanOrEqual(jobs[i - 1].cost);
+    const cases = jobs.filter((j) => j.kind !== 'search');
+    for (let i = 1; i < cases.length; ++i) expect(cases[i].cost).toBeGreaterThanOrEqual(cases[i - 1].cost);
+    // The search rankings after every case, in the file's order.
+    expect(jobs.slice(cases.length).map((j) => j.id)).toEqual((file.search_rankings ?? []).map((e) => e.id));
     // Each job's file holds exactly its case (and, for memory, the case it shares a config with).
     for (const j of jobs) {
       const f = JSON.parse(j.file);
       if (j.kind === 'time') expect(f.cases.map((c: any) => c.id)).toEqual([j.id]);
-      else expect(f.memory_cases.map((m: any) => m.id)).toEqual([j.id]);
+      else if (j.kind === 'memory') expect(f.memory_cases.map((m: any) => m.id)).toEqual([j.id]);
+      else {
+        // A search ranking's file: the entry and its case with the published time validate_json simulates.
+        expect(f.search_rankings.map((e: any) => e.id)).toEqual([j.id]);
+        expect(f.cases.map((c: any) => c.id)).toEqual([f.search_rankings[0].case]);
+        expect(f.cases[0].expect.iteration_time_s).toBeGreaterThan(0);
+      }
       expect(f.cases[0].config).toEqual(j.config);
     }
     const notRun = notRunCases(file);
@@ -51,5 +80,54 @@ describe('accuracy panel model', () => {
 
   it('names the memory case whose same_config_as is missing', () => {
     expect(() => validationJobs({ cases: [], memory_cases: [{ id: 'm', same_config_as: 'nope', expect_GiB: { x: 1 } }] })).toThrow(/memory case m: same_config_as "nope"/);
+  });
+});
+
+describe('pairwise rankings', () => {
+  // Hand-made cases: a and b differ in strategy only, c in precision (and FP8 recipe) only,
+  // d in the model, e in the global batch (a training setting: not ranked against the others).
+  const cases: ValidationCase[] = [
+    { id: 'a', config: config({}, { tp: 2, dp: 4 }) },
+    { id: 'b', config: config({}, { tp: 4, dp: 2 }) },
+    { id: 'c', config: config({ precision: 'fp8', fp8_recipe: 'delayed' }) },
+    { id: 'd', config: config({}, {}, 'llama2-13b') },
+    { id: 'e', config: config({ global_batch: 256 }) },
+  ];
+
+  it('keeps a pair whose published faster is predicted faster, with both ratios slower / faster', () => {
+    // Published a 2 s, b 3 s; predicted a 2.2 s, b 2.9 s: a stays faster.
+    const p = pairRankings(cases, [timed('a', 2, 2.2), timed('b', 3, 2.9)]);
+    expect(p).toEqual([{ faster: 'a', slower: 'b', published_ratio: 1.5, predicted_ratio: 2.9 / 2.2, kept: true, gated: true }]);
+  });
+
+  it('reports a reversed pair as not kept, the faster case the published faster whatever the file order', () => {
+    // Published b 2 s faster than a 3 s; predicted b 3.1 s slower than a 3.0 s.
+    const p = pairRankings(cases, [timed('a', 3, 3.0), timed('b', 2, 3.1)]);
+    expect(p.map((x) => [x.faster, x.slower, x.kept])).toEqual([['b', 'a', false]]);
+    expect(p[0].predicted_ratio).toBe(3.0 / 3.1); // below 1: the order reversed
+  });
+
+  it('pairs a precision-only difference, and neither a different model nor a different training setting', () => {
+    const p = pairRankings(cases, [timed('a', 2, 2), timed('c', 1.5, 1.6), timed('d', 3, 3), timed('e', 4, 4)]);
+    expect(p.map((x) => `${x.faster}<${x.slower}`)).toEqual(['c<a']);
+  });
+
+  it('skips equal published times, and pairs gated only when both cases are', () => {
+    expect(pairRankings(cases, [timed('a', 2, 2), timed('b', 2, 3)])).toEqual([]);
+    expect(pairRankings(cases, [timed('a', 2, 2), timed('b', 3, 3, false)])[0].gated).toBe(false);
+  });
+
+  it('pairs only the rows done, in the order of the file, whatever the order rows arrive in', () => {
+    const rows = [timed('c', 1.5, 1.6), timed('b', 3, 3), timed('a', 2, 2)];
+    expect(pairRankings(cases, rows).map((x) => `${x.faster}<${x.slower}`)).toEqual(['a<b', 'c<a', 'c<b']);
+    expect(pairRankings(cases, rows.slice(0, 1))).toEqual([]);
+  });
+
+  it('prints a strategy as the CLI does', () => {
+    const s = { dp: 16, tp: 4, pp: 1, cp: 1, ep: 1, micro_batch: 1, schedule: '1f1b', virtual_stages: 1, sequence_parallel: true, zero: 1, recompute: 'none' };
+    expect(strategySummary(s)).toBe('dp=16 tp=4 pp=1 mb=1 1f1b sp zero=1 recompute=none');
+    expect(strategySummary({ ...s, cp: 2, pp: 2, schedule: 'interleaved-1f1b', virtual_stages: 4, sequence_parallel: false, recompute: 'selective' })).toBe(
+      'dp=16 tp=4 pp=2 cp=2 mb=1 interleaved-1f1b v=4 zero=1 recompute=selective',
+    );
   });
 });
