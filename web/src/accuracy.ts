@@ -4,12 +4,33 @@
 // and the per-group mean errors over the rows done so far. Each case is one validate_json
 // call (the code behind `proteus validate`), cheapest first, so rows fill in as they finish
 // and the 530B/1T runs (seconds each) come last. A row's "Load" button opens its config.
+// Below them the rankings validate_json gives: the pairwise rankings of the rows done so far,
+// and the search rankings, one strategy search each, run after every case.
 import { h, setChildren } from './dom';
 import { CallError, type Engine } from './engine';
 import { formatDuration, formatGiB, sig3 } from './format';
-import { groupMeans, notRunCases, parseValidationFile, validationJobs, type Job, type TimeRow } from './accuracy_model';
+import {
+  groupMeans,
+  notRunCases,
+  pairRankings,
+  parseValidationFile,
+  strategySummary,
+  validationJobs,
+  type Job,
+  type PairRanking,
+  type SearchRankingRow,
+  type TimeRow,
+  type ValidationCase,
+} from './accuracy_model';
 
 const signed = (pct: number) => `${pct >= 0 ? '+' : '−'}${sig3(Math.abs(pct))}%`;
+/** A ratio of times, slower / faster: "1.064×" (the CLI prints two decimals; three tell 1.025 from 1.03). */
+const ratio = (x: number) => `${x.toFixed(3)}×`;
+
+/** Kept or not, and "(reported only)" for a ranking the file's targets do not hold. */
+function verdict(kept: boolean, gated: boolean): HTMLElement {
+  return h('td', { class: kept ? 'accuracy-kept' : 'accuracy-not-kept' }, kept ? 'kept' : 'NOT kept', gated ? '' : ' (reported only)');
+}
 
 /**
  * A published run ran, so a prediction that it does not fit is a miss of the model (or of the
@@ -25,6 +46,12 @@ export class AccuracyView {
   private readonly groups = h('div', { id: 'accuracy-groups' });
   private readonly timeBody = h('tbody');
   private readonly memoryBody = h('tbody');
+  private readonly pairBody = h('tbody');
+  private readonly searchBody = h('tbody');
+  /** The file's cases in its order: the pairwise rankings follow it, as validate_json's do. */
+  private cases: ValidationCase[] = [];
+  /** How many jobs are cases (time and memory); the search rankings' jobs come after them. */
+  private caseJobs = 0;
   private readonly notRun = h('ul', { id: 'accuracy-not-run' });
   private engine: Engine | null = null;
   private started = false;
@@ -35,6 +62,13 @@ export class AccuracyView {
   readonly rows: TimeRow[] = [];
   /** Milliseconds each case took, by id (tests read it). */
   readonly ms: Record<string, number> = {};
+  /** validate_json's "search_rankings" rows done so far (tests read them). */
+  readonly searchRows: SearchRankingRow[] = [];
+
+  /** The pairwise rankings of the time rows done so far (tests read them). */
+  get pairs(): PairRanking[] {
+    return pairRankings(this.cases, this.rows);
+  }
 
   constructor(
     private readonly root: HTMLElement,
@@ -55,6 +89,8 @@ export class AccuracyView {
       const { default: text } = await import('../../tests/validation/published.json?raw');
       const file = parseValidationFile(text);
       this.jobs = validationJobs(file);
+      this.cases = file.cases;
+      this.caseJobs = this.jobs.filter((j) => j.kind !== 'search').length;
       this.layout(notRunCases(file));
       await this.resume();
     } catch (e) {
@@ -75,9 +111,9 @@ export class AccuracyView {
   }
 
   private layout(notRun: { id: string; gpu: string; needs: string }[]): void {
-    for (const j of this.jobs) (j.kind === 'time' ? this.timeBody : this.memoryBody).append(this.pendingRow(j));
+    for (const j of this.jobs) this.bodyOf(j).append(this.pendingRow(j));
     setChildren(this.notRun, ...notRun.map((c) => h('li', null, h('strong', null, c.id), c.gpu ? ` (${c.gpu})` : '', `: ${c.needs}`)));
-    const numeric = new Set(['Published', 'Predicted', 'Error']);
+    const numeric = new Set(['Published', 'Predicted', 'Error', 'Published ratio', 'Predicted ratio']);
     const head = (cols: string[]) => h('thead', null, h('tr', null, ...cols.map((t) => h('th', { scope: 'col', class: numeric.has(t) ? 'num' : undefined }, t))));
     this.root.append(
       h('h3', null, 'Iteration time'),
@@ -87,6 +123,45 @@ export class AccuracyView {
     );
     // Every case simulates today; the section appears only when a case says what it needs.
     if (notRun.length > 0) this.root.append(h('h3', null, `Not run (${notRun.length})`), this.notRun);
+    this.layoutRankings(head);
+  }
+
+  /** The "Rankings" section: the pairs of the rows done (redrawn per row) and the search rankings. */
+  private layoutRankings(head: (cols: string[]) => HTMLElement): void {
+    this.root.append(
+      h('h3', null, 'Rankings'),
+      h('p', { class: 'panel-intro' }, 'Besides the errors, the published order must hold: of two cases that differ only in strategy or precision, the published faster must be predicted faster.'),
+      h(
+        'div',
+        { class: 'accuracy-scroll' },
+        h(
+          'table',
+          { id: 'accuracy-pairs', class: 'compare-table' },
+          h('caption', null, 'Pairwise rankings, slower / faster (cases simulated so far)'),
+          head(['Faster case', 'Slower case', 'Published ratio', 'Predicted ratio', 'Order']),
+          this.pairBody,
+        ),
+      ),
+    );
+    if (this.jobs.length === this.caseJobs) return;
+    this.root.append(
+      h('p', { class: 'panel-intro' }, 'A search ranking is the case’s configuration against the best the strategy search finds without it, as the source compared it with the best its authors found.'),
+      h(
+        'div',
+        { class: 'accuracy-scroll' },
+        h(
+          'table',
+          { id: 'accuracy-search', class: 'compare-table' },
+          h('caption', null, 'Search rankings, best found / the case (run after every case)'),
+          head(['Case', 'Published ratio', 'Predicted ratio', 'Best found', 'Order']),
+          this.searchBody,
+        ),
+      ),
+    );
+  }
+
+  private bodyOf(j: Job): HTMLTableSectionElement {
+    return j.kind === 'time' ? this.timeBody : j.kind === 'memory' ? this.memoryBody : this.searchBody;
   }
 
   private loadButton(j: Job): HTMLButtonElement {
@@ -101,6 +176,8 @@ export class AccuracyView {
   }
 
   private pendingRow(j: Job): HTMLTableRowElement {
+    // A search row names its case, as the filled row does (the entry's id is the case's and "-cp-vs-no-cp").
+    if (j.kind === 'search') return h('tr', { 'data-case': j.id }, h('td', null, JSON.parse(j.file).search_rankings[0].case), h('td', { colspan: 4, class: 'accuracy-pending' }, 'waiting…'));
     return h('tr', { 'data-case': j.id }, h('td', null, j.id), h('td', { colspan: 4, class: 'accuracy-pending' }, 'waiting…'), h('td', null, this.loadButton(j)));
   }
 
@@ -112,7 +189,10 @@ export class AccuracyView {
     const engine = this.engine;
     while (this.running && this.next < this.jobs.length) {
       const j = this.jobs[this.next];
-      this.status.textContent = `Simulating ${j.id} (${this.next + 1} of ${this.jobs.length})…`;
+      this.status.textContent =
+        j.kind === 'search'
+          ? `Searching the best strategy for ${j.id} (${this.next - this.caseJobs + 1} of ${this.jobs.length - this.caseJobs})…`
+          : `Simulating ${j.id} (${this.next + 1} of ${this.caseJobs})…`;
       const t0 = performance.now();
       try {
         const r = await engine.call({ op: 'validate', file: j.file });
@@ -127,7 +207,7 @@ export class AccuracyView {
     if (this.next >= this.jobs.length) {
       this.running = false;
       this.stopBtn.hidden = true;
-      this.status.textContent = `All ${this.jobs.length} cases simulated.`;
+      this.status.textContent = `All ${this.caseJobs} cases simulated.`;
       this.engine?.dispose();
       this.engine = null;
     }
@@ -139,11 +219,13 @@ export class AccuracyView {
     this.engine?.dispose();
     this.engine = null;
     this.stopBtn.textContent = 'Continue';
-    this.status.textContent = `Stopped after ${this.next} of ${this.jobs.length} cases.`;
+    const searched = this.next - this.caseJobs;
+    this.status.textContent =
+      searched > 0 ? `Stopped after ${this.caseJobs} of ${this.caseJobs} cases and ${searched} of ${this.jobs.length - this.caseJobs} search rankings.` : `Stopped after ${this.next} of ${this.caseJobs} cases.`;
   }
 
   private rowOf(j: Job): HTMLTableRowElement {
-    return (j.kind === 'time' ? this.timeBody : this.memoryBody).querySelector<HTMLTableRowElement>(`tr[data-case="${CSS.escape(j.id)}"]`)!;
+    return this.bodyOf(j).querySelector<HTMLTableRowElement>(`tr[data-case="${CSS.escape(j.id)}"]`)!;
   }
 
   private fill(j: Job, r: Record<string, any>): void {
@@ -161,6 +243,20 @@ export class AccuracyView {
         h('td', null, this.loadButton(j)),
       );
       this.drawGroups();
+      this.drawPairs();
+      return;
+    }
+    if (j.kind === 'search') {
+      const k = r.search_rankings[0] as SearchRankingRow;
+      this.searchRows.push(k);
+      setChildren(
+        tr,
+        h('td', { title: `${k.case} against the best of its space` }, k.case),
+        h('td', { class: 'num' }, ratio(k.published_ratio)),
+        h('td', { class: 'num' }, k.predicted_ratio === undefined ? '–' : ratio(k.predicted_ratio)),
+        h('td', null, k.best ? strategySummary(k.best.strategy) : 'nothing else fits'),
+        verdict(k.kept, k.gated),
+      );
       return;
     }
     const m = r.memory_cases as { quantity: string; stage: number; published_GiB: number; predicted_GiB: number; error_pct: number; known_issue?: string }[];
@@ -180,7 +276,13 @@ export class AccuracyView {
   }
 
   private fail(j: Job, message: string): void {
-    setChildren(this.rowOf(j), h('td', null, j.id), h('td', { colspan: 4, class: 'accuracy-failed' }, message), h('td', null, this.loadButton(j)));
+    setChildren(this.rowOf(j), h('td', null, j.id), h('td', { colspan: 4, class: 'accuracy-failed' }, message), j.kind === 'search' ? '' : h('td', null, this.loadButton(j)));
+  }
+
+  private drawPairs(): void {
+    const line = (p: PairRanking) =>
+      h('tr', { 'data-pair': `${p.faster}<${p.slower}` }, h('td', null, p.faster), h('td', null, p.slower), h('td', { class: 'num' }, ratio(p.published_ratio)), h('td', { class: 'num' }, ratio(p.predicted_ratio)), verdict(p.kept, p.gated));
+    setChildren(this.pairBody, ...this.pairs.map(line));
   }
 
   private drawGroups(): void {
