@@ -9,14 +9,23 @@ cluster.gpu, or in a cluster preset's "gpu":
 
 Signatures are the simulator's (core/src/cost/cost_model.cpp, op_signature):
     matmul:M=<m>,N=<n>,K=<k>,B=<batch>:<precision>             C[M,N] = A[M,K] B[K,N] (x batch)
-    attention:M=<s>,N=<s_kv>,K=<head_dim>,B=<batch*heads>:<p>   unfused: QK^T, softmax, PV
+    attention:M=<s>,N=<s_kv>,K=<head_dim>,B=<batch*heads>:<p>   --attention fused: one fused kernel
+                                                                (PyTorch SDPA: flash, cuDNN or
+                                                                memory-efficient, as PyTorch picks);
+                                                                unfused: QK^T, softmax, PV
     attention_backward:...                                      its backward (torch.autograd)
+Measuring attention needs --attention, matching the model's flash_attention (true: fused).
+FP8 GEMMs (":fp8") run as Transformer Engine's do: E4M3 operands with per-tensor fp32 scales and a
+bf16 output through cuBLASLt (torch._scaled_mm; split accumulation, as TE's input- and
+weight-gradient GEMMs and mamf-finder's FP8 ceiling), on a GPU with FP8 tensor cores (compute
+capability 8.9 or later, or an MI300-class GPU); elsewhere the script stops with the reason.
 For a transformer the script derives the signatures the compiler asks for (Megatron tensor
-parallelism: per-GPU shapes of q/kv/o projections, MLP, LM head and attention):
+parallelism: per-GPU shapes of q/kv/o projections, MLP, LM head and attention; under --precision
+fp8 the LM head and attention in bf16, as the simulator costs them):
 
     python3 scripts/measure_ops.py --transformer hidden=8192,heads=64,kv_heads=8,ffn=28672,seq=4096,\\
-        vocab=128256,mlp=swiglu --tp 8 --micro-batch 1 --precision bf16 -o h200-llama70b.json
-    python3 scripts/measure_ops.py --signature "matmul:M=8192,N=8192,K=8192,B=1:bf16"
+        vocab=128256,mlp=swiglu --tp 8 --micro-batch 1 --precision bf16 --attention fused -o h200-llama70b.json
+    python3 scripts/measure_ops.py --signature "matmul:M=8192,N=8192,K=8192,B=1:fp8"
 
 Times are in microseconds. On a GPU each op first runs back to back for --sustain-s seconds (2 by
 default), so that the GPU sits at its power limit as in a training run, and the mean of --repeat
@@ -86,34 +95,125 @@ def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16"):
         if width % tp:
             raise ValueError("tp=%d does not divide %s=%d" % (tp, name, width))
     tokens = micro_batch * s
+    # Under FP8 only the layers' linears run FP8: the LM head (Megatron's output layer is not a
+    # Transformer Engine module) and attention (TE runs it in bf16 unless fp8_dpa) stay bf16, as
+    # CostModel::precision_of costs them.
+    high = "bf16" if precision == "fp8" else precision
     shapes = [
-        ("matmul", tokens, a * d // tp, h, 1),        # q_proj
-        ("matmul", tokens, 2 * kvh * d // tp, h, 1),  # kv_proj
-        ("matmul", tokens, h, a * d // tp, 1),        # o_proj
-        ("matmul", tokens, fc1 // tp, h, 1),          # fc1
-        ("matmul", tokens, h, f // tp, 1),            # fc2
-        ("matmul", tokens, v // tp, h, 1),            # lm_head
-        ("attention", s, s, d, micro_batch * a // tp),
-        ("attention_backward", s, s, d, micro_batch * a // tp),
+        ("matmul", tokens, a * d // tp, h, 1, precision),        # q_proj
+        ("matmul", tokens, 2 * kvh * d // tp, h, 1, precision),  # kv_proj
+        ("matmul", tokens, h, a * d // tp, 1, precision),        # o_proj
+        ("matmul", tokens, fc1 // tp, h, 1, precision),          # fc1
+        ("matmul", tokens, h, f // tp, 1, precision),            # fc2
+        ("matmul", tokens, v // tp, h, 1, high),                 # lm_head
+        ("attention", s, s, d, micro_batch * a // tp, high),
+        ("attention_backward", s, s, d, micro_batch * a // tp, high),
     ]
     out = []
     for shape in shapes:
-        sig = signature(*shape, precision)
+        sig = signature(*shape)
         if sig not in out:
             out.append(sig)
     return out
 
 
 def _dtype(torch, precision):
-    if precision in ("fp16",):
+    if precision == "fp16":
         return torch.float16
-    if precision in ("bf16", "fp8"):  # fp8 GEMMs need Transformer Engine; measured in bf16
+    if precision == "bf16":
         return torch.bfloat16
     return torch.float32
 
 
-def measure(signatures, device=None, warmup=3, repeat=10, sustain_s=0.0):
-    """Time each signature with PyTorch (time_runs); returns {signature: microseconds}."""
+ATTENTION_KINDS = ("fused", "unfused")
+
+
+def _fp8_dtype(torch):
+    """E4M3 as the GPU's FP8 units take it: OCP float8_e4m3fn on NVIDIA, e4m3fnuz on MI300."""
+    return torch.float8_e4m3fnuz if getattr(torch.version, "hip", None) else torch.float8_e4m3fn
+
+
+def fp8_unsupported(torch, device, m, n, k):
+    """Why an FP8 GEMM of this shape cannot be timed here, or None."""
+    if not hasattr(torch, "_scaled_mm") or not hasattr(torch, "float8_e4m3fn"):
+        return "FP8 GEMMs are timed with torch._scaled_mm, which needs PyTorch 2.1 or later (this is %s)" % (
+            torch.__version__)
+    if not device.startswith("cuda"):
+        return "FP8 GEMMs need a GPU with FP8 tensor cores; the device is %s" % device
+    major, minor = torch.cuda.get_device_capability(device)
+    if not getattr(torch.version, "hip", None) and (major, minor) < (8, 9):
+        return "%s (compute capability %d.%d) has no FP8 tensor cores: 8.9 (Ada) or later is needed" % (
+            torch.cuda.get_device_name(device), major, minor)
+    if m % 16 or n % 16 or k % 16:
+        return "cuBLASLt's FP8 GEMM needs M, N and K multiples of 16, not M=%d, N=%d, K=%d" % (m, n, k)
+    return None
+
+
+def _matmul_op(torch, device, precision, m, n, k, b):
+    """A callable running the GEMM C[M,N] = A[M,K] B[K,N] (b times)."""
+    if precision == "fp8":
+        why = fp8_unsupported(torch, device, m, n, k)
+        if why:
+            raise ValueError(why)
+        # Transformer Engine's FP8 GEMM: E4M3 operands, per-tensor fp32 scales, bf16 output, A
+        # row-major and B column-major (cuBLASLt's TN layout). Split accumulation
+        # (use_fast_accum=False), as TE's input- and weight-gradient GEMMs run (two of the three a
+        # signature stands for) and mamf-finder's FP8 ceiling was measured.
+        fp8 = _fp8_dtype(torch)
+        xs = [torch.randn(m, k, device=device).to(fp8) for _ in range(b)]
+        ws = [torch.randn(n, k, device=device).to(fp8) for _ in range(b)]
+        one = torch.ones((), device=device, dtype=torch.float32)
+
+        def run():
+            for x, w in zip(xs, ws):
+                torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=False)
+        return run
+    dtype = _dtype(torch, precision)
+    x = torch.randn(b, m, k, device=device, dtype=dtype)
+    w = torch.randn(b, k, n, device=device, dtype=dtype)
+
+    def run():
+        torch.bmm(x, w) if b > 1 else torch.mm(x[0], w[0])
+    return run
+
+
+def _attention_op(torch, device, precision, kind, m, n, k, b, attention, causal):
+    """A callable running attention (or its backward) over b heads of M queries and N keys."""
+    if precision == "fp8":
+        raise ValueError("%s in FP8 (Transformer Engine's fp8_dpa) is not timed by this script; under FP8 "
+                         "training attention otherwise runs, and is keyed, in bf16" % kind)
+    dtype = _dtype(torch, precision)
+    backward = kind == "attention_backward"
+    q = torch.randn(1, b, m, k, device=device, dtype=dtype, requires_grad=backward)
+    kk = torch.randn(1, b, n, k, device=device, dtype=dtype, requires_grad=backward)
+    vv = torch.randn(1, b, n, k, device=device, dtype=dtype, requires_grad=backward)
+
+    if attention == "fused":
+        # One fused kernel (flash, cuDNN or memory-efficient, whichever PyTorch's SDPA picks).
+        def forward():
+            return torch.nn.functional.scaled_dot_product_attention(q, kk, vv, is_causal=causal)
+    else:
+        # Unfused attention as Megatron runs it: scores, scaled softmax, probabilities x V.
+        def forward():
+            p = torch.softmax(torch.matmul(q, kk.transpose(-1, -2)) * (k ** -0.5), dim=-1)
+            return torch.matmul(p, vv)
+
+    if not backward:
+        return forward
+    out = forward()
+    grad = torch.randn_like(out)
+
+    def run():
+        torch.autograd.grad(out, (q, kk, vv), grad, retain_graph=True)
+    return run
+
+
+def measure(signatures, device=None, warmup=3, repeat=10, sustain_s=0.0, attention=None, causal=True):
+    """Time each signature with PyTorch (time_runs); returns {signature: microseconds}.
+
+    attention: "fused" or "unfused", required when a signature is attention; causal: the mask of
+    fused attention. ValueError for what cannot be measured here (the reason in its message).
+    """
     import torch  # imported here: the signature helpers work without PyTorch
 
     if device is None:
@@ -123,33 +223,12 @@ def measure(signatures, device=None, warmup=3, repeat=10, sustain_s=0.0):
     for text in signatures:
         kind, m, n, k, b, precision = parse_signature(text)
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        dtype = _dtype(torch, precision)
         if kind == "matmul":
-            x = torch.randn(b, m, k, device=device, dtype=dtype)
-            w = torch.randn(b, k, n, device=device, dtype=dtype)
-
-            def run():
-                torch.bmm(x, w) if b > 1 else torch.mm(x[0], w[0])
+            run = _matmul_op(torch, device, precision, m, n, k, b)
         else:
-            # Unfused attention as Megatron runs it: scores, scaled softmax, probabilities x V.
-            backward = kind == "attention_backward"
-            q = torch.randn(b, m, k, device=device, dtype=dtype, requires_grad=backward)
-            kk = torch.randn(b, n, k, device=device, dtype=dtype, requires_grad=backward)
-            vv = torch.randn(b, n, k, device=device, dtype=dtype, requires_grad=backward)
-
-            def forward():
-                p = torch.softmax(torch.bmm(q, kk.transpose(1, 2)) * (k ** -0.5), dim=-1)
-                return torch.bmm(p, vv)
-
-            if backward:
-                out = forward()
-                grad = torch.randn_like(out)
-
-                def run():
-                    torch.autograd.grad(out, (q, kk, vv), grad, retain_graph=True)
-            else:
-                def run():
-                    forward()
+            if attention not in ATTENTION_KINDS:
+                raise ValueError("%s: say whether attention is fused (the model's flash_attention) or unfused" % text)
+            run = _attention_op(torch, device, precision, kind, m, n, k, b, attention, causal)
         table[text] = time_runs(run, sync, warmup, repeat, sustain_s)
     return table
 
@@ -255,6 +334,11 @@ def main(argv=None):
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--micro-batch", type=int, default=1)
     parser.add_argument("--precision", default="bf16", choices=PRECISIONS)
+    parser.add_argument("--attention", choices=ATTENTION_KINDS,
+                        help="how attention runs, as the model's flash_attention says: fused (one SDPA kernel) or "
+                             "unfused (Megatron's QK^T, softmax, PV); needed to measure attention signatures")
+    parser.add_argument("--no-causal", dest="causal", action="store_false",
+                        help="fused attention without the causal mask (default: causal, as GPT-style models)")
     parser.add_argument("--device", help="cuda, cuda:1, cpu (default: cuda when available)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=10)
@@ -294,14 +378,21 @@ def main(argv=None):
     if args.list:
         print("\n".join(signatures))
         return 0
+    if args.attention is None and any(parse_signature(t)[0] != "matmul" for t in signatures):
+        parser.error("attention signatures need --attention fused or unfused (the model's flash_attention)")
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     sustain_s = args.sustain_s if args.sustain_s is not None else (2.0 if device.startswith("cuda") else 0.0)
-    table = measure(signatures, device, args.warmup, args.repeat, sustain_s)
+    try:
+        table = measure(signatures, device, args.warmup, args.repeat, sustain_s, args.attention, args.causal)
+    except ValueError as e:
+        parser.error(str(e))
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
     how = ("mean of %d back-to-back runs after %g s of back-to-back runs (sustained)" % (args.repeat, sustain_s)
            if sustain_s > 0 else "median of %d synchronised runs (bursts)" % args.repeat)
+    if args.attention:
+        how += "; attention %s%s" % (args.attention, ", causal" if args.causal and args.attention == "fused" else "")
     result = {
         "measured_us": table,
         "source": "scripts/measure_ops.py on %s, PyTorch %s, %s" % (name, torch.__version__, how),

@@ -68,6 +68,41 @@ TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-sh
   CHECK(script == compiler);
 }
 
+TEST_CASE("measure_ops.py: under FP8 its signatures carry the precision each op is costed in") {
+  if (!have_python()) {
+    MESSAGE("python3 not found: skipped");
+    return;
+  }
+  // The layer's linears FP8, the LM head and attention bf16: a table whose keys said fp8 for
+  // those would match nothing, and one timed in bf16 under fp8 keys would be twice too slow.
+  const std::string config = R"({"model": {"kind": "transformer", "layers": 2, "hidden": 1024, "heads": 16,
+    "ffn_hidden": 4096, "seq_len": 512, "vocab": 8192, "mlp": "gelu", "norm": "layernorm", "flash_attention": true},
+    "cluster": {"preset": "dgx-h100"}, "training": {"global_batch": 4, "precision": "fp8"},
+    "strategy": {"tp": 4, "dp": 2, "micro_batch": 2, "sequence_parallel": true}})";
+  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
+  proteus::CostModel costs;
+  costs.precision = proteus::Precision::Fp8;
+  std::set<std::string> compiler;
+  for (const proteus::Task& t : compiled.exec.tasks) {
+    if (t.kind != proteus::TaskKind::Compute) continue;
+    const proteus::ComputeWork& w = compiled.exec.work_of(t);
+    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
+      continue;
+    compiler.insert(proteus::op_signature(w, costs.precision_of(w)));
+  }
+  const std::string listed = run("python3 " PROTEUS_SOURCE_DIR
+                                 "/scripts/measure_ops.py --list --precision fp8 --tp 4 --micro-batch 2 "
+                                 "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
+  std::set<std::string> script;
+  std::istringstream lines(listed);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) script.insert(line);
+  CHECK(script.size() == 7);
+  CHECK(script == compiler);
+  CHECK(script.count("matmul:M=1024,N=2048,K=1024,B=1:bf16") == 1);  // the LM head
+  CHECK(script.count("matmul:M=1024,N=1024,K=1024,B=1:fp8") == 1);   // fc1 and fc2
+}
+
 TEST_CASE("measure_ops.py: its own tests pass (timing skipped without PyTorch)") {
   if (!have_python()) {
     MESSAGE("python3 not found: skipped");

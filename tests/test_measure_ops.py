@@ -47,6 +47,26 @@ class Signatures(unittest.TestCase):
         with self.assertRaises(ValueError):
             measure_ops.transformer_signatures({"hidden": 64, "heads": 3, "ffn": 256, "seq": 8, "vocab": 10}, tp=2)
 
+    def test_fp8_layers_keep_the_lm_head_and_attention_in_bf16(self):
+        # As CostModel::precision_of costs them: TE's linears FP8, Megatron's output layer (not a TE
+        # module) and attention (no fp8_dpa) bf16.
+        sigs = measure_ops.transformer_signatures(
+            {"hidden": 1024, "heads": 16, "ffn": 4096, "seq": 512, "vocab": 8192}, tp=4, precision="fp8")
+        self.assertIn("matmul:M=512,N=256,K=1024,B=1:fp8", sigs)   # q_proj
+        self.assertIn("matmul:M=512,N=1024,K=1024,B=1:fp8", sigs)  # fc1 (and fc2: same shape)
+        self.assertIn("matmul:M=512,N=2048,K=1024,B=1:bf16", sigs)  # lm_head
+        self.assertIn("attention:M=512,N=512,K=64,B=4:bf16", sigs)
+        self.assertIn("attention_backward:M=512,N=512,K=64,B=4:bf16", sigs)
+        self.assertFalse(any(s.startswith("attention") and s.endswith(":fp8") for s in sigs))
+
+    def test_attention_needs_to_be_told_fused_or_unfused(self):
+        # Checked before PyTorch is imported: a fused model timed with unfused attention (or the
+        # reverse) would replace its attention cost with another kernel's.
+        done = subprocess.run([sys.executable, SCRIPT, "--signature", "attention:M=64,N=64,K=16,B=2:bf16",
+                               "--device", "cpu"], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("--attention fused or unfused", done.stderr)
+
     def test_list_needs_no_torch(self):
         out = subprocess.run([sys.executable, SCRIPT, "--list", "--signature", "matmul:M=8,N=8,K=8,B=1:fp32"],
                              check=True, capture_output=True, text=True).stdout
@@ -552,15 +572,66 @@ class SustainedTiming(unittest.TestCase):
             self.assertIn("--sustain-s must be 0 to 600 seconds", done.stderr)
 
 
+class FakeTorch:
+    """What fp8_unsupported reads of torch: the version, the FP8 API, the GPU's capability."""
+
+    class version:
+        hip = None
+
+    def __init__(self, capability=(9, 0), scaled_mm=True):
+        self.__version__ = "2.5.0"
+        if scaled_mm:
+            self._scaled_mm = object()
+            self.float8_e4m3fn = object()
+        outer = self
+
+        class cuda:
+            @staticmethod
+            def get_device_capability(device):
+                return outer.capability
+
+            @staticmethod
+            def get_device_name(device):
+                return "Fake GPU"
+        self.cuda = cuda
+        self.capability = capability
+
+
+class Fp8Support(unittest.TestCase):
+    def test_an_h100_times_fp8_gemms(self):
+        self.assertIsNone(measure_ops.fp8_unsupported(FakeTorch((9, 0)), "cuda", 4096, 4096, 4096))
+        self.assertIsNone(measure_ops.fp8_unsupported(FakeTorch((8, 9)), "cuda:1", 16, 32, 48))
+
+    def test_each_reason_is_named(self):
+        cases = [
+            (FakeTorch((8, 0)), "cuda", (4096, 4096, 4096), "compute capability 8.0"),
+            (FakeTorch(), "cpu", (4096, 4096, 4096), "the device is cpu"),
+            (FakeTorch(scaled_mm=False), "cuda", (4096, 4096, 4096), "PyTorch 2.1 or later"),
+            (FakeTorch(), "cuda", (4096, 4100, 4096), "multiples of 16, not M=4096, N=4100, K=4096"),
+        ]
+        for torch, device, (m, n, k), reason in cases:
+            why = measure_ops.fp8_unsupported(torch, device, m, n, k)
+            self.assertIsNotNone(why, reason)
+            self.assertIn(reason, why)
+
+
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
 class Timing(unittest.TestCase):
     def test_cpu_shapes(self):
         small, large = "matmul:M=64,N=64,K=64,B=1:fp32", "matmul:M=512,N=512,K=512,B=1:fp32"
         table = measure_ops.measure([small, large, "attention:M=64,N=64,K=16,B=2:fp32",
-                                     "attention_backward:M=64,N=64,K=16,B=2:fp32"], device="cpu", warmup=1, repeat=5)
+                                     "attention_backward:M=64,N=64,K=16,B=2:fp32"], device="cpu", warmup=1, repeat=5,
+                                    attention="unfused")
         self.assertEqual(len(table), 4)
+        fused = measure_ops.measure(["attention:M=64,N=64,K=16,B=2:fp32"], device="cpu", warmup=1, repeat=3,
+                                    attention="fused")
+        self.assertGreater(fused["attention:M=64,N=64,K=16,B=2:fp32"], 0)
         self.assertTrue(all(us > 0 for us in table.values()))
         self.assertGreater(table[large], table[small])  # 512x more FLOPs
+
+    def test_fp8_on_the_cpu_says_why_it_cannot(self):
+        with self.assertRaisesRegex(ValueError, "FP8 tensor cores|PyTorch 2.1"):
+            measure_ops.measure(["matmul:M=32,N=32,K=32,B=1:fp8"], device="cpu", warmup=0, repeat=1)
 
     def test_writes_a_table_the_config_accepts(self):
         with tempfile.TemporaryDirectory() as tmp:
