@@ -34,6 +34,11 @@ enum class AttentionKernel { Auto, Cudnn, Fa2, Fa3 };
 // of every token to every rank of the group and reduce-scatter of the outputs
 // (MoEAllGatherTokenDispatcher).
 enum class MoeDispatcher { AllToAll, AllGather };
+// The dtype of one of Adam's states under Megatron-Core's precision-aware optimizer
+// (--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; Transformer Engine's FusedAdam
+// master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype; docs/frameworks.md, "Optimizer state
+// dtypes"). Fp8 is TE's torch.uint8: an E4M3 Float8Tensor with one scale per tensor.
+enum class StateDtype { Fp32, Bf16, Fp16, Fp8 };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
 // (Explicit, an order given in the config, is not a generator: the search does not try it;
@@ -116,6 +121,14 @@ struct StrategySpec {
   // --use-precision-aware-optimizer (Transformer Engine >= 2.1 FusedAdam, store_param_remainders).
   // Adam over bf16 weights only (bf16 or fp8 training, not fp8_param_gather).
   bool store_param_remainders = false;
+  // Megatron-Core's precision-aware optimizer (--use-precision-aware-optimizer with
+  // --exp-avg-dtype, --exp-avg-sq-dtype, --main-params-dtype): Adam's moments in fp32, bf16, fp16
+  // or fp8, the master weights in fp32 or fp16 (Transformer Engine's FusedAdam keeps them and
+  // unscales them to fp32 copies around its fp32 kernel). Framework megatron, Adam, ZeRO >= 1
+  // (Megatron asserts the distributed optimizer); fp16 masters need 16-bit weights.
+  StateDtype exp_avg_dtype = StateDtype::Fp32;
+  StateDtype exp_avg_sq_dtype = StateDtype::Fp32;
+  StateDtype main_params_dtype = StateDtype::Fp32;  // fp32 or fp16
   // Megatron-Core --tp-only-amax-red: delayed scaling's amax all-reduce over the tensor- and
   // context-parallel ranks only (get_amax_reduction_group(with_context_parallel=True,
   // tp_only_amax_red=True)), not the stage's data-parallel ranks too. FP8 only.
@@ -192,6 +205,9 @@ const char* to_string(AttentionKernel);
 // (--use-flash-attn-v2). An explicit choice is kept.
 AttentionKernel attention_kernel_of(const StrategySpec& strategy);
 const char* to_string(MoeDispatcher);
+const char* to_string(StateDtype);
+// Any optimizer state dtype differs from fp32 (the precision-aware optimizer's dtypes are in use).
+bool low_precision_optimizer_states(const StrategySpec& strategy);
 // Expert parallelism folds the tp ranks in (expert_tp 1 under tp > 1): the mesh's ep axis is
 // then ep / tp and tp splits the experts in expert layers (docs/frameworks.md, "MoE").
 int expert_tp_of(const StrategySpec& strategy);

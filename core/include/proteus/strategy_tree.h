@@ -59,7 +59,11 @@ struct ParallelConfig {
   bool torch_cp = false;
   bool fp8_param_gather = false;        // FP8 weights gathered in FP8 (root)
   bool store_param_remainders = false;  // master weights as 16-bit remainders of the bf16 weights (root)
-  bool tp_only_amax_red = false;        // delayed scaling's amax all-reduce over tp x cp only (root)
+  // The precision-aware optimizer's state dtypes (root; strategy_spec.h).
+  StateDtype exp_avg_dtype = StateDtype::Fp32;
+  StateDtype exp_avg_sq_dtype = StateDtype::Fp32;
+  StateDtype main_params_dtype = StateDtype::Fp32;
+  bool tp_only_amax_red = false;  // delayed scaling's amax all-reduce over tp x cp only (root)
   // MoE (root): the dispatcher, and whether tp splits whole experts (expert_tp 1 under tp > 1).
   MoeDispatcher moe_dispatcher = MoeDispatcher::AllToAll;
   bool experts_fold_tp = false;

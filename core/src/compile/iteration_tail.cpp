@@ -328,7 +328,13 @@ void IterationTail::static_memory_and_optimizer() {
   t.work = emit_.exec().add_work(step);
   std::vector<int> deps = grad_sync_tasks_;
   if (state_.last_compute >= 0) deps.push_back(state_.last_compute);
-  state_.last_compute = emit_.compute(t, deps, {});
+  // Transformer Engine's FusedAdam holds fp32 copies of its 16- and 8-bit states while it steps.
+  const double transient = opt_params * index_.opt_transient_bytes;
+  std::vector<MemEvent> mem;
+  if (transient > 0)
+    mem = {{MemCategory::OptimizerStates, false, transient},
+           {MemCategory::OptimizerStates, true, -transient}};
+  state_.last_compute = emit_.compute(t, deps, mem);
 }
 
 // strategy.fp8_param_gather: after the step each rank casts its shard of the FP8 weights, and the

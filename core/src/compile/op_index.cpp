@@ -2,53 +2,10 @@
 
 #include <algorithm>
 
+#include "../strategy/optimizer_state.h"
 #include "proteus/error.h"
 
 namespace proteus {
-namespace {
-
-// Optimizer step traffic in bytes per parameter (reads + writes of the tensors it updates).
-// Adam, mixed precision: read fp32 master 4, grad 4, m 4, v 4; write master 4, m 4, v 4, 16-bit copy 2.
-// Adam, fp32: read w 4, g 4, m 4, v 4; write w 4, m 4, v 4.  SGD with momentum: read w, g, mom; write w, mom
-// (+ the 16-bit copy under mixed precision).
-// With strategy.store_param_remainders (Adam over bf16 weights) the fp32 master is rebuilt from
-// the bf16 weight and its 16-bit remainder and split back (Apex's
-// distributed_adam_cuda / Transformer Engine's multi_tensor_adam_param_remainder): read weight 2,
-// remainder 2, grad 4, m 4, v 4; write weight 2, remainder 2, m 4, v 4 = 28.
-double optimizer_bytes_per_param(Optimizer opt, bool mixed, bool param_remainders) {
-  if (param_remainders) return 28;
-  if (opt == Optimizer::Adam) return mixed ? 30 : 28;
-  return mixed ? 22 : 20;
-}
-
-// TorchTitan's step (framework fsdp; its build_optimizers passes foreach = not
-// optimizer.fused, False by default): torch.optim.AdamW's _multi_tensor_adamw, one pass over
-// the fp32 shards per foreach op: _foreach_mul_(params) 4 + 4 (weight decay),
-// _foreach_lerp_(exp_avgs, grads) 4 + 4 + 4, _foreach_mul_(exp_avg_sqs) 4 + 4,
-// _foreach_addcmul_(exp_avg_sqs, grads, grads) 4 + 4 + 4, _foreach_sqrt 4 + 4, _foreach_div_
-// 4 + 4, _foreach_add_(eps) 4 + 4, _foreach_addcdiv_(params, exp_avgs, denom) 4 + 4 + 4 + 4 =
-// 80 bytes. SGD with momentum (_multi_tensor_sgd): _foreach_mul_(bufs) 8, _foreach_add_(bufs,
-// grads) 12, _foreach_add_(params, bufs) 12 = 32. Before it, train.py's clip_grad_norm_
-// (foreach): _foreach_norm(grads) 4 and _foreach_mul_(grads, clip_coef_clamped) 4 + 4 = 12.
-// FSDP2's sharded parameters, gradients and states are fp32 whatever the training precision (its
-// MixedPrecisionPolicy casts at the all-gather), so no 16-bit copy is written.
-double torch_optimizer_bytes_per_param(Optimizer opt) {
-  constexpr double kClipGradNorm = 12;
-  return (opt == Optimizer::Adam ? 80 : 32) + kClipGradNorm;
-}
-
-// Static memory per parameter held by one rank (Megatron, REFERENCE.md §2): 16-bit weight 2,
-// fp32 main grad 4, fp32 master 4 + Adam m 4 + v 4 (= 18 bytes); fp32 training: weight 4, grad 4,
-// m 4 + v 4. SGD keeps one momentum (+ the master copy under mixed precision).
-// Remainders: the master's low 16 bits 2 + m 4 + v 4 = 10 bytes (NeMo's distributed_fused_adam,
-// Megatron-Core's precision-aware optimizer).
-double optimizer_state_bytes_per_param(Optimizer opt, bool mixed, bool param_remainders) {
-  if (param_remainders) return 10;
-  if (opt == Optimizer::Adam) return mixed ? 12 : 8;
-  return mixed ? 8 : 4;
-}
-
-}  // namespace
 
 OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_(in.tree), plans_(in.plans) {
   const int chunks = tree_.model_chunks();
@@ -79,11 +36,11 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
   for (auto& st : weight_stages) std::sort(st.begin(), st.end());
   const bool mixed = is_mixed_precision(in.training.precision);
   weight_bytes = mixed ? 2 : 4;
-  const bool remainders = tree_.root().store_param_remainders;
-  opt_state_bytes = optimizer_state_bytes_per_param(in.training.optimizer, mixed, remainders);
-  opt_traffic_bytes = tree_.root().torch_optimizer
-                          ? torch_optimizer_bytes_per_param(in.training.optimizer)
-                          : optimizer_bytes_per_param(in.training.optimizer, mixed, remainders);
+  const OptimizerStates states = optimizer_states(tree_.root(), in.training);
+  opt_state_bytes = optimizer_state_bytes_per_param(states);
+  opt_traffic_bytes = tree_.root().torch_optimizer ? torch_optimizer_bytes_per_param(in.training.optimizer)
+                                                   : optimizer_step_bytes_per_param(states);
+  opt_transient_bytes = tree_.root().torch_optimizer ? 0 : optimizer_step_transient_bytes_per_param(states);
 }
 
 // Full recompute: consecutive ops of one layer (or one non-layer module) in a chunk.

@@ -24,7 +24,9 @@ class OpIndex {
   std::vector<Segment> segments;
   std::vector<int> seg_of_op;                   // -1: not under full recompute
   std::vector<std::vector<int>> weight_stages;  // stages that hold each weight tensor
-  double weight_bytes = 2, opt_state_bytes = 12, opt_traffic_bytes = 30;
+  // Per parameter (strategy/optimizer_state.h): optimizer states, the step's HBM traffic and
+  // what the step allocates while it runs.
+  double weight_bytes = 2, opt_state_bytes = 12, opt_traffic_bytes = 30, opt_transient_bytes = 0;
 
   // Selective recompute drops what the op saves beyond its inputs.
   bool drops_extra(int op) const;

@@ -265,6 +265,9 @@ Out strategy_json(const StrategySpec& s) {
   if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;
   if (s.store_param_remainders) out["store_param_remainders"] = true;
+  if (s.exp_avg_dtype != StateDtype::Fp32) out["exp_avg_dtype"] = to_string(s.exp_avg_dtype);
+  if (s.exp_avg_sq_dtype != StateDtype::Fp32) out["exp_avg_sq_dtype"] = to_string(s.exp_avg_sq_dtype);
+  if (s.main_params_dtype != StateDtype::Fp32) out["main_params_dtype"] = to_string(s.main_params_dtype);
   if (s.tp_only_amax_red) out["tp_only_amax_red"] = true;
   if (!s.grad_reduce_in_fp32) out["grad_reduce_in_fp32"] = false;
   if (s.first_stage_layers > 0) out["first_stage_layers"] = s.first_stage_layers;

@@ -188,6 +188,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "apply_rope_fusion",
                    "fp8_param_gather",
                    "store_param_remainders",
+                   "exp_avg_dtype",
+                   "exp_avg_sq_dtype",
+                   "main_params_dtype",
                    "tp_only_amax_red",
                    "first_stage_layers",
                    "last_stage_layers",
@@ -247,6 +250,12 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.apply_rope_fusion = in.boolean("apply_rope_fusion", true);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   strategy.store_param_remainders = in.boolean("store_param_remainders", false);
+  const std::initializer_list<StateDtype> moment_dtypes = {StateDtype::Fp32, StateDtype::Bf16,
+                                                           StateDtype::Fp16, StateDtype::Fp8};
+  strategy.exp_avg_dtype = in.enumeration("exp_avg_dtype", StateDtype::Fp32, moment_dtypes);
+  strategy.exp_avg_sq_dtype = in.enumeration("exp_avg_sq_dtype", StateDtype::Fp32, moment_dtypes);
+  strategy.main_params_dtype =
+      in.enumeration("main_params_dtype", StateDtype::Fp32, {StateDtype::Fp32, StateDtype::Fp16});
   strategy.tp_only_amax_red = in.boolean("tp_only_amax_red", false);
   strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);
   strategy.overlap_p2p_comm_given = in.has("overlap_p2p_comm");

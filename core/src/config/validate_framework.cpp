@@ -175,6 +175,49 @@ void check_param_remainders(const Config& c) {
   }
 }
 
+// The precision-aware optimizer's state dtypes (strategy.exp_avg_dtype, exp_avg_sq_dtype,
+// main_params_dtype): Megatron-Core's OptimizerConfig asserts Adam and the distributed optimizer
+// (optimizer_config.py __post_init__) and hands the dtypes to Transformer Engine's FusedAdam,
+// which updates fp32 weights in place (its moments may still be 16- or 8-bit) and keeps master
+// weights only of 16-bit ones; it keeps remainders only of fp32 masters ("Works only when ...
+// master weight type is FP32").
+void check_optimizer_dtypes(const Config& c) {
+  const StrategySpec& s = c.strategy;
+  if (!low_precision_optimizer_states(s)) return;
+  const char* field = s.main_params_dtype != StateDtype::Fp32 ? "strategy.main_params_dtype"
+                      : s.exp_avg_dtype != StateDtype::Fp32   ? "strategy.exp_avg_dtype"
+                                                              : "strategy.exp_avg_sq_dtype";
+  if (s.framework != Framework::Megatron) {
+    throw invalid_config(field,
+                         std::string("optimizer state dtypes are Megatron-Core's precision-aware optimizer "
+                                     "(framework \"megatron\"); framework is \"") +
+                             to_string(s.framework) + "\"");
+  }
+  if (c.training.optimizer != Optimizer::Adam) {
+    throw invalid_config(
+        field,
+        "Megatron's precision-aware optimizer runs Adam only (Transformer Engine's FusedAdam); "
+        "training.optimizer is \"sgd\"");
+  }
+  if (s.zero < 1) {
+    throw invalid_config(field,
+                         "Megatron's precision-aware optimizer needs the distributed optimizer (zero >= 1; "
+                         "Megatron asserts --use-distributed-optimizer)");
+  }
+  if (s.main_params_dtype != StateDtype::Fp32 && !is_mixed_precision(c.training.precision)) {
+    throw invalid_config("strategy.main_params_dtype",
+                         "fp32 weights are their own master weights, so there is no master copy to keep in "
+                         "fp16 (precision is \"" +
+                             std::string(to_string(c.training.precision)) + "\"; use bf16, fp16 or fp8)");
+  }
+  if (s.main_params_dtype != StateDtype::Fp32 && s.store_param_remainders) {
+    throw invalid_config(
+        "strategy.main_params_dtype",
+        "remainders complete fp32 master weights; with fp16 masters Transformer Engine keeps "
+        "whole fp16 masters: remove store_param_remainders or main_params_dtype");
+  }
+}
+
 }  // namespace
 
 void check_framework(const Config& config) {
@@ -183,6 +226,7 @@ void check_framework(const Config& config) {
   check_compile(config);
   check_megatron_fusions(config);
   check_param_remainders(config);
+  check_optimizer_dtypes(config);
 }
 
 }  // namespace proteus::config_detail

@@ -22,6 +22,7 @@
 #include <map>
 #include <numeric>
 
+#include "../strategy/optimizer_state.h"
 #include "proteus/collective_flows.h"
 #include "proteus/compile.h"
 #include "proteus/cost_model.h"
@@ -61,9 +62,7 @@ PipelineShape pipeline_shape(Schedule s) {
 double bytes_per_param(const Config& c, double data_ranks) {
   const bool mixed = is_mixed_precision(c.training.precision);
   const double weight = mixed ? 2 : 4, grad = grad_bytes_per_element(c.strategy.grad_reduce_in_fp32);
-  const double opt = c.strategy.store_param_remainders         ? 10  // fp32 master as 16-bit remainders
-                     : c.training.optimizer == Optimizer::Adam ? (mixed ? 12 : 8)
-                                                               : (mixed ? 8 : 4);
+  const double opt = optimizer_state_bytes_per_param(optimizer_states(c.strategy, c.training));
   const int zero = c.strategy.zero;
   return weight / (zero >= 3 ? data_ranks : 1) + grad / (zero >= 2 ? data_ranks : 1) +
          opt / (zero >= 1 ? data_ranks : 1);

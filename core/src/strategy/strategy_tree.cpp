@@ -91,6 +91,9 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.torch_cp = s.framework == Framework::Fsdp;
   c.fp8_param_gather = s.fp8_param_gather;
   c.store_param_remainders = s.store_param_remainders;
+  c.exp_avg_dtype = s.exp_avg_dtype;
+  c.exp_avg_sq_dtype = s.exp_avg_sq_dtype;
+  c.main_params_dtype = s.main_params_dtype;
   c.tp_only_amax_red = s.tp_only_amax_red;
   return c;
 }
