@@ -109,13 +109,14 @@ TEST_CASE("Megatron import and export: --use-precision-aware-optimizer") {
   const ImportResult bf16 = import_megatron(common + "--bf16 --use-precision-aware-optimizer", on_h100);
   CHECK(strategy_of(bf16)["store_param_remainders"] == true);
   CHECK_FALSE(strategy_of(import_megatron(common + "--bf16", on_h100)).contains("store_param_remainders"));
-  // fp16 weights have no bf16 high half; 16-bit moments are reported, not simulated.
+  // fp16 weights have no bf16 high half; 16-bit moments are simulated (test_optimizer_dtypes.cpp).
   const ImportResult fp16 = import_megatron(common + "--fp16 --use-precision-aware-optimizer", on_h100);
   CHECK_FALSE(strategy_of(fp16).contains("store_param_remainders"));
   CHECK(said(fp16, "--use-precision-aware-optimizer"));
   const ImportResult moments =
       import_megatron(common + "--bf16 --use-precision-aware-optimizer --exp-avg-dtype bf16", on_h100);
-  CHECK(said(moments, "--exp-avg-dtype"));
+  CHECK_FALSE(said(moments, "--exp-avg-dtype"));
+  CHECK(strategy_of(moments)["exp_avg_dtype"] == "bf16");
   CHECK(test::error_path([&] {
           import_megatron(common + "--bf16 --use-precision-aware-optimizer --exp-avg-dtype fp64", on_h100);
         }) == "--exp-avg-dtype");

@@ -122,6 +122,24 @@ void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
   }
 }
 
+// Megatron-Core's precision-aware optimizer (TE >= 2.1): the remainders and the state dtypes.
+// Megatron stores remainders by default (OptimizerConfig.store_param_remainders) wherever TE holds
+// fp32 masters of bf16 weights, so a config that keeps them whole there says
+// --no-store-param-remainders.
+void precision_aware_optimizer_args(const Config& c, Args& a) {
+  const StrategySpec& st = c.strategy;
+  if (!st.store_param_remainders && !low_precision_optimizer_states(st)) return;
+  a.add("--use-precision-aware-optimizer");
+  if (st.main_params_dtype != StateDtype::Fp32) a.add("--main-params-dtype", to_string(st.main_params_dtype));
+  if (st.exp_avg_dtype != StateDtype::Fp32) a.add("--exp-avg-dtype", to_string(st.exp_avg_dtype));
+  if (st.exp_avg_sq_dtype != StateDtype::Fp32) a.add("--exp-avg-sq-dtype", to_string(st.exp_avg_sq_dtype));
+  const Precision p = c.training.precision;
+  const bool bf16_weights = (p == Precision::Bf16 || p == Precision::Fp8) && !st.fp8_param_gather;
+  const bool te_masters = p != Precision::Fp8 || c.training.fp8_recipe == Fp8Recipe::Delayed;
+  if (!st.store_param_remainders && st.main_params_dtype == StateDtype::Fp32 && bf16_weights && te_masters)
+    a.add("--no-store-param-remainders");
+}
+
 void strategy_args(const Config& c, Args& a) {
   const StrategySpec& st = c.strategy;
   a.add("--tensor-model-parallel-size", st.tp);
@@ -198,8 +216,7 @@ void strategy_args(const Config& c, Args& a) {
   if (!st.masked_softmax_fusion) a.add("--no-masked-softmax-fusion");
   if (!st.apply_rope_fusion) a.add("--no-rope-fusion");
   if (st.fp8_param_gather) a.add("--fp8-param-gather");
-  // Megatron-Core stores the remainders under its precision-aware optimizer (TE >= 2.1).
-  if (st.store_param_remainders) a.add("--use-precision-aware-optimizer");
+  precision_aware_optimizer_args(c, a);
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
   if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");
   if (st.zero >= 1 && st.overlap_param_gather) a.add("--overlap-param-gather");

@@ -78,6 +78,7 @@ const std::set<std::string>& mapped_args() {
                                               "--main-grads-dtype",
                                               "--exp-avg-dtype",
                                               "--exp-avg-sq-dtype",
+                                              "--no-store-param-remainders",
                                               "--tp-only-amax-red",
                                               "--tp-comm-overlap",
                                               "--cp-comm-type",

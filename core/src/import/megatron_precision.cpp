@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "megatron_arg_reader.h"
@@ -59,41 +60,59 @@ void gradient_dtype_part(ArgReader& in, Json& st, const Json& training, std::vec
 }
 
 // Megatron-Core's --use-precision-aware-optimizer (megatron/core/optimizer/__init__.py): Transformer
-// Engine's FusedAdam holds the master weights and moments in the dtypes the --main-params-dtype,
-// --exp-avg-dtype and --exp-avg-sq-dtype arguments name, and from TE 2.1 Megatron passes it
-// store_param_remainders (OptimizerConfig default true), which under bf16 weights and fp32
-// masters keeps only the masters' low 16 bits. Other state dtypes are reported, not simulated.
+// Engine's FusedAdam holds the master weights and moments in the dtypes --main-params-dtype,
+// --exp-avg-dtype and --exp-avg-sq-dtype name (strategy.main_params_dtype, exp_avg_dtype,
+// exp_avg_sq_dtype), and from TE 2.1 Megatron passes it store_param_remainders
+// (OptimizerConfig default true), which keeps only the masters' low 16 bits when the weights are
+// bf16 and the masters fp32. FusedAdam holds the masters only under delayed scaling or without
+// FP8 (use_precision_aware_optimizer_no_fp8_or_ds_fp8); under other FP8 recipes Megatron keeps
+// whole fp32 masters itself. Without the flag OptimizerConfig asserts every dtype is fp32.
 void precision_aware_optimizer_part(ArgReader& in, Json& st, const Json& training,
                                     std::vector<std::string>& ignored) {
   const bool aware = in.flag("--use-precision-aware-optimizer");
+  const bool no_remainders = in.flag("--no-store-param-remainders");
   const std::string main_params = in.choice("--main-params-dtype", "fp32", {"fp32", "fp16"});
   const std::string exp_avg = in.choice("--exp-avg-dtype", "fp32", {"fp32", "fp16", "bf16", "fp8"});
   const std::string exp_avg_sq = in.choice("--exp-avg-sq-dtype", "fp32", {"fp32", "fp16", "bf16", "fp8"});
   const std::string main_grads = in.choice("--main-grads-dtype", "fp32", {"fp32", "bf16"});
-  const bool dtypes_given = in.has("--main-params-dtype") || in.has("--exp-avg-dtype") ||
-                            in.has("--exp-avg-sq-dtype") || in.has("--main-grads-dtype");
   if (!aware) {
-    if (dtypes_given)
-      ignored.push_back(
-          "optimizer state dtypes: Megatron reads them under --use-precision-aware-optimizer only");
+    const std::pair<const char*, std::string> dtypes[] = {{"--main-params-dtype", main_params},
+                                                          {"--exp-avg-dtype", exp_avg},
+                                                          {"--exp-avg-sq-dtype", exp_avg_sq},
+                                                          {"--main-grads-dtype", main_grads}};
+    for (const auto& [arg, dtype] : dtypes) {
+      if (dtype != "fp32")
+        throw Error(
+            "invalid_config", arg,
+            std::string(arg) + " " + dtype +
+                " needs --use-precision-aware-optimizer (Megatron's OptimizerConfig asserts fp32 otherwise)");
+    }
     return;
   }
-  if (exp_avg != "fp32" || exp_avg_sq != "fp32")
-    ignored.push_back("--exp-avg-dtype/--exp-avg-sq-dtype " + exp_avg + "/" + exp_avg_sq +
-                      ": 16- and 8-bit Adam moments are not simulated; fp32 moments assumed");
+  if (training.value("optimizer", "adam") != "adam")
+    throw Error("invalid_config", "--use-precision-aware-optimizer",
+                "--use-precision-aware-optimizer needs --optimizer adam (Megatron asserts this)");
+  if (st.value("zero", 0) < 1)
+    throw Error("invalid_config", "--use-precision-aware-optimizer",
+                "--use-precision-aware-optimizer needs --use-distributed-optimizer (Megatron asserts this)");
+  if (exp_avg != "fp32") st["exp_avg_dtype"] = exp_avg;
+  if (exp_avg_sq != "fp32") st["exp_avg_sq_dtype"] = exp_avg_sq;
   if (main_grads != "fp32")
     ignored.push_back(
         "--main-grads-dtype bf16: the gradient buffer's dtype follows --grad-reduce-in-bf16 here");
+  const bool fp8 = training.value("precision", "fp32") == "fp8";
+  const bool te_masters = !fp8 || training.value("fp8_recipe", "delayed") == "delayed";
   const bool bf16_weights = in.flag("--bf16") && !st.value("fp8_param_gather", false);
   if (main_params != "fp32") {
-    ignored.push_back(
-        "--main-params-dtype fp16: fp16 master weights are not simulated; fp32 masters assumed");
-  } else if (bf16_weights && training.value("optimizer", "adam") == "adam") {
+    st["main_params_dtype"] = main_params;
+  } else if (bf16_weights && te_masters && !no_remainders) {
     st["store_param_remainders"] = true;
+  } else if (no_remainders || training.value("precision", "fp32") == "fp32") {
+    return;
   } else {
     ignored.push_back(
-        "--use-precision-aware-optimizer: without bf16 weights (--bf16, no --fp8-param-gather) "
-        "the master weights stay whole, as without it");
+        "--use-precision-aware-optimizer: without bf16 weights (--bf16, no --fp8-param-gather) and "
+        "Transformer Engine's masters (no FP8 recipe but delayed) the master weights stay whole fp32");
   }
 }
 
