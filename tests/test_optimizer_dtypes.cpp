@@ -56,6 +56,24 @@ double step_bytes(const CompiledModel& c) {
   return bytes;
 }
 
+// The bytes rank 0's optimizer step allocates when it starts (and frees when it ends).
+double step_alloc_bytes(const CompiledModel& c) {
+  double bytes = 0;
+  for (size_t t = 0; t < c.exec.tasks.size(); ++t) {
+    const Task& task = c.exec.tasks[t];
+    if (task.rank != 0 || task.phase != Phase::Optimizer || task.kind != TaskKind::Compute) continue;
+    const int l = c.exec.task_mem[t];
+    if (l < 0) continue;
+    for (int e = c.exec.mem_list_offsets[static_cast<size_t>(l)];
+         e < c.exec.mem_list_offsets[static_cast<size_t>(l) + 1]; ++e) {
+      const MemEvent& m = c.exec.mem_events[static_cast<size_t>(e)];
+      if (!m.at_end) bytes += m.bytes;
+      if (m.at_end) CHECK(m.bytes < 0);
+    }
+  }
+  return bytes;
+}
+
 json simulate(const std::string& cfg) {
   json r = json::parse(simulate_json(cfg, {}));
   REQUIRE_MESSAGE(r["ok"] == true, r.dump());
@@ -87,10 +105,10 @@ const Case kCases[] = {
     {"fp16 first moment, fp32 second", "bf16", R"(,"exp_avg_dtype":"fp16")", 4 + 2 + 4, 30 + 32, 4},
     {"fp16 masters", "fp16", R"(,"main_params_dtype":"fp16")", 2 + 4 + 4, 30 + 32, 4},
     {"fp16 masters and moments", "fp16",
-     R"(,"main_params_dtype":"fp16","exp_avg_dtype":"fp16","exp_avg_sq_dtype":"fp16")", 2 + 2 + 2, 30 + 3 * 32,
-     3 * 4},
-    {"fp32 training, bf16 moments (no master copy)", "fp32", R"(,"exp_avg_dtype":"bf16","exp_avg_sq_dtype":"bf16")",
-     0 + 2 + 2, 28 + 16 + 16, 4 + 4},
+     R"(,"main_params_dtype":"fp16","exp_avg_dtype":"fp16","exp_avg_sq_dtype":"fp16")", 2 + 2 + 2,
+     30 + 3 * 32, 3 * 4},
+    {"fp32 training, bf16 moments (no master copy)", "fp32",
+     R"(,"exp_avg_dtype":"bf16","exp_avg_sq_dtype":"bf16")", 0 + 2 + 2, 28 + 16 + 16, 4 + 4},
 };
 
 }  // namespace
@@ -100,7 +118,8 @@ TEST_CASE("optimizer dtypes: Adam's states by hand, sharded over the distributed
     CAPTURE(k.name);
     for (const char* zero : {"1", "2"}) {
       CAPTURE(zero);
-      const CompiledModel c = test::compile_text(config(k.precision, std::string(R"(,"zero":)") + zero + k.fields));
+      const CompiledModel c =
+          test::compile_text(config(k.precision, std::string(R"(,"zero":)") + zero + k.fields));
       const double P = static_cast<double>(c.stats.parameters);
       CHECK(static_bytes(c, MemCategory::OptimizerStates) == doctest::Approx(k.state_bytes * P / 8));
     }
@@ -124,13 +143,33 @@ TEST_CASE("optimizer dtypes: the states in simulate's memory breakdown, and the 
   }
 }
 
+TEST_CASE("optimizer dtypes: with fp16 masters and moments the step's fp32 copies make the peak") {
+  // 4 layers at hidden 1024: the copies (12 bytes per updated parameter) outgrow what the
+  // backward holds beside the static memory (activations and the gradient buckets).
+  const std::string cfg = test::config_json_in(
+      "fp16", test::gpt_model(4, 1024, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})", 8,
+      R"({"dp":8,"micro_batch":1,"zero":1,"main_params_dtype":"fp16",)"
+      R"("exp_avg_dtype":"fp16","exp_avg_sq_dtype":"fp16"})");
+  const CompiledModel c = test::compile_text(cfg);
+  const double P = static_cast<double>(c.stats.parameters);
+  const json dev = simulate(cfg)["devices"][0];
+  CHECK(dev["peak_memory_GiB"].get<double>() * kGiB == doctest::Approx(static_total(c) + 12 * P / 8));
+  CHECK(dev["memory_breakdown_GiB"]["optimizer_states"].get<double>() * kGiB ==
+        doctest::Approx((6 + 12) * P / 8));
+  CHECK(dev["memory_breakdown_GiB"]["activations"].get<double>() == 0);
+}
+
 TEST_CASE("optimizer dtypes: the step's HBM traffic, unscale and rescale included") {
   const double whole = step_bytes(test::compile_text(config("bf16", R"(,"zero":1)")));
   REQUIRE(whole > 0);
   for (const Case& k : kCases) {
     CAPTURE(k.name);
-    const double bytes = step_bytes(test::compile_text(config(k.precision, std::string(R"(,"zero":1)") + k.fields)));
+    const double bytes =
+        step_bytes(test::compile_text(config(k.precision, std::string(R"(,"zero":1)") + k.fields)));
+    const CompiledModel c = test::compile_text(config(k.precision, std::string(R"(,"zero":1)") + k.fields));
     CHECK(bytes / whole == doctest::Approx(k.step_bytes / 30));
+    CHECK(step_alloc_bytes(c) ==
+          doctest::Approx(k.transient_bytes * static_cast<double>(c.stats.parameters) / 8));
   }
   // bf16 moments move twice what fp32 moments do (60 against 30 bytes): smaller at rest, slower to step.
   CHECK(kCases[2].step_bytes == 2 * kCases[0].step_bytes);
@@ -146,12 +185,25 @@ TEST_CASE("optimizer dtypes: the search's memory bound counts the same optimizer
   }
 }
 
-TEST_CASE("optimizer dtypes: combinations Megatron and Transformer Engine refuse; the error names the field") {
+TEST_CASE("optimizer dtypes: the compiled search bounds stay under the simulated time and memory") {
+  for (const Case& k : kCases) {
+    CAPTURE(k.name);
+    const std::string cfg = config(k.precision, std::string(R"(,"zero":1)") + k.fields);
+    const search_detail::Bounds b = search_detail::compiled_bounds(parse_config(cfg));
+    const json summary = simulate(cfg)["summary"];
+    CHECK(b.memory_bytes <= summary["peak_memory_GiB"].get<double>() * kGiB * 1.0001);
+    CHECK(b.time_s <= summary["iteration_time_s"].get<double>() * 1.0001);
+  }
+}
+
+TEST_CASE(
+    "optimizer dtypes: combinations Megatron and Transformer Engine refuse; the error names the field") {
   auto path = [](const std::string& cfg) { return test::error_path([&] { test::compile_text(cfg); }); };
   const std::string bf16_m = R"(,"zero":1,"exp_avg_dtype":"bf16")";
   CHECK(path(config("bf16", bf16_m)) == test::kNoError);
   // Megatron-Core only: DeepSpeed and FSDP2 keep fp32 states.
-  CHECK(path(config("bf16", R"(,"zero":3,"framework":"fsdp","exp_avg_dtype":"bf16")")) == "strategy.exp_avg_dtype");
+  CHECK(path(config("bf16", R"(,"zero":3,"framework":"fsdp","exp_avg_dtype":"bf16")")) ==
+        "strategy.exp_avg_dtype");
   CHECK(path(config("bf16", R"(,"zero":1,"framework":"deepspeed","exp_avg_sq_dtype":"fp8")")) ==
         "strategy.exp_avg_sq_dtype");
   // OptimizerConfig asserts Adam and the distributed optimizer.
@@ -197,20 +249,23 @@ TEST_CASE("optimizer dtypes: Megatron import maps the flags to the fields; expor
   CHECK(import_error("--bf16 --use-precision-aware-optimizer") == "--use-precision-aware-optimizer");
   CHECK(import_error(aware + "--bf16 --exp-avg-dtype fp64") == "--exp-avg-dtype");
   // Export round trip: the same fields come back.
-  for (const char* fields : {R"(,"zero":1,"store_param_remainders":true,"exp_avg_dtype":"bf16","exp_avg_sq_dtype":"fp8")",
-                             R"(,"zero":1,"exp_avg_dtype":"bf16","exp_avg_sq_dtype":"bf16")"}) {
+  for (const char* fields :
+       {R"(,"zero":1,"store_param_remainders":true,"exp_avg_dtype":"bf16","exp_avg_sq_dtype":"fp8")",
+        R"(,"zero":1,"exp_avg_dtype":"bf16","exp_avg_sq_dtype":"bf16")"}) {
     CAPTURE(fields);
     const std::string cfg = config("bf16", fields);
     const std::string script = export_megatron(cfg);
     CHECK(script.find("--use-precision-aware-optimizer") != std::string::npos);
     const json back = json::parse(import_megatron(script, on_h100).config_json)["strategy"];
     const json orig = json::parse(config_to_json(parse_config(cfg)))["strategy"];
-    for (const char* key : {"store_param_remainders", "exp_avg_dtype", "exp_avg_sq_dtype", "main_params_dtype"}) {
+    for (const char* key :
+         {"store_param_remainders", "exp_avg_dtype", "exp_avg_sq_dtype", "main_params_dtype"}) {
       CAPTURE(key);
       CHECK(back.value(key, json()) == orig.value(key, json()));
     }
   }
-  const std::string fp16_cfg = config("fp16", R"(,"zero":1,"main_params_dtype":"fp16","exp_avg_dtype":"fp16")");
+  const std::string fp16_cfg =
+      config("fp16", R"(,"zero":1,"main_params_dtype":"fp16","exp_avg_dtype":"fp16")");
   const json back = json::parse(import_megatron(export_megatron(fp16_cfg), on_h100).config_json)["strategy"];
   CHECK(back["main_params_dtype"] == "fp16");
   CHECK(back["exp_avg_dtype"] == "fp16");

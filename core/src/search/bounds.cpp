@@ -336,13 +336,19 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
   if (s.schedule != Schedule::Interleaved1F1B && megatron_placement(s.schedule))
     s.schedule = Schedule::OneFOneB;
   const int64_t micro_batches = c.training.global_batch / (int64_t{s.dp} * s.micro_batch);
-  // One micro-batch, or the fewest the schedule accepts (interleaved: a multiple of pp).
+  // One micro-batch, or the fewest the schedule accepts (interleaved: a multiple of pp). The
+  // precision-aware optimizer's dtypes need ZeRO >= 1 and do not depend on the batch: checked
+  // without them.
   int64_t reduced = micro_batches;
+  Config checked = c;
+  checked.strategy.exp_avg_dtype = checked.strategy.exp_avg_sq_dtype = checked.strategy.main_params_dtype =
+      StateDtype::Fp32;
   for (int64_t m : {int64_t{1}, int64_t{s.pp}, int64_t{2} * s.pp}) {
     if (m > micro_batches) break;
     c.training.global_batch = int64_t{s.dp} * s.micro_batch * m;
+    checked.training.global_batch = c.training.global_batch;
     try {
-      validate_config(c);
+      validate_config(checked);
       reduced = m;
       break;
     } catch (const Error&) {}

@@ -44,13 +44,21 @@ double conversion_bytes(StateDtype d) {
 }  // namespace
 
 OptimizerStates optimizer_states(const StrategySpec& s, const TrainingSpec& t) {
-  return {t.optimizer,          is_mixed_precision(t.precision), s.store_param_remainders,
-          s.main_params_dtype, s.exp_avg_dtype,                 s.exp_avg_sq_dtype};
+  return {t.optimizer,
+          is_mixed_precision(t.precision),
+          s.store_param_remainders,
+          s.main_params_dtype,
+          s.exp_avg_dtype,
+          s.exp_avg_sq_dtype};
 }
 
 OptimizerStates optimizer_states(const ParallelConfig& root, const TrainingSpec& t) {
-  return {t.optimizer,             is_mixed_precision(t.precision), root.store_param_remainders,
-          root.main_params_dtype, root.exp_avg_dtype,              root.exp_avg_sq_dtype};
+  return {t.optimizer,
+          is_mixed_precision(t.precision),
+          root.store_param_remainders,
+          root.main_params_dtype,
+          root.exp_avg_dtype,
+          root.exp_avg_sq_dtype};
 }
 
 // Static memory per parameter (Megatron, REFERENCE.md §2): mixed-precision Adam keeps an fp32
