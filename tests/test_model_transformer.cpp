@@ -118,7 +118,8 @@ TEST_CASE("model: saved activations per GPT layer are Korthikanti's sbh(34 + 5as
     // Selective recompute drops exactly the s^2 terms: 34sbh remain.
     double s2 = 0;
     for (const Op& op : g.ops)
-      if (g.modules[op.module].layer == 0 && op.selective_recompute)
+      if (g.modules[op.module].layer == 0 &&
+          (op.recompute_modules & recompute_bit(RecomputeModule::CoreAttn)))
         for (const TensorUse& u : op.saved_extra) s2 += g.tensors[u.tensor].bytes();
     CHECK(s2 == 5 * a * s * s * b);
   }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "proteus/recompute_modules.h"
+
 namespace proteus {
 
 enum class OpKind {
@@ -79,8 +81,10 @@ struct Op {
   // Tensors the backward needs beyond inputs/weights (softmax probabilities, dropout masks),
   // global size; they are indexed by iteration dims like any tensor.
   std::vector<TensorUse> saved_extra;
-  bool saves_inputs = true;          // backward needs the inputs (false for adds, dropout)
-  bool selective_recompute = false;  // Megatron selective recompute drops what this op saves
+  bool saves_inputs = true;  // backward needs the inputs (false for adds, dropout)
+  // Megatron-Core's selective recompute modules whose code runs this op (recompute_modules.h):
+  // under selective recompute with one of them in strategy.recompute_modules it is recomputed.
+  RecomputeModules recompute_modules = 0;
   // Its backward reads its own output (flash attention's O), which the consumer saves: a
   // consumer keeping only an FP8 copy (an FP8 linear) leaves the 16-bit tensor held too.
   bool backward_reads_output = false;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "proteus/recompute_modules.h"
+
 namespace proteus {
 
 // Named schedules (schedule.h); Explicit: the per-stage order given in the config.
@@ -81,6 +83,9 @@ struct StrategySpec {
   bool sequence_parallel = false;
   int zero = 0;
   Recompute recompute = Recompute::None;
+  // What selective recompute recomputes: Megatron-Core's --recompute-modules (default
+  // core_attn). Only with recompute "selective" (here or in an override).
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   // Gradients accumulated and reduced in fp32 (4 bytes per parameter), Megatron-Core's

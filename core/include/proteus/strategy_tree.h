@@ -22,6 +22,7 @@ using AxisDims = std::vector<std::string>;
 struct ParallelConfig {
   std::array<AxisDims, kNumMeshAxes> axis_dims;
   Recompute recompute = Recompute::None;
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;  // what selective recomputes (root)
   int chunk = -1;  // model chunk (virtual pipeline stage, 0..pp*v-1); -1 = inherit/derive
   int zero = 0;    // ZeRO stage of this module's weights: 1 optimizer states, 2 + grads, 3 + weights
   double grad_bucket_MB = 25;        // data-parallel gradient bucket size (root node)

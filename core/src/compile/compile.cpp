@@ -13,13 +13,13 @@ namespace proteus {
 namespace {
 
 // Recompute adds forward work before the backward: the layer's whole forward under full
-// recompute, the attention core under selective recompute.
+// recompute, the ops of the recomputed modules under selective recompute (each once).
 double recompute_flops(const OpGraph& graph, const std::vector<OpPlan>& plans) {
   double f = 0;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     if (plans[i].recompute == Recompute::Full)
       f += graph.ops[i].fwd_flops;
-    else if (plans[i].recompute == Recompute::Selective && graph.ops[i].selective_recompute)
+    else if (plans[i].recompute_modules != 0)
       f += graph.ops[i].fwd_flops;
   }
   return f;

@@ -143,7 +143,7 @@ double fp8_saved_input_bytes(const OpGraph& g, const std::vector<OpPlan>& plans,
   if (prod < 0) return fp8;
   const Op& made_by = g.ops[static_cast<size_t>(prod)];
   const OpPlan& pp = plans[static_cast<size_t>(prod)];
-  const bool recomputed = pp.recompute == Recompute::Selective && made_by.selective_recompute;
+  const bool recomputed = (pp.recompute_modules & recompute_bit(RecomputeModule::CoreAttn)) != 0;
   return made_by.backward_reads_output && !recomputed ? bytes16 + fp8 : fp8;
 }
 

@@ -25,6 +25,10 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
     labels[i] = exec->label_id(path.empty() ? g_.ops[i].name : path + "." + g_.ops[i].name);
   }
   build_segments();
+  std::vector<int> seg_last(g_.ops.size(), -1);
+  for (size_t i = 0; i < g_.ops.size(); ++i)
+    if (seg_of_op[i] >= 0) seg_last[i] = segments[seg_of_op[i]].ops.back();
+  groups = build_recompute_groups(in, seg_of_op, seg_last, chunk_ops);
   weight_stages.assign(g_.tensors.size(), {});
   for (size_t i = 0; i < g_.ops.size(); ++i)
     for (const TensorUse& w : g_.ops[i].weights)
@@ -79,20 +83,34 @@ void OpIndex::build_segments() {
 }
 
 bool OpIndex::drops_extra(int op) const {
-  return plans_[op].recompute == Recompute::Selective && g_.ops[op].selective_recompute;
+  return (plans_[op].recompute_modules & recompute_bit(RecomputeModule::CoreAttn)) != 0;
 }
 
+// Without recompute groups the op plans' figures stand (each tensor kept by its first saver);
+// with them, recompute_groups.cpp attributes every op's again (RecomputeMemory).
 double OpIndex::fwd_alloc(int op) const {
   const OpPlan& p = plans_[op];
   const int s = seg_of_op[op];
   if (s >= 0) return segments[s].ops.front() == op ? segments[s].checkpoint_bytes : 0;
+  if (!groups.groups.empty()) return groups.memory.fwd[op] - groups.memory.discarded[op];
   return p.saved_input_bytes + (drops_extra(op) ? 0 : p.saved_extra_bytes);
 }
 
 double OpIndex::recompute_alloc(int op) const {
   const OpPlan& p = plans_[op];
   if (seg_of_op[op] >= 0) return p.saved_input_bytes + p.saved_extra_bytes;
+  if (!groups.groups.empty()) return groups.memory.replay[op];
   return drops_extra(op) ? p.saved_extra_bytes : 0;
+}
+
+double OpIndex::held(int op) const {
+  const double discarded = groups.groups.empty() || seg_of_op[op] >= 0 ? 0 : groups.memory.discarded[op];
+  return fwd_alloc(op) + recompute_alloc(op) + discarded;
+}
+
+double OpIndex::replay_alloc(int op) const {
+  const double remade = groups.groups.empty() || seg_of_op[op] >= 0 ? 0 : groups.memory.remade[op];
+  return recompute_alloc(op) + remade;
 }
 
 bool OpIndex::has_w(int op) const {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "program_builder.h"
+#include "recompute_groups.h"
 
 namespace proteus {
 
@@ -23,6 +24,7 @@ class OpIndex {
   std::vector<int> labels;                                  // per op: ExecGraph label id
   std::vector<Segment> segments;
   std::vector<int> seg_of_op;                   // -1: not under full recompute
+  RecomputeGroups groups;                       // selective recompute by module (recompute_groups.h)
   std::vector<std::vector<int>> weight_stages;  // stages that hold each weight tensor
   // Per parameter (strategy/optimizer_state.h): optimizer states, the step's HBM traffic and
   // what the step allocates while it runs.
@@ -32,6 +34,8 @@ class OpIndex {
   bool drops_extra(int op) const;
   double fwd_alloc(int op) const;        // activation bytes the forward keeps
   double recompute_alloc(int op) const;  // ... and the recompute before the backward
+  double held(int op) const;             // ... all of which the op's backward frees
+  double replay_alloc(int op) const;     // what running the op's forward again allocates
   // Ops with weights get a separate weight-gradient task when it does any work.
   bool has_w(int op) const;
   // Matmul and convolution backward needs the input for the weight gradient only.

@@ -140,6 +140,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.op = static_cast<int>(i);
     p.chunk = cfg.chunk;
     p.recompute = cfg.recompute;
+    if (cfg.recompute == Recompute::Selective)
+      p.recompute_modules = op.recompute_modules & cfg.recompute_modules;
     p.axis_dim = resolve_op_axis_dims(op, cfg, mesh);
 
     double work_shards = 1;

@@ -33,6 +33,9 @@ struct OpPlan {
   int op = -1;
   int chunk = 0;
   Recompute recompute = Recompute::None;
+  // The op's selective recompute modules this run recomputes: Op::recompute_modules within
+  // strategy.recompute_modules under selective recompute, else none.
+  RecomputeModules recompute_modules = 0;
   std::array<int, kNumMeshAxes> axis_dim{-1, -1, -1, -1, -1};
   std::vector<Layout> input_required;  // forward: layout each input must have
   // How each input is kept for the backward: what arrived before an all-gather (Megatron keeps

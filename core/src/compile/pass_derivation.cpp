@@ -306,7 +306,7 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   // two gathers per micro-batch (forward; recompute + backward), as FSDP and DeepSpeed do.
   const bool for_backward = ns == kRecompute && index_.seg_of_op[op] >= 0;
   zero3_gathers(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, &deps, &mem, for_backward);
-  const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.recompute_alloc(op);
+  const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.replay_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
   if (const double kv = gathered_kv_bytes(op); kv > 0) {
@@ -432,7 +432,10 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, doubl
 void PassDeriver::backward_op(int op, int mb, bool split_w) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
-  // Recompute what the backward needs.
+  // Recompute what the backward needs: the recompute groups due here (recompute_groups.h),
+  // then the full-recompute segment or the attention core.
+  for (int gi : index_.groups.triggered_by[op])
+    for (int r : index_.groups.groups[gi].ops) forward_op(r, mb, kRecompute);
   const int seg = index_.seg_of_op[op];
   if (seg >= 0 && index_.segments[seg].ops.back() == op)
     for (int r : index_.segments[seg].ops) forward_op(r, mb, kRecompute);
@@ -456,7 +459,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   }
   if (!index_.input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardInput, &deps);
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
-  const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
+  const double held = index_.held(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
   if (const double kv = gathered_kv_bytes(op); kv > 0) {
@@ -537,7 +540,7 @@ void PassDeriver::regather_inputs(int op, int mb, Phase phase, std::vector<int>*
 
 // Matmul and convolution backward needs the input for the weight gradient only.
 void PassDeriver::weight_grad(int op, int mb, const std::vector<int>& grad_deps) {
-  const double held = index_.fwd_alloc(op) + index_.recompute_alloc(op);
+  const double held = index_.held(op);
   std::vector<MemEvent> mem;
   if (held > 0) mem.push_back({MemCategory::Activations, true, -held});
   std::vector<int> deps = grad_deps;

@@ -45,6 +45,37 @@ void check_module_path(const std::string& text, const std::string& path) {
   }
 }
 
+// Megatron-Core's --recompute-modules: a list of its names, each once (transformer_config.py
+// asserts the names; a repeated one would be a typo here).
+RecomputeModules read_recompute_modules(const Json& value, const std::string& path) {
+  const Json& list = as_array(value, path, static_cast<size_t>(kNumRecomputeModules) + 1);
+  RecomputeModules set = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = index_path(path, i);
+    const std::string name = as_string(list[i], at);
+    const std::optional<RecomputeModule> m = recompute_module_named(name);
+    if (!m) {
+      std::string names;
+      for (int k = 0; k < kNumRecomputeModules; ++k)
+        names += std::string(k ? ", " : "") + "\"" + to_string(static_cast<RecomputeModule>(k)) + "\"";
+      throw invalid_config(at, "unknown recompute module \"" + name + "\"; Megatron-Core's are " + names);
+    }
+    if (set & recompute_bit(*m)) throw invalid_config(at, "\"" + name + "\" is listed twice");
+    set |= recompute_bit(*m);
+  }
+  return set;
+}
+
+// The modules are what selective recompute recomputes: given without it, they would do nothing.
+void check_recompute_modules_used(const StrategySpec& s, const std::string& path) {
+  bool selective = s.recompute == Recompute::Selective;
+  for (const OverrideSpec& o : s.overrides) selective = selective || o.recompute == Recompute::Selective;
+  if (!selective)
+    throw invalid_config(
+        path, std::string("recompute_modules choose what selective recompute recomputes; recompute is \"") +
+                  to_string(s.recompute) + "\" (set \"selective\", here or in an override)");
+}
+
 OverrideSpec read_override(const Json& value, const std::string& path) {
   ObjectReader in(value, path, {"path", "map", "recompute", "stage"});
   OverrideSpec spec;
@@ -169,6 +200,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "sequence_parallel",
                    "zero",
                    "recompute",
+                   "recompute_modules",
                    "overlap_grad_reduce",
                    "overlap_param_gather",
                    "grad_reduce_in_fp32",
@@ -226,6 +258,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.zero = static_cast<int>(in.integer("zero", 0, 0, 3));
   strategy.recompute =
       in.enumeration("recompute", Recompute::None, {Recompute::None, Recompute::Selective, Recompute::Full});
+  if (in.has("recompute_modules"))
+    strategy.recompute_modules =
+        read_recompute_modules(in.at("recompute_modules"), in.path_of("recompute_modules"));
   strategy.overlap_grad_reduce = in.boolean("overlap_grad_reduce", true);
   strategy.overlap_param_gather = in.boolean("overlap_param_gather", true);
   strategy.grad_reduce_in_fp32 = in.boolean("grad_reduce_in_fp32", true);
@@ -276,6 +311,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.last_stage_layers = static_cast<int>(in.integer("last_stage_layers", 0, 1, L::kMaxLayers));
   strategy.embedding_as_layer = in.boolean("account_for_embedding_in_pipeline_split", false);
   strategy.loss_as_layer = in.boolean("account_for_loss_in_pipeline_split", false);
+  if (in.has("recompute_modules")) check_recompute_modules_used(strategy, in.path_of("recompute_modules"));
   if (in.has("stage_layers")) {
     std::vector<int64_t> layers = as_integer_array(in.at("stage_layers"), in.path_of("stage_layers"),
                                                    static_cast<size_t>(L::kMaxLayers), 1, L::kMaxLayers);

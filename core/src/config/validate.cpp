@@ -377,6 +377,7 @@ void validate_config(const Config& config) {
   check_pipeline(config);
   check_batch(config);
   check_framework(config);
+  check_recompute_modules(config);
 }
 
 }  // namespace proteus::config_detail

@@ -8,5 +8,7 @@ namespace proteus::config_detail {
 void validate_config(const Config& config);
 // Framework semantics (validate_framework.cpp, docs/frameworks.md).
 void check_framework(const Config& config);
+// strategy.recompute_modules against the model, precision and framework (recompute_modules_check.cpp).
+void check_recompute_modules(const Config& config);
 
 }  // namespace proteus::config_detail

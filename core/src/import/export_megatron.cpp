@@ -192,6 +192,15 @@ void strategy_args(const Config& c, Args& a) {
       a.add("--data-parallel-sharding-strategy", st.zero == 2 ? "optim_grads" : "optim_grads_params");
   }
   if (st.recompute != Recompute::None) a.add("--recompute-granularity", to_string(st.recompute));
+  if (st.recompute == Recompute::Selective && st.recompute_modules != kDefaultRecomputeModules) {
+    std::string names;
+    for (int k = 0; k < kNumRecomputeModules; ++k)
+      if (st.recompute_modules & recompute_bit(static_cast<RecomputeModule>(k)))
+        names += std::string(names.empty() ? "" : " ") + to_string(static_cast<RecomputeModule>(k));
+    a.add("--recompute-modules", names);
+    // Megatron-Core accepts moe_act only with grouped GEMMs (the experts Proteus models).
+    if (st.recompute_modules & recompute_bit(RecomputeModule::MoeAct)) a.add("--moe-grouped-gemm");
+  }
   if (st.recompute == Recompute::Full) {
     a.add("--recompute-method", "uniform");
     a.add("--recompute-num-layers", 1);

@@ -120,6 +120,29 @@ std::vector<int64_t> parse_layout(const std::string& text) {
   return stages;
 }
 
+// --recompute-modules as Megatron-Core checks it (transformer_config.py): its names, "moe_act"
+// only with --moe-grouped-gemm, "shared_experts" not with --moe-shared-expert-overlap. Names the
+// model lacks are kept (strategy.recompute_modules refuses what Megatron refuses for the model).
+Json megatron_recompute_modules(ArgReader& in) {
+  Json mods = Json::array();
+  if (!in.has("--recompute-modules")) return Json::array({"core_attn"});
+  const auto& raw = in.args().values;
+  for (const std::string& name : in.values("--recompute-modules")) {
+    if (!recompute_module_named(name))
+      throw Error("invalid_config", "--recompute-modules",
+                  "\"" + name + "\" is not one of Megatron-Core's recompute modules");
+    if (std::find(mods.begin(), mods.end(), Json(name)) != mods.end()) continue;  // a set in Megatron
+    if (name == "moe_act" && raw.count("--moe-grouped-gemm") == 0)
+      throw Error("invalid_config", "--recompute-modules",
+                  "moe_act in recompute_modules is only supported with --moe-grouped-gemm");
+    if (name == "shared_experts" && raw.count("--moe-shared-expert-overlap") > 0)
+      throw Error("invalid_config", "--recompute-modules",
+                  "shared_experts recompute cannot work with --moe-shared-expert-overlap");
+    mods.push_back(name);
+  }
+  return mods;
+}
+
 }  // namespace
 
 Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::string>& ignored,
@@ -262,10 +285,21 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::str
     ignored.push_back(
         "--recompute-method/--recompute-num-layers: used only with --recompute-granularity full");
   }
-  if (recompute == "selective" && in.has("--recompute-modules")) {
-    const auto& mods = in.args().values.at("--recompute-modules");
-    if (!(mods.size() == 1 && mods[0] == "core_attn"))
-      ignored.push_back("--recompute-modules: selective recompute covers the attention core only");
+  // --moe-layer-recompute: deprecated for --recompute-modules moe (TransformerConfig turns it into
+  // selective recompute with "moe" appended, and refuses it with full recompute).
+  const bool moe_layer_recompute =
+      in.args().values.count("--moe-layer-recompute") > 0 && in.flag("--moe-layer-recompute");
+  if (moe_layer_recompute && recompute == "full")
+    throw Error("invalid_config", "--moe-layer-recompute",
+                "Megatron-Core refuses it with --recompute-granularity full");
+  if (moe_layer_recompute) recompute = "selective";
+  if (recompute == "selective" && (in.has("--recompute-modules") || moe_layer_recompute)) {
+    Json mods = megatron_recompute_modules(in);
+    if (moe_layer_recompute && std::find(mods.begin(), mods.end(), Json("moe")) == mods.end())
+      mods.push_back("moe");
+    if (!(mods.size() == 1 && mods[0] == "core_attn")) st["recompute_modules"] = mods;
+  } else if (in.has("--recompute-modules")) {
+    ignored.push_back("--recompute-modules: used only with --recompute-granularity selective");
   }
   st["recompute"] = recompute;
 

@@ -58,6 +58,12 @@ class OpGraphBuilder {
   void set_costs(int op, double fwd_flops, double bwd_input_flops, double bwd_weight_flops);
 
   Op& at(int op) { return g_.ops[op]; }
+  int num_ops() const { return static_cast<int>(g_.ops.size()); }
+  // The ops made since `first_op` belong to Megatron-Core's selective recompute module m.
+  void tag_recompute(int first_op, RecomputeModule m) {
+    for (size_t i = static_cast<size_t>(first_op); i < g_.ops.size(); ++i)
+      g_.ops[i].recompute_modules |= recompute_bit(m);
+  }
   const Tensor& tensor(int t) const { return g_.tensors[t]; }
   // Product of the sizes of all iteration dims (2x this = the FLOPs of a GEMM op).
   double dims_product(int op) const;

@@ -38,7 +38,7 @@
 //  * Dropout masks (1 byte) are saved_extra of the dropout ops; residual adds save nothing.
 //  * attn saves its inputs (Q, K, V) and, without flash attention, saved_extra = softmax
 //    probabilities (2 bytes), dropout mask (1 byte), dropped probabilities (2 bytes), each
-//    [b, a, s, s_kv]: what Megatron's selective recompute drops (attn.selective_recompute).
+//    [b, a, s, s_kv]: what Megatron's selective recompute drops (core_attn).
 //    With flash attention the backward needs its output O, which o_proj saves as its input,
 //    and saved_extra is the fp32 logsumexp [b, a, s]. saved_extra never repeats a tensor an op
 //    saves as an input (OpGraphBuilder::finish), so summing saved inputs (each tensor once)
@@ -288,7 +288,12 @@ class TransformerBuilder {
   }
 
   int attention_block(int mod, int x, int index) {
+    const int ln1 = g_.num_ops();
     const int n1 = norm(mod, "ln1", x);
+    // Megatron-Core's TE layer spec fuses the input norm into linear_qkv (IdentityOp
+    // input_layernorm) except under MLA, whose input_layernorm is a TENorm: only that one is
+    // the "layernorm" recompute module's (transformer_layer.py, gpt_layer_specs.py).
+    if (m_.mla.enabled()) g_.tag_recompute(ln1, RecomputeModule::Layernorm);
     int q = -1, kv = -1;
     if (m_.mla.enabled())
       mla_projections(mod, n1, q, kv);
@@ -334,15 +339,23 @@ class TransformerBuilder {
   void mla_projections(int mod, int n1, int& q, int& kv) {
     const MlaSpec& l = m_.mla;
     const int64_t h = z_.h, a = z_.a;
+    // The "mla_up_proj" recompute module (multi_latent_attention.py, qkv_up_checkpoint) runs
+    // the latent norms (TE fuses them into the up projections' LayerNormColumnParallelLinear),
+    // the up projections and the rotary embedding; the down projections stay outside.
     if (l.q_lora_rank > 0) {
       int latent = token_linear(mod, "q_down_proj", n1, "q_lora", l.q_lora_rank, "hidden", h, false);
+      const int up = g_.num_ops();
       latent = latent_norm(mod, "q_norm", latent, "q_lora", l.q_lora_rank, l.q_lora_rank);
       q = token_linear(mod, "q_up_proj", latent, "heads", a * z_.qk_d, "q_lora", l.q_lora_rank, false);
+      g_.tag_recompute(up, RecomputeModule::MlaUpProj);
     } else {
+      const int up = g_.num_ops();
       q = token_linear(mod, "q_proj", n1, "heads", a * z_.qk_d, "hidden", h, false);
+      g_.tag_recompute(up, RecomputeModule::MlaUpProj);
     }
     const int64_t kv_width = l.kv_lora_rank + l.qk_rope_head_dim;
     int latent = token_linear(mod, "kv_down_proj", n1, "kv_lora", kv_width, "hidden", h, false);
+    const int up = g_.num_ops();
     // The norm's weight covers the latent, not the rotary key riding along with it.
     latent = latent_norm(mod, "kv_norm", latent, "kv_lora", kv_width, l.kv_lora_rank);
     // The up projection reads the kv_lora_rank latent (its weight is [a(nope+v), kv_lora]).
@@ -353,6 +366,7 @@ class TransformerBuilder {
                 Saves::Nothing);
       set_unfused_rope(g_.at(static_cast<int>(g_.tensor(q).producer)));
     }
+    g_.tag_recompute(up, RecomputeModule::MlaUpProj);
   }
 
   // RMSNorm over a [b, s, width] latent with a weight of weight_width (MLA's q/kv norms).
@@ -428,7 +442,7 @@ class TransformerBuilder {
         score_traffic += n2 * ab;  // dropped probabilities read by AV
       }
     }
-    g_.at(attn).selective_recompute = true;
+    g_.tag_recompute(attn, RecomputeModule::CoreAttn);
     g_.gemm(attn, {"seq"}, {"seq_kv"}, {"head_dim"}, {"batch", "heads"});
     // QK^T and AV: 2*b*a*s*s_kv*qk_d + 2*b*a*s*s_kv*v_d, s_kv the keys each query attends.
     const double attn_flops =
@@ -447,10 +461,14 @@ class TransformerBuilder {
   int mlp_block(int mod, int x) {
     const int64_t h = z_.h, f = z_.ffn;
     const bool swiglu = m_.mlp == MlpKind::Swiglu;
+    // The "mlp" recompute module checkpoints self.mlp, into whose linear_fc1 TE fuses the
+    // pre-MLP norm (TELayerNormColumnParallelLinear): ln2 to fc2; the residual stays outside.
+    const int first = g_.num_ops();
     const int n2 = norm(mod, "ln2", x);
     const int up = token_linear(mod, "fc1", n2, "ffn", swiglu ? 2 * f : f, "hidden", h, m_.bias);
     const int act = activation(mod, "act", up, {"batch", "seq", "ffn"}, {z_.b, z_.s, f});
     int y = token_linear(mod, "fc2", act, "hidden", h, "ffn", f, m_.bias);
+    g_.tag_recompute(first, RecomputeModule::Mlp);
     if (m_.dropout)
       return dropout_residual(g_, mod, "mlp_dropout", "mlp_residual", x, y, {"batch", "seq", "hidden"},
                               m_.bias);
@@ -476,7 +494,10 @@ class TransformerBuilder {
   int moe_block(int mod, int layer, int x) {
     const int64_t b = z_.b, s = z_.s, h = z_.h, e = z_.experts, c = z_.slots, f = z_.expert_ffn;
     const bool swiglu = m_.mlp == MlpKind::Swiglu;
+    // An MoE layer's pre_mlp_layernorm is a TENorm of its own: the "layernorm" module's.
+    const int ln2 = g_.num_ops();
     const int n2 = norm(mod, "ln2", x);
+    g_.tag_recompute(ln2, RecomputeModule::Layernorm);
 
     const int router =
         g_.op(mod, "router", OpKind::Router, {{"batch", b}, {"seq", s}, {"route", e}, {"hidden", h}});
@@ -500,7 +521,9 @@ class TransformerBuilder {
 
     const int experts = g_.module(mod, "experts", "experts", layer);
     const int up = expert_linear(experts, "expert_fc1", routed, "ffn", swiglu ? 2 * f : f, "hidden", h);
+    const int act_op = g_.num_ops();
     const int act = activation(experts, "expert_act", up, {"expert", "batch", "seq", "ffn"}, {e, b, c, f});
+    g_.tag_recompute(act_op, RecomputeModule::MoeAct);
     const int down = expert_linear(experts, "expert_fc2", act, "hidden", h, "ffn", f);
 
     const int combine =
@@ -517,12 +540,16 @@ class TransformerBuilder {
       // routed experts' output (Megatron-Core SharedExpertMLP, split by tp like an MLP).
       const int shared = g_.module(mod, "shared_experts", "mlp", layer);
       const int64_t fs = m_.moe.shared_expert_ffn_hidden;
+      const int first_shared = g_.num_ops();
       const int up_s =
           token_linear(shared, "shared_fc1", n2, "ffn", swiglu ? 2 * fs : fs, "hidden", h, false);
       const int act_s = activation(shared, "shared_act", up_s, {"batch", "seq", "ffn"}, {b, s, fs});
       const int down_s = token_linear(shared, "shared_fc2", act_s, "hidden", h, "ffn", fs, false);
+      g_.tag_recompute(first_shared, RecomputeModule::SharedExperts);
       y = add(g_, mod, "shared_add", {y, down_s}, {"batch", "seq", "hidden"});
     }
+    // The "moe" module checkpoints MoELayer.forward: router to combine and the shared experts.
+    g_.tag_recompute(router, RecomputeModule::Moe);
     if (m_.dropout)
       return dropout_residual(g_, mod, "moe_dropout", "moe_residual", x, y, {"batch", "seq", "hidden"});
     return add(g_, mod, "moe_residual", {x, y}, {"batch", "seq", "hidden"});

@@ -128,6 +128,29 @@ double best_compute_rate(const GpuSpec& gpu, Precision precision) {
   return std::max(gemm_tflops, attention_tflops) * gpu.compute_throughput_fraction * kFlopsPerTFLOP;
 }
 
+namespace {
+
+void add_selective_flops(std::vector<std::pair<RecomputeModules, double>>* by_set, RecomputeModules set,
+                         double flops) {
+  for (auto& [s, f] : *by_set)
+    if (s == set) {
+      f += flops;
+      return;
+    }
+  by_set->push_back({set, flops});
+}
+
+// What selective recompute runs again: each op whose modules the strategy selects, once.
+double selective_recompute_flops(const std::vector<std::pair<RecomputeModules, double>>& by_set,
+                                 RecomputeModules selected) {
+  double f = 0;
+  for (const auto& [s, flops] : by_set)
+    if ((s & selected) != 0) f += flops;
+  return f;
+}
+
+}  // namespace
+
 ModelProfile profile_model(const Config& base) {
   const OpGraph g = build_op_graph(base.model, base.training, 1);
   ModelProfile p;
@@ -139,7 +162,7 @@ ModelProfile profile_model(const Config& base) {
   p.fwd_flops.assign(n, 0);
   p.bwd_input_flops.assign(n, 0);
   p.bwd_weight_flops.assign(n, 0);
-  p.selective_flops.assign(n, 0);
+  p.selective_flops.assign(n, {});
   std::vector<bool> weight_seen(g.tensors.size(), false);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
@@ -161,7 +184,8 @@ ModelProfile profile_model(const Config& base) {
     p.fwd_flops[u] += op.fwd_flops;
     p.bwd_input_flops[u] += op.bwd_input_flops;
     p.bwd_weight_flops[u] += op.bwd_weight_flops;
-    if (op.selective_recompute) p.selective_flops[u] += op.fwd_flops;
+    if (op.recompute_modules != 0)
+      add_selective_flops(&p.selective_flops[u], op.recompute_modules, op.fwd_flops);
   }
   return p;
 }
@@ -192,9 +216,10 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
       f += prof.fwd_flops[u];
       bi += prof.bwd_input_flops[u];
       bw += prof.bwd_weight_flops[u];
-      r += s.recompute == Recompute::Full        ? prof.fwd_flops[u]
-           : s.recompute == Recompute::Selective ? prof.selective_flops[u]
-                                                 : 0;
+      r += s.recompute == Recompute::Full ? prof.fwd_flops[u]
+           : s.recompute == Recompute::Selective
+               ? selective_recompute_flops(prof.selective_flops[u], s.recompute_modules)
+               : 0;
     }
     if (rate <= 0) continue;
     // Seconds for one micro-batch of this chunk on one GPU of its stage.

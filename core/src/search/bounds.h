@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 #include "layer_bounds.h"
 #include "proteus/config.h"
@@ -20,7 +21,10 @@ namespace proteus::search_detail {
 struct ModelProfile {
   int units = 0;  // 0: the model has no layer sequence (CNN, DLRM): no per-stage terms
   std::vector<double> params;
-  std::vector<double> fwd_flops, bwd_input_flops, bwd_weight_flops, selective_flops;
+  std::vector<double> fwd_flops, bwd_input_flops, bwd_weight_flops;
+  // The forward FLOPs of the ops of each set of selective recompute modules (Op::
+  // recompute_modules), run again when the strategy selects any of the set's modules.
+  std::vector<std::vector<std::pair<RecomputeModules, double>>> selective_flops;
   double total_compute_flops = 0;  // per sample, fwd + bwd, every op (models without units)
 };
 

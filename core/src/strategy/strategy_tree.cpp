@@ -75,6 +75,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   if (c.experts_fold_tp) c.axis_dims[kAxisTp].insert(c.axis_dims[kAxisTp].begin(), "expert");
   c.moe_dispatcher = s.moe_dispatcher;
   c.recompute = s.recompute;
+  c.recompute_modules = s.recompute_modules;
   c.zero = s.zero;
   c.grad_bucket_MB = s.grad_bucket_MB;
   c.overlap_grad_reduce = s.overlap_grad_reduce;
