@@ -25,8 +25,9 @@ constexpr double kLayers = 2, kS = 256, kH = 512;
 // GPT-style (GELU, LayerNorm, dropout), 2 layers, h 512, s 256: 8 data-parallel ranks of one
 // DGX H100, one sample each per micro-batch, 16-bit activations.
 std::string dense(const std::string& fields, const std::string& precision = "bf16") {
-  return test::config_json_in(precision, test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})",
-                              16, R"({"dp":8,"micro_batch":1,"overlap_grad_reduce":false)" + fields + "}");
+  return test::config_json_in(precision, test::gpt_model(2, 512, 8, 256, 8000),
+                              R"({"preset":"dgx-h100","nodes":1})", 16,
+                              R"({"dp":8,"micro_batch":1,"overlap_grad_reduce":false)" + fields + "}");
 }
 
 // A small Qwen3-style MoE: 8 experts of 512 (SwiGLU), top-2, dropless, flash attention; expert
@@ -85,7 +86,8 @@ void check_recompute_is_forward_of(const std::string& cfg, const std::vector<std
   const CompiledModel c = test::compile_text(cfg);
   std::map<std::pair<int, int>, int> forward;  // (label, micro-batch) -> work
   for (const Task& t : c.exec.tasks)
-    if (t.rank == 0 && t.kind == TaskKind::Compute && t.phase == Phase::Forward) forward[{t.label, t.micro_batch}] = t.work;
+    if (t.rank == 0 && t.kind == TaskKind::Compute && t.phase == Phase::Forward)
+      forward[{t.label, t.micro_batch}] = t.work;
   int replayed = 0, listed_forward = 0;
   for (const Task& t : c.exec.tasks) {
     if (t.rank != 0 || t.kind != TaskKind::Compute) continue;
@@ -123,29 +125,35 @@ TEST_CASE("recompute modules: the default is today's core_attn, byte for byte") 
   for (const std::string& cfg : {dense(R"(,"recompute":"selective")"), moe(R"(,"recompute":"selective")")}) {
     const std::string plain = R"("recompute":"selective")";
     const size_t at = cfg.find(plain);
-    const std::string listed = cfg.substr(0, at) + R"("recompute":"selective","recompute_modules":["core_attn"])" +
+    const std::string listed = cfg.substr(0, at) +
+                               R"("recompute":"selective","recompute_modules":["core_attn"])" +
                                cfg.substr(at + plain.size());
     CHECK(simulate_json(cfg, {}) == simulate_json(listed, {}));
     CHECK(compile_json(cfg) == compile_json(listed));
   }
 }
 
-TEST_CASE("recompute modules: mlp drops what the dense MLP keeps past its input, and runs its forward again") {
+TEST_CASE(
+    "recompute modules: mlp drops what the dense MLP keeps past its input, and runs its forward again") {
   // Per layer and sample the MLP keeps ln2's input x (the checkpoint's input, kept either way),
   // fc1's input (h), GELU's input (4h) and fc2's input (4h): 2 bytes each.
   const double kept = activations_per_micro_batch(dense(selective(R"(["core_attn"])")));
   const double mlp = activations_per_micro_batch(dense(selective(R"(["core_attn","mlp"])")));
   CHECK(kept - mlp == doctest::Approx(kLayers * kS * kH * 2 * (1 + 4 + 4)));
   // On a dense GQA model TE fuses both norms into linears (no "layernorm" to recompute); no MoE.
-  CHECK(activations_per_micro_batch(dense(selective(R"(["core_attn","layernorm","moe_act","moe"])"))) == kept);
-  check_recompute_is_forward_of(dense(selective(R"(["mlp"])")), {".mlp.ln2", ".mlp.fc1", ".mlp.act", ".mlp.fc2"});
+  CHECK(activations_per_micro_batch(dense(selective(R"(["core_attn","layernorm","moe_act","moe"])"))) ==
+        kept);
+  check_recompute_is_forward_of(dense(selective(R"(["mlp"])")),
+                                {".mlp.ln2", ".mlp.fc1", ".mlp.act", ".mlp.fc2"});
   check_recompute_time_is_forward_time(dense(selective(R"(["mlp"])")));
   // Simulate's breakdown holds the peak's activations: less by at least the layers' MLP tensors
   // of one micro-batch (pp 1: one in flight).
-  const double peak_kept = simulate(dense(selective(R"(["core_attn"])")))["devices"][0]["memory_breakdown_GiB"]
-                               ["activations"].get<double>();
-  const double peak_mlp = simulate(dense(selective(R"(["core_attn","mlp"])")))["devices"][0]["memory_breakdown_GiB"]
-                              ["activations"].get<double>();
+  const double peak_kept =
+      simulate(dense(selective(R"(["core_attn"])")))["devices"][0]["memory_breakdown_GiB"]["activations"]
+          .get<double>();
+  const double peak_mlp = simulate(dense(
+      selective(R"(["core_attn","mlp"])")))["devices"][0]["memory_breakdown_GiB"]["activations"]
+                              .get<double>();
   CHECK(peak_kept - peak_mlp == doctest::Approx((kept - mlp) / (1024.0 * 1024 * 1024)).epsilon(0.05));
 }
 
@@ -157,7 +165,8 @@ TEST_CASE("recompute modules: layernorm, moe_act and moe on an MoE layer, by han
   const double act_out = 1 * 8 * 64 * 512 * 2;
   CHECK(none - activations_per_micro_batch(moe(selective(R"(["layernorm"])"))) ==
         doctest::Approx(kLayers * norm_out));
-  CHECK(none - activations_per_micro_batch(moe(selective(R"(["moe_act"])"))) == doctest::Approx(kLayers * act_out));
+  CHECK(none - activations_per_micro_batch(moe(selective(R"(["moe_act"])"))) ==
+        doctest::Approx(kLayers * act_out));
   CHECK(none - activations_per_micro_batch(moe(selective(R"(["layernorm","moe_act"])"))) ==
         doctest::Approx(kLayers * (norm_out + act_out)));
   // moe keeps only its input, the norm's output: gone are the router's probabilities (8 samples'
@@ -166,7 +175,8 @@ TEST_CASE("recompute modules: layernorm, moe_act and moe on an MoE layer, by han
   const double probs = kS * 8 * 2;
   const double routed = 1 * 8 * 64 * kH * 2, up = 1 * 8 * 64 * 1024 * 2, down = 8 * 1 * 64 * kH * 2;
   const double moe_layer = probs + routed + up + act_out + down;
-  CHECK(none - activations_per_micro_batch(moe(selective(R"(["moe"])"))) == doctest::Approx(kLayers * moe_layer));
+  CHECK(none - activations_per_micro_batch(moe(selective(R"(["moe"])"))) ==
+        doctest::Approx(kLayers * moe_layer));
   // With layernorm too, the checkpoint's input is itself discarded until the backward.
   CHECK(none - activations_per_micro_batch(moe(selective(R"(["moe","layernorm"])"))) ==
         doctest::Approx(kLayers * (moe_layer + norm_out)));
@@ -177,9 +187,9 @@ TEST_CASE("recompute modules: layernorm, moe_act and moe on an MoE layer, by han
 TEST_CASE("recompute modules: the recompute is the forward of the module's ops again") {
   check_recompute_is_forward_of(moe(selective(R"(["moe_act"])")), {".experts.expert_act"});
   check_recompute_is_forward_of(moe(selective(R"(["layernorm"])")), {".moe.ln2"});
-  check_recompute_is_forward_of(moe(selective(R"(["moe"])")), {".moe.router", ".moe.dispatch", ".experts.expert_fc1",
-                                                                  ".experts.expert_act", ".experts.expert_fc2",
-                                                                  ".moe.combine"});
+  check_recompute_is_forward_of(moe(selective(R"(["moe"])")),
+                                {".moe.router", ".moe.dispatch", ".experts.expert_fc1", ".experts.expert_act",
+                                 ".experts.expert_fc2", ".moe.combine"});
   // moe runs its all-to-alls again: dispatch and combine in the recompute.
   const CompiledModel c = test::compile_text(moe(selective(R"(["moe"])")));
   int a2a_recompute = 0;
@@ -208,13 +218,15 @@ TEST_CASE("recompute modules: errors name the field") {
   CHECK(path(dense(R"(,"recompute":"full","recompute_modules":["mlp"])")) == "strategy.recompute_modules");
   CHECK(path(dense(R"(,"recompute_modules":["mlp"])")) == "strategy.recompute_modules");
   // An override's selective recompute is a use.
-  CHECK(path(dense(R"(,"recompute_modules":["mlp"],"overrides":[{"path":"layers.0","recompute":"selective"}])")) ==
+  CHECK(path(dense(
+            R"(,"recompute_modules":["mlp"],"overrides":[{"path":"layers.0","recompute":"selective"}])")) ==
         test::kNoError);
   // Megatron-Core refuses mla_up_proj without MLA, and moe_act / layernorm under delayed FP8.
   CHECK(path(dense(selective(R"(["mla_up_proj"])"))) == "strategy.recompute_modules");
   CHECK(path(dense(selective(R"(["layernorm"])"), "fp8")) == "strategy.recompute_modules");
   CHECK(path(dense(selective(R"(["mlp"])"), "fp8")) == test::kNoError);
-  CHECK(path(dense(R"(,"framework":"fsdp","zero":2)" + selective(R"(["mlp"])"))) == "strategy.recompute_modules");
+  CHECK(path(dense(R"(,"framework":"fsdp","zero":2)" + selective(R"(["mlp"])"))) ==
+        "strategy.recompute_modules");
   // Names whose module the model lacks are accepted, as Megatron accepts them.
   CHECK(path(dense(selective(R"(["moe_act","shared_experts","moe"])"))) == test::kNoError);
 }
@@ -234,7 +246,8 @@ TEST_CASE("recompute modules: Megatron import and export") {
       "--recompute-granularity selective --recompute-modules layernorm moe_act --moe-grouped-gemm");
   CHECK(s["recompute"] == "selective");
   CHECK(s["recompute_modules"] == json::array({"layernorm", "moe_act"}));
-  CHECK_FALSE(strategy_of("--recompute-granularity selective --recompute-modules core_attn").contains("recompute_modules"));
+  CHECK_FALSE(strategy_of("--recompute-granularity selective --recompute-modules core_attn")
+                  .contains("recompute_modules"));
   // --moe-layer-recompute is Megatron's old spelling of selective "moe".
   const json old = strategy_of("--moe-layer-recompute");
   CHECK(old["recompute"] == "selective");
@@ -242,7 +255,8 @@ TEST_CASE("recompute modules: Megatron import and export") {
   auto import_error = [&](const std::string& args) {
     return test::error_path([&] { import_megatron(common + args, on_h100); });
   };
-  CHECK(import_error("--recompute-granularity selective --recompute-modules moe_act") == "--recompute-modules");
+  CHECK(import_error("--recompute-granularity selective --recompute-modules moe_act") ==
+        "--recompute-modules");
   CHECK(import_error("--recompute-granularity selective --recompute-modules attn") == "--recompute-modules");
   CHECK(import_error("--recompute-granularity selective --recompute-modules shared_experts "
                      "--moe-shared-expert-overlap") == "--recompute-modules");
@@ -252,4 +266,33 @@ TEST_CASE("recompute modules: Megatron import and export") {
   CHECK(script.find("--recompute-modules") != std::string::npos);
   const json back = json::parse(import_megatron(script, on_h100).config_json)["strategy"];
   CHECK(back["recompute_modules"] == json::array({"core_attn", "moe_act", "layernorm"}));
+}
+
+TEST_CASE("recompute modules: MLA's up projections and input norm, by hand") {
+  // DeepSeek-style: MLA (q latent 256, kv latent 128 + rope 32, 16 heads of 64 + 32 / v 64),
+  // one dense layer then MoE with a shared expert, one MTP module; 8 ranks, one sample each.
+  const std::string model =
+      R"({"kind":"transformer","name":"mini-dsv3","layers":4,"hidden":1024,"heads":16,"kv_heads":16,)"
+      R"("ffn_hidden":2048,"seq_len":1024,"vocab":8000,"mlp":"swiglu","norm":"rmsnorm","tied_embeddings":false,)"
+      R"("bias":false,"dropout":false,"flash_attention":true,"mtp_layers":1,)"
+      R"("mla":{"q_lora_rank":256,"kv_lora_rank":128,"qk_nope_head_dim":64,"qk_rope_head_dim":32,"v_head_dim":64},)"
+      R"("moe":{"experts":16,"top_k":4,"expert_ffn_hidden":512,"routing":"dropless","imbalance":1.0,)"
+      R"("shared_expert_ffn_hidden":512,"first_dense_layers":1}})";
+  auto cfg = [&](const std::string& mods) {
+    return test::config_json_in("bf16", model, R"({"preset":"dgx-h100","nodes":1})", 16,
+                                R"({"dp":8,"ep":8,"micro_batch":1)" + selective(mods) + "}");
+  };
+  const double none = activations_per_micro_batch(cfg("[]"));
+  const double s = 1024, h = 1024, blocks = 5;  // 4 layers and the MTP module's block
+  // layernorm: MLA's input norm in every block (s x h) and the MoE blocks' pre-MLP norm (4).
+  CHECK(none - activations_per_micro_batch(cfg(R"(["layernorm"])")) ==
+        doctest::Approx((blocks + 4) * s * h * 2));
+  // mla_up_proj keeps the latents (the norms' inputs) and no longer the norms' outputs, which
+  // the up projections kept (q 256, kv 128 + 32), nor Q (16 x 96) and [K | V] (16 x (64 + 64)),
+  // which the attention kept; the rotary query keeps nothing either way.
+  const double up = 256 + 160 + 16 * 96 + 16 * 128;
+  CHECK(none - activations_per_micro_batch(cfg(R"(["mla_up_proj"])")) ==
+        doctest::Approx(blocks * s * up * 2));
+  check_recompute_is_forward_of(cfg(R"(["mla_up_proj"])"),
+                                {".q_norm", ".q_up_proj", ".kv_norm", ".kv_up_proj", ".rotary_q"});
 }

@@ -30,8 +30,8 @@ int block_of(const OpGraph& g, int module) {
 
 class Builder {
  public:
-  Builder(const ProgramInputs& in, const std::vector<int>& full_seg_of_op, const std::vector<int>& full_seg_last,
-          const std::vector<std::vector<int>>& chunk_ops)
+  Builder(const ProgramInputs& in, const std::vector<int>& full_seg_of_op,
+          const std::vector<int>& full_seg_last, const std::vector<std::vector<int>>& chunk_ops)
       : in_(in), g_(in.graph), full_seg_(full_seg_of_op), full_last_(full_seg_last), chunk_ops_(chunk_ops) {
     const size_t n = g_.ops.size();
     out_.group_of_op.assign(n, -1);
@@ -138,7 +138,7 @@ class Builder {
     const double bytes = tensor_bytes_per_rank(g_.tensors[t], p.input_saved[k], in_.tree.mesh);
     if (discarded_by_group(t)) return bytes;
     return k == 0 && p.fp8_input_bytes_per_element > 0 ? fp8_saved_input_bytes(g_, in_.plans, o, p, bytes)
-                                                        : bytes;
+                                                       : bytes;
   }
 
   // Records that `holder` keeps tensor t (bytes) for its backward.
@@ -201,7 +201,8 @@ class Builder {
         if (prod >= 0 && out_.group_of_op[prod] == gi) continue;
         if (is_held(t)) continue;
         // The checkpoint keeps the tensor it was given (a sequence-parallel shard stays one).
-        hold(gr.ops.front(), t, tensor_bytes_per_rank(g_.tensors[t], in_.plans[r].input_saved[k], in_.tree.mesh));
+        hold(gr.ops.front(), t,
+             tensor_bytes_per_rank(g_.tensors[t], in_.plans[r].input_saved[k], in_.tree.mesh));
       }
   }
 
