@@ -146,6 +146,13 @@ TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel,
   check_same_graph(preset("default"));
   check_same_graph(preset("gpt-12l-dp32"));
   check_same_graph(preset("mixtral-8x7b-ep", R"(,"training":{"global_batch":16,"seq_len":1024})"));
+  // Selective recompute by module: checkpoint and output-discarding groups, pipelined.
+  for (const char* modules : {R"(["layernorm","moe_act"])", R"(["moe","layernorm","core_attn"])"})
+    CHECK(check_same_graph(preset("mixtral-8x7b-ep",
+                                  std::string(R"(,"training":{"global_batch":16,"seq_len":1024},)") +
+                                      R"("strategy":{"dp":4,"tp":2,"pp":2,"ep":4,"sequence_parallel":true,)" +
+                                      R"("zero":1,"recompute":"selective","recompute_modules":)" + modules +
+                                      "}")) > 0);
   check_same_graph(preset("alexnet-hybrid"));
   check_same_graph(preset("dlrm-table-parallel"));
   CHECK(check_same_graph(preset("gpt3-175b-megatron", R"(,"training":{"global_batch":64})")) > 0);
