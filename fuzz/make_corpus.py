@@ -69,6 +69,18 @@ write("moe-ep", {
     "model": {"preset": "mixtral-8x7b", "layers": 2, "moe": {"experts": 4, "top_k": 1, "capacity_factor": 1.5}},
     "cluster": {"preset": "mi300x-8"}, "training": {"global_batch": 16, "seq_len": 512},
     "strategy": {"dp": 4, "ep": 4, "tp": 2, "zero": 2}})
+write("moe-recompute-modules", {
+    "model": {"preset": "qwen3-30b-a3b", "layers": 2, "moe": {"experts": 8, "top_k": 2}},
+    "cluster": {"preset": "dgx-h100"}, "training": {"global_batch": 8, "seq_len": 256},
+    "strategy": {"dp": 4, "ep": 4, "tp": 2, "pp": 1, "zero": 1, "sequence_parallel": True, "recompute": "selective",
+                 "recompute_modules": ["layernorm", "moe_act", "shared_experts"],
+                 "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "fp8", "store_param_remainders": True}})
+write("mla-recompute-modules", {
+    "model": {"preset": "deepseek-v3", "layers": 3}, "cluster": {"preset": "dgx-h100"},
+    "training": {"global_batch": 8, "seq_len": 256, "precision": "fp8", "fp8_recipe": "current"},
+    "strategy": {"dp": 4, "ep": 4, "pp": 2, "zero": 1, "recompute": "selective",
+                 "recompute_modules": ["mla_up_proj", "mlp", "moe"], "main_params_dtype": "fp16",
+                 "exp_avg_dtype": "fp16", "exp_avg_sq_dtype": "fp16"}})
 write("nvlink-mesh", {
     "model": {"preset": "bert-large", "layers": 2}, "cluster": {"preset": "dgx1-v100-2ib", "nodes": 2},
     "training": {"global_batch": 32, "seq_len": 128, "precision": "fp32"},
