@@ -26,9 +26,11 @@ const char* kSearchUsage =
     "                      [--tp LIST] [--pp LIST] [--dp LIST] [--cp LIST] [--ep LIST]\n"
     "                      [--virtual-stages LIST] [--micro-batch LIST] [--zero LIST]\n"
     "                      [--sequence-parallel LIST] [--recompute LIST] [--schedule LIST]\n"
-    "                      [--memory-reserve FRACTION]\n"
+    "                      [--recompute-modules SETS] [--memory-reserve FRACTION]\n"
     "       proteus search --merge FILE... [--json] [-o FILE]\n"
-    "LIST is comma-separated (--tp 1,2,4,8 --recompute none,selective --sequence-parallel true).\n";
+    "LIST is comma-separated (--tp 1,2,4,8 --recompute none,selective --sequence-parallel true).\n"
+    "SETS are comma-separated sets of Megatron-Core recompute modules joined by '+'\n"
+    "(--recompute-modules core_attn,core_attn+moe_act+layernorm).\n";
 
 proteus::Error usage_error(const std::string& message) {
   return proteus::Error("invalid_request", "", message + "\n" + kSearchUsage);
@@ -66,6 +68,22 @@ Json parse_list(const std::string& text) {
   return list;
 }
 
+// "core_attn,moe_act+layernorm" -> [["core_attn"], ["moe_act", "layernorm"]] (the config
+// reader checks the names).
+Json parse_module_sets(const std::string& text) {
+  Json sets = Json::array();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    Json set = Json::array();
+    std::stringstream names(item);
+    std::string name;
+    while (std::getline(names, name, '+')) set.push_back(name);
+    sets.push_back(set);
+  }
+  return sets;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw proteus::Error("invalid_request", "", "cannot read '" + path + "'");
@@ -90,6 +108,11 @@ std::string strategy_summary(const Json& s) {
   if (s["virtual_stages"] != 1) text += " v=" + s["virtual_stages"].dump();
   if (s["sequence_parallel"].get<bool>()) text += " sp";
   text += " zero=" + s["zero"].dump() + " recompute=" + s["recompute"].get<std::string>();
+  if (s.contains("recompute_modules") && s["recompute_modules"] != Json::array({"core_attn"})) {
+    std::string names;  // modules other than Megatron's default: selective(core_attn+moe_act)
+    for (const Json& m : s["recompute_modules"]) names += (names.empty() ? "" : "+") + m.get<std::string>();
+    text += "(" + names + ")";
+  }
   return text;
 }
 
@@ -177,6 +200,8 @@ int search_command(const std::vector<std::string>& args) {
       if (slash == std::string::npos) throw usage_error("--shard expects K/N, for example 0/4");
       options.shard = parse_int(v.substr(0, slash), a);
       options.shards = parse_int(v.substr(slash + 1), a);
+    } else if (a == "--recompute-modules") {
+      knobs["recompute_modules"] = parse_module_sets(value());
     } else if (a == "--memory-reserve") {
       try {
         knobs["memory_reserve"] = std::stod(value());

@@ -68,6 +68,18 @@ check "search table lists the top 2 with tp 2" test "$(grep -c ' tp=2 ' "$tmp/s_
 "$proteus" search "$tmp/search.json" --tp 3 >"$tmp/s_empty.json" 2>/dev/null
 check "search with nothing valid exits 2" test $? -eq 2
 check "search error names the constraint" grep -q 'leaves no listed dp' "$tmp/s_empty.json"
+# --recompute-modules: sets joined by '+', the table names them; a bad name is the config's error.
+cat >"$tmp/search_moe.json" <<'JSON'
+{"model": {"preset": "mixtral-8x7b", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 8, "ffn_hidden": 2048,
+           "seq_len": 1024},
+ "cluster": {"preset": "dgx-h100", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 1024},
+ "search": {"tp": [1], "pp": [1], "micro_batch": [1], "zero": [1], "recompute": ["selective"]}}
+JSON
+"$proteus" search "$tmp/search_moe.json" --top 1 --recompute-modules moe_act+layernorm >"$tmp/s_moe.txt"
+check "search --recompute-modules names the set in the table" grep -q 'recompute=selective(moe_act+layernorm)' "$tmp/s_moe.txt"
+"$proteus" search "$tmp/search_moe.json" --recompute-modules core_attn,moe_actt >"$tmp/s_moe_bad.json" 2>/dev/null
+check "search --recompute-modules with an unknown module exits 2" test $? -eq 2
+check "search --recompute-modules error names the entry" grep -q 'search.recompute_modules\[1\]\[0\]' "$tmp/s_moe_bad.json"
 
 "$proteus" frobnicate x >/dev/null 2>&1
 check "unknown command exits 2" test $? -eq 2

@@ -55,6 +55,9 @@ export function searchConfig(config: Record<string, any>, lists: Partial<Record<
   out.search = search;
   if (out.strategy && typeof out.strategy === 'object') {
     for (const k of ['dp', 'tp', 'pp', 'cp', 'ep', 'micro_batch', 'schedule', 'virtual_stages', 'sequence_parallel', 'zero', 'recompute', 'stage_layers']) delete out.strategy[k];
+    // The config's recompute modules are the set the search starts from; a config may hold them
+    // only beside selective recompute (each candidate then sets its own recompute).
+    if (out.strategy.recompute_modules !== undefined) out.strategy.recompute = 'selective';
   }
   return out;
 }
@@ -63,7 +66,10 @@ export function searchConfig(config: Record<string, any>, lists: Partial<Record<
 export function configWithStrategy(config: Record<string, any>, strategy: Record<string, unknown>): Record<string, any> {
   const out = structuredClone(config);
   delete out.search;
-  out.strategy = { ...(out.strategy ?? {}), ...strategy };
+  // A row names its recompute modules only under selective recompute; the current ones would
+  // be refused beside any other mode.
+  const { recompute_modules: _, ...current } = out.strategy ?? {};
+  out.strategy = { ...current, ...strategy };
   return out;
 }
 
@@ -108,7 +114,10 @@ export function heatMap(rows: Candidate[]): HeatMap {
   return { tps, pps, best };
 }
 
-/** "tp 4 · pp 8 · dp 32 · mb 2 · interleaved-1f1b v12 · SP · ZeRO 1 · selective". */
+/**
+ * "tp 4 · pp 8 · dp 32 · mb 2 · interleaved-1f1b v12 · SP · ZeRO 1 · selective", with the recompute
+ * modules when they are not Megatron's default: "selective (moe_act, layernorm)".
+ */
 export function strategyText(s: Record<string, any>): string {
   const parts = [`tp ${s.tp}`, `pp ${s.pp}`, `dp ${s.dp}`];
   if (s.cp > 1) parts.push(`cp ${s.cp}`);
@@ -116,6 +125,8 @@ export function strategyText(s: Record<string, any>): string {
   parts.push(`mb ${s.micro_batch}`);
   if (s.pp > 1) parts.push(s.schedule === 'interleaved-1f1b' ? `${s.schedule} v${s.virtual_stages}` : String(s.schedule));
   if (s.sequence_parallel) parts.push('SP');
-  parts.push(`ZeRO ${s.zero}`, String(s.recompute));
+  const modules: string[] = Array.isArray(s.recompute_modules) ? s.recompute_modules : [];
+  const namedModules = modules.length > 0 && !(modules.length === 1 && modules[0] === 'core_attn');
+  parts.push(`ZeRO ${s.zero}`, namedModules ? `${s.recompute} (${modules.join(', ')})` : String(s.recompute));
   return parts.join(' · ');
 }

@@ -14,6 +14,9 @@ struct SearchSpec {
   std::vector<int64_t> sequence_parallel;  // 0 / 1
   std::vector<Recompute> recompute;
   std::vector<Schedule> schedule;
+  // Sets of Megatron-Core recompute modules to try under selective recompute (each non-empty);
+  // empty: the sets search/recompute_module_sets.h derives for the model.
+  std::vector<RecomputeModules> recompute_modules;
   // Fraction of each GPU's memory a candidate must leave free to count as fitting (allocator
   // fragmentation, NCCL buffers, the CUDA context): 0.05 keeps 5%.
   double memory_reserve = 0;

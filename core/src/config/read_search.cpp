@@ -39,12 +39,31 @@ std::vector<E> enum_list(const ObjectReader& in, const char* key, const E (&all)
   return out;
 }
 
+// A list of module sets, each a list of Megatron-Core names: [["core_attn"], ["moe_act", "layernorm"]].
+std::vector<RecomputeModules> module_sets(const ObjectReader& in, const char* key) {
+  if (!in.has(key)) return {};
+  const Json& list = as_array(in.at(key), in.path_of(key), 256);
+  if (list.empty())
+    throw invalid_config(in.path_of(key), "the list is empty: omit it to try the derived sets");
+  std::vector<RecomputeModules> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = index_path(in.path_of(key), i);
+    if (!list[i].is_array())
+      throw invalid_config(path, "expected a list of module names such as [\"core_attn\", \"moe_act\"]");
+    const RecomputeModules set = read_recompute_modules(list[i], path);
+    if (set == 0)
+      throw invalid_config(path, "the set is empty: selective recompute needs at least one module");
+    out.push_back(set);
+  }
+  return out;
+}
+
 }  // namespace
 
 SearchSpec read_search(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
                   {"dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "sequence_parallel", "zero",
-                   "recompute", "schedule", "memory_reserve"});
+                   "recompute", "recompute_modules", "schedule", "memory_reserve"});
   SearchSpec s;
   s.dp = integer_list(in, "dp", 1, L::kMaxParallel);
   s.tp = integer_list(in, "tp", 1, L::kMaxParallel);
@@ -63,6 +82,7 @@ SearchSpec read_search(const Json& value, const std::string& path) {
   }
   s.recompute = enum_list(in, "recompute", kRecomputes);
   s.schedule = enum_list(in, "schedule", kSchedules);
+  s.recompute_modules = module_sets(in, "recompute_modules");
   s.memory_reserve = in.number("memory_reserve", 0, 0, 0.9);
   return s;
 }

@@ -45,27 +45,6 @@ void check_module_path(const std::string& text, const std::string& path) {
   }
 }
 
-// Megatron-Core's --recompute-modules: a list of its names, each once (transformer_config.py
-// asserts the names; a repeated one would be a typo here).
-RecomputeModules read_recompute_modules(const Json& value, const std::string& path) {
-  const Json& list = as_array(value, path, static_cast<size_t>(kNumRecomputeModules) + 1);
-  RecomputeModules set = 0;
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = index_path(path, i);
-    const std::string name = as_string(list[i], at);
-    const std::optional<RecomputeModule> m = recompute_module_named(name);
-    if (!m) {
-      std::string names;
-      for (int k = 0; k < kNumRecomputeModules; ++k)
-        names += std::string(k ? ", " : "") + "\"" + to_string(static_cast<RecomputeModule>(k)) + "\"";
-      throw invalid_config(at, "unknown recompute module \"" + name + "\"; Megatron-Core's are " + names);
-    }
-    if (set & recompute_bit(*m)) throw invalid_config(at, "\"" + name + "\" is listed twice");
-    set |= recompute_bit(*m);
-  }
-  return set;
-}
-
 // The modules are what selective recompute recomputes: given without it, they would do nothing.
 void check_recompute_modules_used(const StrategySpec& s, const std::string& path) {
   bool selective = s.recompute == Recompute::Selective;
@@ -119,6 +98,27 @@ OverrideSpec read_override(const Json& value, const std::string& path) {
 }
 
 }  // namespace
+
+// Megatron-Core's --recompute-modules: a list of its names, each once (transformer_config.py
+// asserts the names; a repeated one would be a typo here).
+RecomputeModules read_recompute_modules(const Json& value, const std::string& path) {
+  const Json& list = as_array(value, path, static_cast<size_t>(kNumRecomputeModules) + 1);
+  RecomputeModules set = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = index_path(path, i);
+    const std::string name = as_string(list[i], at);
+    const std::optional<RecomputeModule> m = recompute_module_named(name);
+    if (!m) {
+      std::string names;
+      for (int k = 0; k < kNumRecomputeModules; ++k)
+        names += std::string(k ? ", " : "") + "\"" + to_string(static_cast<RecomputeModule>(k)) + "\"";
+      throw invalid_config(at, "unknown recompute module \"" + name + "\"; Megatron-Core's are " + names);
+    }
+    if (set & recompute_bit(*m)) throw invalid_config(at, "\"" + name + "\" is listed twice");
+    set |= recompute_bit(*m);
+  }
+  return set;
+}
 
 TrainingSpec read_training(const Json& value, const std::string& path, const ModelSpec& model) {
   ObjectReader in(value, path,

@@ -13,5 +13,7 @@ TrainingSpec read_training(const Json& value, const std::string& path, const Mod
 StrategySpec read_strategy(const Json& value, const std::string& path);
 SimulationSpec read_simulation(const Json& value, const std::string& path);
 SearchSpec read_search(const Json& value, const std::string& path);  // read_search.cpp
+// A list of Megatron-Core recompute module names (strategy.recompute_modules) as a set.
+RecomputeModules read_recompute_modules(const Json& value, const std::string& path);
 
 }  // namespace proteus::config_detail

@@ -37,6 +37,13 @@ std::string describe(const Json& strategy) {
   if (strategy["virtual_stages"].get<int>() > 1) s += " v=" + strategy["virtual_stages"].dump();
   s += strategy["sequence_parallel"].get<bool>() ? " sp" : "";
   s += " zero=" + strategy["zero"].dump() + " recompute=" + strategy["recompute"].get<std::string>();
+  // Modules other than Megatron's default (the core attention alone): "selective(core_attn+moe_act)".
+  if (strategy.contains("recompute_modules") && strategy["recompute_modules"] != Json::array({"core_attn"})) {
+    std::string names;
+    for (const Json& m : strategy["recompute_modules"])
+      names += (names.empty() ? "" : "+") + m.get<std::string>();
+    s += "(" + names + ")";
+  }
   return s;
 }
 

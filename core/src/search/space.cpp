@@ -9,11 +9,13 @@
 //   a schedule other than 1f1b only with pp > 1 (without a pipeline, Megatron runs
 //   forward_backward_no_pipelining, one micro-batch's forward then its backward);
 //   virtual_stages > 1 only with interleaved-1f1b, and interleaved-1f1b only with
-//   virtual_stages > 1 (with one chunk per stage it is 1f1b).
+//   virtual_stages > 1 (with one chunk per stage it is 1f1b);
+//   recompute_modules only under selective recompute (the other modes ignore them).
 #include <algorithm>
 #include <functional>
 
 #include "proteus/error.h"
+#include "recompute_module_sets.h"
 #include "space.h"
 
 namespace proteus::search_detail {
@@ -26,6 +28,7 @@ struct Problem {
   const Config& base;
   int64_t gpus;
   int64_t units;  // layers (transformer) or ops (graph) pipeline stages split; 0 otherwise
+  std::vector<int64_t> recompute_module_sets;  // derived_recompute_module_sets, built once
 };
 
 Values divisors(int64_t n) {
@@ -75,6 +78,8 @@ struct Knob {
   // False when the knob changes nothing given the knobs before it: it keeps its neutral value.
   std::function<bool(const Problem&, const StrategySpec& s)> applies;
   int64_t neutral;
+  // When set, the neutral value depends on the config (recompute_modules: the config's own set).
+  std::function<int64_t(const Problem&)> neutral_of = nullptr;
 };
 
 int64_t mesh_without_dp(const StrategySpec& s) { return int64_t{s.tp} * s.pp * s.cp; }
@@ -160,6 +165,11 @@ const std::vector<Knob>& knobs() {
        [](const SearchSpec& s) { return as_values(s.recompute); },
        [](StrategySpec& s, int64_t v) { s.recompute = static_cast<Recompute>(v); },
        [](const Problem&, const StrategySpec&) { return true; }, static_cast<int64_t>(Recompute::None)},
+      {"recompute_modules", [](const Problem& p, const StrategySpec&) { return p.recompute_module_sets; },
+       [](const SearchSpec& s) { return as_values(s.recompute_modules); },
+       [](StrategySpec& s, int64_t v) { s.recompute_modules = static_cast<RecomputeModules>(v); },
+       [](const Problem&, const StrategySpec& s) { return s.recompute == Recompute::Selective; }, 0,
+       [](const Problem& p) { return static_cast<int64_t>(p.base.strategy.recompute_modules); }},
   };
   return table;
 }
@@ -168,7 +178,7 @@ const std::vector<Knob>& knobs() {
 // else its neutral value. A listed value outside the derived ones is kept (the validator says
 // why it is invalid), except for dp, which the GPU count determines.
 Values values_of(const Knob& k, const Problem& p, const StrategySpec& s) {
-  if (!k.applies(p, s)) return {k.neutral};
+  if (!k.applies(p, s)) return {k.neutral_of ? k.neutral_of(p) : k.neutral};
   const Values listed = k.listed(p.base.search);
   const Values derived = k.values(p, s);
   if (listed.empty()) return derived;
@@ -224,7 +234,11 @@ SpaceEnumeration enumerate(const Config& base) {
     if (base.strategy.overrides[i].stage)
       throw invalid_config("strategy.overrides[" + std::to_string(i) + "].stage",
                            "the search varies the pipeline; an override may not fix a module's stage");
-  const Problem p{base, base.cluster.gpus(), pipeline_units(base.model)};
+  Problem p{base, base.cluster.gpus(), pipeline_units(base.model), {}};
+  // Only a space that reaches selective recompute needs them (they build the model's op graph).
+  if (base.search.recompute.empty() || std::find(base.search.recompute.begin(), base.search.recompute.end(),
+                                                 Recompute::Selective) != base.search.recompute.end())
+    p.recompute_module_sets = as_values(derived_recompute_module_sets(base));
   SpaceEnumeration out;
   StrategySpec s = base.strategy;
   expand(p, 0, s, &out);

@@ -6,18 +6,32 @@
 
 namespace proteus {
 
+// Megatron-Core's names of a set of recompute modules, in its order.
+inline nlohmann::ordered_json recompute_module_names(RecomputeModules set) {
+  nlohmann::ordered_json names = nlohmann::ordered_json::array();
+  for (int m = 0; m < kNumRecomputeModules; ++m)
+    if (set & recompute_bit(static_cast<RecomputeModule>(m)))
+      names.push_back(to_string(static_cast<RecomputeModule>(m)));
+  return names;
+}
+
+// recompute_modules only under selective recompute, where they mean something (and a config
+// may hold them).
 inline nlohmann::ordered_json strategy_json(const StrategySpec& s) {
-  return nlohmann::ordered_json{{"dp", s.dp},
-                                {"tp", s.tp},
-                                {"pp", s.pp},
-                                {"cp", s.cp},
-                                {"ep", s.ep},
-                                {"micro_batch", s.micro_batch},
-                                {"schedule", to_string(s.schedule)},
-                                {"virtual_stages", s.virtual_stages},
-                                {"sequence_parallel", s.sequence_parallel},
-                                {"zero", s.zero},
-                                {"recompute", to_string(s.recompute)}};
+  nlohmann::ordered_json j{{"dp", s.dp},
+                           {"tp", s.tp},
+                           {"pp", s.pp},
+                           {"cp", s.cp},
+                           {"ep", s.ep},
+                           {"micro_batch", s.micro_batch},
+                           {"schedule", to_string(s.schedule)},
+                           {"virtual_stages", s.virtual_stages},
+                           {"sequence_parallel", s.sequence_parallel},
+                           {"zero", s.zero},
+                           {"recompute", to_string(s.recompute)}};
+  if (s.recompute == Recompute::Selective)
+    j["recompute_modules"] = recompute_module_names(s.recompute_modules);
+  return j;
 }
 
 }  // namespace proteus

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configWithStrategy, heatMap, liveRanking, paretoFront, parseList, searchConfig, type Candidate, type SearchResult } from '../../src/search_model';
+import { configWithStrategy, heatMap, liveRanking, paretoFront, parseList, searchConfig, strategyText, type Candidate, type SearchResult } from '../../src/search_model';
 
 function row(index: number, tp: number, pp: number, time: number, mem: number): Candidate {
   return { index, strategy: { dp: 64 / (tp * pp), tp, pp }, iteration_time_s: time, mfu: 0.5, peak_memory_GiB: mem };
@@ -22,6 +22,22 @@ describe('search model', () => {
     const used = configWithStrategy(c, { tp: 4, pp: 8, dp: 2 });
     expect(used.search).toBeUndefined();
     expect(used.strategy).toEqual({ overlap_grad_reduce: true, tp: 4, pp: 8, dp: 2 });
+  });
+
+  it('keeps the recompute modules valid: the search starts from them, a row replaces them', () => {
+    const base = { preset: 'x', strategy: { recompute: 'selective', recompute_modules: ['moe_act'], tp: 2 } };
+    const c = searchConfig(base, {}, 0);
+    expect(c.strategy).toEqual({ recompute: 'selective', recompute_modules: ['moe_act'] });
+    // A row without selective recompute names no modules: the current ones must not remain.
+    expect(configWithStrategy(c, { tp: 4, recompute: 'full' }).strategy).toEqual({ recompute: 'full', tp: 4 });
+    const selective = configWithStrategy(c, { recompute: 'selective', recompute_modules: ['core_attn', 'layernorm'] });
+    expect(selective.strategy.recompute_modules).toEqual(['core_attn', 'layernorm']);
+  });
+
+  it('names recompute modules in the row text only when they are not the default', () => {
+    const row = { tp: 1, pp: 2, dp: 8, ep: 8, micro_batch: 1, schedule: '1f1b', zero: 1, recompute: 'selective' };
+    expect(strategyText({ ...row, recompute_modules: ['core_attn'] })).toMatch(/ZeRO 1 · selective$/);
+    expect(strategyText({ ...row, recompute_modules: ['moe_act', 'layernorm'] })).toMatch(/selective \(moe_act, layernorm\)$/);
   });
 
   it('merges finished shards live: the fastest first, index breaks ties, at most top', () => {

@@ -1,0 +1,186 @@
+// The search's recompute-modules knob (docs/search.md, "Recompute modules"): which sets of
+// Megatron-Core's selective recompute modules it tries, that it stays exact with them, that a
+// listed set is honoured, and that a ranked row can be pasted back into a config.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "../core/src/search/recompute_module_sets.h"
+#include "error_path.h"
+#include "proteus/api.h"
+#include "proteus/compile.h"
+#include "proteus/error.h"
+#include "proteus/search.h"
+#include "proteus/simulation.h"
+#include "proteus/units.h"
+
+using namespace proteus;
+
+namespace {
+
+constexpr RecomputeModules bit(RecomputeModule m) { return recompute_bit(m); }
+constexpr RecomputeModules kCoreAttn = bit(RecomputeModule::CoreAttn), kMoeAct = bit(RecomputeModule::MoeAct),
+                           kLayernorm = bit(RecomputeModule::Layernorm), kMoe = bit(RecomputeModule::Moe),
+                           kMlaUpProj = bit(RecomputeModule::MlaUpProj);
+
+// A 4-layer Mixtral on one DGX H100: every layer a MoE layer (no dense MLP, no shared experts).
+std::string small_moe(const std::string& training_extra = "", const std::string& strategy = "{}",
+                      const std::string& search = "{}") {
+  return R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 8,
+                       "ffn_hidden": 2048, "seq_len": 1024},
+             "cluster": {"preset": "dgx-h100", "nodes": 1},
+             "training": {"global_batch": 16, "seq_len": 1024)" +
+         training_extra + R"(},
+             "strategy": )" +
+         strategy + R"(, "search": )" + search + "}";
+}
+
+std::vector<RecomputeModules> sets_of(const std::string& text) {
+  return search_detail::derived_recompute_module_sets(parse_config_sections(text));
+}
+
+bool valid(const Config& c) {
+  try {
+    validate_config(c);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("search recompute modules: a dense model keeps the config's own set") {
+  const auto sets = sets_of(
+      R"({"model": {"preset": "gpt3-1.3b", "layers": 4}, "cluster": "dgx-a100-80g", "training": {"global_batch": 8},
+          "strategy": {"recompute": "selective", "recompute_modules": ["core_attn", "layernorm"]}})");
+  CHECK(sets == std::vector<RecomputeModules>{kCoreAttn | kLayernorm});  // the config's, and nothing else
+  const auto llama =
+      sets_of(R"({"model": "llama3-8b", "cluster": "dgx-h100", "training": {"global_batch": 8}})");
+  CHECK(llama == std::vector<RecomputeModules>{kCoreAttn});
+}
+
+TEST_CASE("search recompute modules: a MoE model tries every light combination, then the whole MoE layer") {
+  // The modules Mixtral's ops carry: core_attn, moe_act, layernorm (the pre-MLP norm feeds the
+  // router, not a TE linear) and moe. {core_attn, layernorm, moe} is the light set with the
+  // layer checkpointed: moe_act inside it would be recomputed anyway.
+  const std::vector<RecomputeModules> expected = {kCoreAttn,
+                                                  kMoeAct,
+                                                  kCoreAttn | kMoeAct,
+                                                  kLayernorm,
+                                                  kCoreAttn | kLayernorm,
+                                                  kMoeAct | kLayernorm,
+                                                  kCoreAttn | kMoeAct | kLayernorm,
+                                                  kCoreAttn | kLayernorm | kMoe};
+  CHECK(sets_of(small_moe()) == expected);
+  // The config's own set comes first (the neutral of the other recompute modes).
+  const auto own = sets_of(small_moe("", R"({"recompute": "selective", "recompute_modules": ["moe"]})"));
+  REQUIRE(own.size() == expected.size() + 1);
+  CHECK(own.front() == kMoe);
+}
+
+TEST_CASE("search recompute modules: none the config would refuse, none for frameworks without them") {
+  // Megatron-Core: "Delayed scaling does not support moe_act and layernorm recompute for fp8."
+  const auto delayed = sets_of(small_moe(R"(, "precision": "fp8")"));
+  CHECK(delayed == std::vector<RecomputeModules>{kCoreAttn, kCoreAttn | kMoe});
+  const auto current = sets_of(small_moe(R"(, "precision": "fp8", "fp8_recipe": "current")"));
+  CHECK(current.size() == 8);
+  // FSDP and DeepSpeed recompute the attention core under selective recompute: nothing to choose.
+  CHECK(sets_of(small_moe("", R"({"framework": "fsdp"})")) == std::vector<RecomputeModules>{kCoreAttn});
+  // MLA adds mla_up_proj and its layernorms to the light modules (DeepSeek-V3, 4 layers).
+  const auto mla = sets_of(
+      R"({"model": {"preset": "deepseek-v3", "layers": 4}, "cluster": {"preset": "dgx-h100", "nodes": 4},
+          "training": {"global_batch": 32, "seq_len": 1024}})");
+  CHECK(std::find(mla.begin(), mla.end(), kCoreAttn | kMlaUpProj) != mla.end());
+  CHECK(mla.size() == 19);  // 15 light combinations; + mlp (dense layers), moe, shared_experts, all
+  for (RecomputeModules s : mla) {
+    Config c = parse_config_sections(
+        R"({"model": {"preset": "deepseek-v3", "layers": 4}, "cluster": {"preset": "dgx-h100", "nodes": 4},
+            "training": {"global_batch": 32, "seq_len": 1024},
+            "strategy": {"dp": 32, "ep": 32, "recompute": "selective"}})");
+    c.strategy.recompute_modules = s;
+    CHECK_NOTHROW(validate_config(c));
+  }
+}
+
+TEST_CASE("search recompute modules: the top K equal those of simulating every candidate") {
+  const Config base = parse_config_sections(small_moe(
+      "", "{}",
+      R"({"tp": [1, 2], "pp": [1, 2], "micro_batch": [1], "zero": [1], "recompute": ["selective", "full"]})"));
+  const std::vector<StrategySpec> space = enumerate_space(base);
+  const double budget = base.cluster.gpu.memory_GiB * kBytesPerGiB;
+  std::vector<std::pair<double, int64_t>> fitting;
+  int selective_sets = 0;
+  for (size_t i = 0; i < space.size(); ++i) {
+    Config c = base;
+    c.strategy = space[i];
+    if (c.strategy.recompute == Recompute::Full) CHECK(c.strategy.recompute_modules == kCoreAttn);
+    if (c.strategy.recompute == Recompute::Selective && c.strategy.recompute_modules != kCoreAttn)
+      ++selective_sets;
+    if (!valid(c)) continue;
+    const CompiledModel m = compile(c);
+    const Trace t = execute(m.exec, cost_model_of(c), build_topology(c.cluster), exec_options_of(c, false));
+    double peak = 0;
+    for (const RankTrace& r : t.ranks) peak = std::max(peak, r.peak_memory_bytes);
+    if (peak <= budget) fitting.push_back({t.iteration_time_s, static_cast<int64_t>(i)});
+  }
+  CHECK(selective_sets > 0);
+  std::sort(fitting.begin(), fitting.end());
+  SearchOptions o;
+  o.top = 3;
+  const SearchResult r = run_search(base, o);
+  REQUIRE(r.ranked.size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(r.ranked[k].index == fitting[k].second);
+    CHECK(r.ranked[k].iteration_time_s == fitting[k].first);
+  }
+}
+
+TEST_CASE("search recompute modules: listed sets are the ones tried") {
+  const Config base =
+      parse_config_sections(small_moe("", "{}", R"({"tp": [1], "pp": [1], "micro_batch": [1], "zero": [1],
+                    "recompute_modules": [["moe_act"], ["core_attn", "layernorm"]]})"));
+  int moe_act = 0, core_layernorm = 0;
+  for (const StrategySpec& s : enumerate_space(base)) {
+    if (s.recompute != Recompute::Selective) {
+      CHECK(s.recompute_modules == kCoreAttn);
+      continue;
+    }
+    moe_act += s.recompute_modules == kMoeAct;
+    core_layernorm += s.recompute_modules == (kCoreAttn | kLayernorm);
+    CHECK((s.recompute_modules == kMoeAct || s.recompute_modules == (kCoreAttn | kLayernorm)));
+  }
+  CHECK(moe_act > 0);
+  CHECK(moe_act == core_layernorm);
+}
+
+TEST_CASE("search recompute modules: a ranked row pastes back into the config and simulates the same") {
+  const std::string text = small_moe(
+      "", "{}", R"({"tp": [1], "pp": [1], "micro_batch": [1], "zero": [1], "recompute": ["selective"],
+                    "recompute_modules": [["moe_act", "layernorm"]]})");
+  const nlohmann::json result = nlohmann::json::parse(search_json(text, SearchOptions{}));
+  REQUIRE(!result["ranked"].empty());
+  const nlohmann::json& row = result["ranked"][0];
+  CHECK(row["strategy"]["recompute_modules"] == nlohmann::json::array({"moe_act", "layernorm"}));
+  nlohmann::json config = nlohmann::json::parse(text);
+  config.erase("search");
+  config["strategy"] = row["strategy"];
+  const nlohmann::json simulated = nlohmann::json::parse(simulate_json(config.dump(), SimulateOptions{}));
+  CHECK(simulated["summary"]["iteration_time_s"] == row["iteration_time_s"]);
+}
+
+TEST_CASE("search recompute modules: the list is checked like the strategy's") {
+  auto error_path = [](const std::string& search) {
+    return test::error_path([&] { parse_config_sections(small_moe("", "{}", search)); });
+  };
+  CHECK(error_path(R"({"recompute_modules": []})") == "search.recompute_modules");
+  CHECK(error_path(R"({"recompute_modules": [[]]})") == "search.recompute_modules[0]");
+  CHECK(error_path(R"({"recompute_modules": ["core_attn"]})") == "search.recompute_modules[0]");
+  CHECK(error_path(R"({"recompute_modules": [["core_attn"], ["moe_act", "mlpp"]]})") ==
+        "search.recompute_modules[1][1]");
+  CHECK(error_path(R"({"recompute_modules": [["moe_act", "moe_act"]]})") == "search.recompute_modules[0][1]");
+  CHECK(error_path(R"({"recompute_modules": [["moe_act"]]})") == test::kNoError);
+}
