@@ -15,6 +15,7 @@
 #include "proteus/search.h"
 #include "proteus/simulation.h"
 #include "proteus/units.h"
+#include "search_test_helpers.h"
 #include "test_random.h"
 
 using namespace proteus;
@@ -30,26 +31,9 @@ const char* kSmall = R"({
   "search": {"micro_batch": [1, 2, 4], "zero": [0, 1, 3]}
 })";
 
-struct Simulated {
-  double time_s, peak_bytes;
-};
-
-Simulated simulate(const Config& c) {
-  const CompiledModel m = compile(c);
-  const Trace t = execute(m.exec, cost_model_of(c), build_topology(c.cluster), exec_options_of(c, false));
-  double peak = 0;
-  for (const RankTrace& r : t.ranks) peak = std::max(peak, r.peak_memory_bytes);
-  return {t.iteration_time_s, peak};
-}
-
-bool valid(const Config& c) {
-  try {
-    validate_config(c);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+using test::simulate;
+using test::Simulated;
+using test::valid;
 
 }  // namespace
 
@@ -57,26 +41,9 @@ TEST_CASE("search: the top K equal those of simulating every candidate (brute fo
   const Config base = parse_config_sections(kSmall);
   const std::vector<StrategySpec> space = enumerate_space(base);
   REQUIRE(space.size() > 100);
-  const double budget = base.cluster.gpu.memory_GiB * kBytesPerGiB;
-  std::vector<std::pair<double, int64_t>> fitting;  // (time, index)
-  for (size_t i = 0; i < space.size(); ++i) {
-    Config c = base;
-    c.strategy = space[i];
-    if (!valid(c)) continue;
-    const Simulated s = simulate(c);
-    if (s.peak_bytes <= budget) fitting.push_back({s.time_s, static_cast<int64_t>(i)});
-  }
-  std::sort(fitting.begin(), fitting.end());
-  SearchOptions o;
-  o.top = 3;
-  const SearchResult r = run_search(base, o);
-  REQUIRE(r.ranked.size() == 3);
-  for (size_t k = 0; k < 3; ++k) {
-    CHECK(r.ranked[k].index == fitting[k].second);
-    CHECK(r.ranked[k].iteration_time_s == fitting[k].first);
-  }
+  const auto [r, fitting] = test::check_top_equals_brute_force(base, 3);
   // The bounds did their job: far fewer simulations than candidates.
-  CHECK(r.counts.simulated < static_cast<int64_t>(fitting.size()) / 4);
+  CHECK(r.counts.simulated < static_cast<int64_t>(fitting) / 4);
   CHECK(r.counts.enumerated == static_cast<int64_t>(space.size()));
 }
 

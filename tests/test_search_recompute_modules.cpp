@@ -16,6 +16,7 @@
 #include "proteus/search.h"
 #include "proteus/simulation.h"
 #include "proteus/units.h"
+#include "search_test_helpers.h"
 
 using namespace proteus;
 
@@ -40,15 +41,6 @@ std::string small_moe(const std::string& training_extra = "", const std::string&
 
 std::vector<RecomputeModules> sets_of(const std::string& text) {
   return search_detail::derived_recompute_module_sets(parse_config_sections(text));
-}
-
-bool valid(const Config& c) {
-  try {
-    validate_config(c);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
 }
 
 }  // namespace
@@ -110,33 +102,13 @@ TEST_CASE("search recompute modules: the top K equal those of simulating every c
   const Config base = parse_config_sections(small_moe(
       "", "{}",
       R"({"tp": [1, 2], "pp": [1, 2], "micro_batch": [1], "zero": [1], "recompute": ["selective", "full"]})"));
-  const std::vector<StrategySpec> space = enumerate_space(base);
-  const double budget = base.cluster.gpu.memory_GiB * kBytesPerGiB;
-  std::vector<std::pair<double, int64_t>> fitting;
   int selective_sets = 0;
-  for (size_t i = 0; i < space.size(); ++i) {
-    Config c = base;
-    c.strategy = space[i];
-    if (c.strategy.recompute == Recompute::Full) CHECK(c.strategy.recompute_modules == kCoreAttn);
-    if (c.strategy.recompute == Recompute::Selective && c.strategy.recompute_modules != kCoreAttn)
-      ++selective_sets;
-    if (!valid(c)) continue;
-    const CompiledModel m = compile(c);
-    const Trace t = execute(m.exec, cost_model_of(c), build_topology(c.cluster), exec_options_of(c, false));
-    double peak = 0;
-    for (const RankTrace& r : t.ranks) peak = std::max(peak, r.peak_memory_bytes);
-    if (peak <= budget) fitting.push_back({t.iteration_time_s, static_cast<int64_t>(i)});
+  for (const StrategySpec& s : enumerate_space(base)) {
+    if (s.recompute == Recompute::Full) CHECK(s.recompute_modules == kCoreAttn);
+    selective_sets += s.recompute == Recompute::Selective && s.recompute_modules != kCoreAttn;
   }
   CHECK(selective_sets > 0);
-  std::sort(fitting.begin(), fitting.end());
-  SearchOptions o;
-  o.top = 3;
-  const SearchResult r = run_search(base, o);
-  REQUIRE(r.ranked.size() == 3);
-  for (size_t k = 0; k < 3; ++k) {
-    CHECK(r.ranked[k].index == fitting[k].second);
-    CHECK(r.ranked[k].iteration_time_s == fitting[k].first);
-  }
+  test::check_top_equals_brute_force(base, 3);
 }
 
 TEST_CASE("search recompute modules: listed sets are the ones tried") {

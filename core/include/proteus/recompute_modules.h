@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace proteus {
 
@@ -28,6 +29,8 @@ constexpr RecomputeModules recompute_bit(RecomputeModule m) {
   return static_cast<RecomputeModules>(1u << static_cast<unsigned>(m));
 }
 constexpr RecomputeModules kDefaultRecomputeModules = recompute_bit(RecomputeModule::CoreAttn);
+// The names of a set's modules, in Megatron's order (what strategy.recompute_modules holds).
+std::vector<std::string> recompute_module_names(RecomputeModules set);
 
 const char* to_string(RecomputeModule m);
 std::optional<RecomputeModule> recompute_module_named(const std::string& name);

@@ -255,13 +255,8 @@ Out strategy_json(const StrategySpec& s) {
           {"overrides", std::move(overrides)},
           {"stage_layers", std::move(stage_layers)}};
   if (s.microbatch_group_size > 0) out["microbatch_group_size"] = s.microbatch_group_size;
-  if (s.recompute_modules != kDefaultRecomputeModules) {
-    Out modules = Out::array();
-    for (int k = 0; k < kNumRecomputeModules; ++k)
-      if (s.recompute_modules & recompute_bit(static_cast<RecomputeModule>(k)))
-        modules.push_back(to_string(static_cast<RecomputeModule>(k)));
-    out["recompute_modules"] = std::move(modules);
-  }
+  if (s.recompute_modules != kDefaultRecomputeModules)
+    out["recompute_modules"] = recompute_module_names(s.recompute_modules);
   if (s.torch_compile) out["torch_compile"] = true;
   // Megatron's fused kernels: written only when turned off, as Megatron's --no-*-fusion flags.
   if (!s.bias_dropout_fusion) out["bias_dropout_fusion"] = false;

@@ -25,6 +25,14 @@ const char* to_string(RecomputeModule m) {
   return "?";
 }
 
+std::vector<std::string> recompute_module_names(RecomputeModules set) {
+  std::vector<std::string> names;
+  for (int i = 0; i < kNumRecomputeModules; ++i)
+    if (set & recompute_bit(static_cast<RecomputeModule>(i)))
+      names.push_back(to_string(static_cast<RecomputeModule>(i)));
+  return names;
+}
+
 std::optional<RecomputeModule> recompute_module_named(const std::string& name) {
   for (int i = 0; i < kNumRecomputeModules; ++i) {
     const auto m = static_cast<RecomputeModule>(i);

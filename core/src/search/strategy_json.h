@@ -6,15 +6,6 @@
 
 namespace proteus {
 
-// Megatron-Core's names of a set of recompute modules, in its order.
-inline nlohmann::ordered_json recompute_module_names(RecomputeModules set) {
-  nlohmann::ordered_json names = nlohmann::ordered_json::array();
-  for (int m = 0; m < kNumRecomputeModules; ++m)
-    if (set & recompute_bit(static_cast<RecomputeModule>(m)))
-      names.push_back(to_string(static_cast<RecomputeModule>(m)));
-  return names;
-}
-
 // recompute_modules only under selective recompute, where they mean something (and a config
 // may hold them).
 inline nlohmann::ordered_json strategy_json(const StrategySpec& s) {
