@@ -253,6 +253,9 @@ TEST_CASE("simulate: a config that does not fit lists the three fastest changes 
   bool said = false;
   for (const auto& w : r["warnings"]) said = said || w.get<std::string>().rfind("To fit: ", 0) == 0;
   CHECK(said);
+  // A dense model is offered no recompute modules (they are for MoE and MLA models).
+  for (const auto& advice : r["fit_advice"])
+    CHECK(advice["change"].get<std::string>().find("selective(") == std::string::npos);
   // A run that fits pays nothing and gets no advice.
   const auto fits = nlohmann::json::parse(simulate_json(R"({"preset": "default"})", {}));
   CHECK(fits["summary"]["oom"] == false);

@@ -2,7 +2,7 @@
 // controls, the workers and the views. Results are immutable once received; views only read.
 import { AdvancedView } from './advanced';
 import { CompareView } from './compare';
-import { fittingDp, getPath, presetOf, setPath, strategyLabel, unsetPath, type Config } from './config_model';
+import { fittingDp, getPath, mergeStrategy, presetOf, setPath, strategyLabel, unsetPath, type Config } from './config_model';
 import { Controls } from './controls';
 import { $, download, h, nextFrame, nextTask, setChildren } from './dom';
 import type { Boot, FirstRun } from './boot';
@@ -704,7 +704,7 @@ export class App {
 
   /** One of the core's changes that fit: its whole strategy replaces the config's knobs. */
   private applyFit(a: FitChange): void {
-    this.setConfig(setPath(this.config, 'strategy', { ...(this.config.strategy ?? {}), ...a.strategy }), { modified: true });
+    this.setConfig(setPath(this.config, 'strategy', mergeStrategy(this.config.strategy, a.strategy)), { modified: true });
   }
 
   /** The timeline, compare and downloads of the current result (its numbers already shown). */

@@ -75,6 +75,16 @@ export function fittingDp(gpus: number, strategy: { tp?: number; pp?: number; cp
   return gpus / per;
 }
 
+/**
+ * A strategy with the knobs of a search row or a fit change replacing the current ones. The core
+ * names recompute modules only under selective recompute, so the current modules go: beside
+ * any other mode the config would be refused.
+ */
+export function mergeStrategy(current: Record<string, unknown> | undefined, knobs: Record<string, unknown>): Record<string, unknown> {
+  const { recompute_modules: _, ...rest } = current ?? {};
+  return { ...rest, ...knobs };
+}
+
 /** A short name for a strategy: "TP4 · PP2 · DP4 · mb1 · 1f1b". */
 export function strategyLabel(config: Config, resolved?: Config | null): string {
   const s = { ...(resolved?.strategy ?? {}), ...(config.strategy ?? {}) };
@@ -83,6 +93,8 @@ export function strategyLabel(config: Config, resolved?: Config | null): string 
   parts.push(`mb${s.micro_batch ?? 1}`);
   if (s.schedule) parts.push(s.zb_plan ? `${s.schedule} (${s.zb_plan} plan)` : String(s.schedule));
   if (s.zero) parts.push(`ZeRO-${s.zero}`);
-  if (s.recompute && s.recompute !== 'none') parts.push(`rc:${s.recompute}`);
+  const modules: unknown = s.recompute_modules;
+  const named = s.recompute === 'selective' && Array.isArray(modules) && modules.join('+') !== 'core_attn';
+  if (s.recompute && s.recompute !== 'none') parts.push(named ? `rc:selective(${(modules as string[]).join('+')})` : `rc:${s.recompute}`);
   return parts.join(' · ');
 }

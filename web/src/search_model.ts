@@ -1,6 +1,7 @@
 // The page's strategy search, the parts without a DOM: the config a search runs, the
 // live merge of finished shards, the Pareto front and the tp x pp heat map
 // (docs/search.md; the core's merge_search_json gives the final result).
+import { mergeStrategy } from './config_model';
 
 /** A ranked candidate of the search result JSON (docs/search.md, "Output"). */
 export interface Candidate {
@@ -66,10 +67,7 @@ export function searchConfig(config: Record<string, any>, lists: Partial<Record<
 export function configWithStrategy(config: Record<string, any>, strategy: Record<string, unknown>): Record<string, any> {
   const out = structuredClone(config);
   delete out.search;
-  // A row names its recompute modules only under selective recompute; the current ones would
-  // be refused beside any other mode.
-  const { recompute_modules: _, ...current } = out.strategy ?? {};
-  out.strategy = { ...current, ...strategy };
+  out.strategy = mergeStrategy(out.strategy, strategy);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // What to change when a config does not fit: the strategies one or two knob changes away that
 // keep the GPU count, ranked by the search machinery (bounds, then simulation), fastest
-// first. Each change is one a practitioner makes to an out-of-memory run: recompute more,
+// first. Each change is one a practitioner makes to an out-of-memory run: recompute more
+// (for a Megatron-Core MoE or MLA model also more of its selective recompute modules),
 // shard optimizer states / gradients / weights (ZeRO), sequence parallelism, smaller
 // micro-batches, and moving data parallelism into pipeline or tensor parallelism.
 #include <algorithm>
@@ -8,10 +9,23 @@
 #include <vector>
 
 #include "proteus/search.h"
+#include "recompute_module_sets.h"
 
 namespace proteus {
 
 namespace {
+
+std::string selective_text(RecomputeModules set) {
+  std::string names;
+  for (const std::string& n : recompute_module_names(set)) names += (names.empty() ? "" : "+") + n;
+  return "selective(" + names + ")";
+}
+
+std::string recompute_text(const StrategySpec& s) {
+  return s.recompute == Recompute::Selective && s.recompute_modules != kDefaultRecomputeModules
+             ? selective_text(s.recompute_modules)
+             : to_string(s.recompute);
+}
 
 struct Change {
   std::string knob, text;
@@ -24,12 +38,24 @@ std::vector<Change> single_changes(const Config& c) {
   std::vector<Change> out;
   for (Recompute r : kRecomputes)
     if (r != s.recompute)
-      out.push_back({"recompute", std::string("recompute ") + to_string(s.recompute) + " -> " + to_string(r),
+      out.push_back({"recompute", "recompute " + recompute_text(s) + " -> " + to_string(r),
                      [](StrategySpec x, int64_t v) {
                        x.recompute = static_cast<Recompute>(v);
                        return x;
                      },
                      static_cast<int64_t>(r)});
+  // Selective recompute of more modules: the search's sets that hold the current ones.
+  for (RecomputeModules set : search_detail::derived_recompute_module_sets(c))
+    if ((set & s.recompute_modules) == s.recompute_modules &&
+        (set != s.recompute_modules || s.recompute != Recompute::Selective) &&
+        set != kDefaultRecomputeModules)
+      out.push_back({"recompute", "recompute " + recompute_text(s) + " -> " + selective_text(set),
+                     [](StrategySpec x, int64_t v) {
+                       x.recompute = Recompute::Selective;
+                       x.recompute_modules = static_cast<RecomputeModules>(v);
+                       return x;
+                     },
+                     set});
   if (int64_t{s.dp} * s.cp > 1)
     for (int z = s.zero + 1; z <= 3; ++z)
       out.push_back({"zero", "zero " + std::to_string(s.zero) + " -> " + std::to_string(z),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseJsonWithPosition } from '../../src/advanced';
-import { fittingDp, getPath, setPath, strategyLabel } from '../../src/config_model';
+import { fittingDp, getPath, mergeStrategy, setPath, strategyLabel } from '../../src/config_model';
 import { controlForPath } from '../../src/controls';
 import { spansFromObjects } from '../../src/result';
 import { parseValues } from '../../src/sweep';
@@ -100,6 +100,16 @@ describe('config helpers', () => {
     expect(strategyLabel({ strategy: { tp: 4, pp: 2, dp: 4, micro_batch: 1, schedule: '1f1b', zero: 1 } })).toBe('TP4 · PP2 · DP4 · mb1 · 1f1b · ZeRO-1');
     // a zero-bubble plan given in the config is named (unset: the framework's default)
     expect(strategyLabel({ strategy: { pp: 2, dp: 4, schedule: 'zb-h1', zb_plan: 'unit' } })).toBe('PP2 · DP4 · mb1 · zb-h1 (unit plan)');
+    // recompute modules are named when they are not Megatron's default (the attention core)
+    expect(strategyLabel({ strategy: { dp: 8, recompute: 'selective', recompute_modules: ['core_attn'] } })).toBe('DP8 · mb1 · rc:selective');
+    expect(strategyLabel({ strategy: { dp: 8, recompute: 'selective', recompute_modules: ['moe_act', 'layernorm'] } })).toBe('DP8 · mb1 · rc:selective(moe_act+layernorm)');
+  });
+
+  it('merges a row or fit change into the strategy: the current recompute modules go with it', () => {
+    const current = { tp: 2, overlap_grad_reduce: false, recompute: 'selective', recompute_modules: ['moe_act'] };
+    expect(mergeStrategy(current, { tp: 1, recompute: 'full' })).toEqual({ tp: 1, overlap_grad_reduce: false, recompute: 'full' });
+    expect(mergeStrategy(current, { recompute: 'selective', recompute_modules: ['moe'] }).recompute_modules).toEqual(['moe']);
+    expect(current.recompute_modules).toEqual(['moe_act']); // the page's config is untouched
   });
 
   it('puts an error next to the control its path names', () => {
