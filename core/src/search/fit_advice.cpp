@@ -1,7 +1,7 @@
 // What to change when a config does not fit: the strategies one or two knob changes away that
 // keep the GPU count, ranked by the search machinery (bounds, then simulation), fastest
 // first. Each change is one a practitioner makes to an out-of-memory run: recompute more
-// (for a Megatron-Core MoE or MLA model also more of its selective recompute modules),
+// (for a Megatron-Core MoE or MLA model also other selective recompute modules),
 // shard optimizer states / gradients / weights (ZeRO), sequence parallelism, smaller
 // micro-batches, and moving data parallelism into pipeline or tensor parallelism.
 #include <algorithm>
@@ -44,11 +44,9 @@ std::vector<Change> single_changes(const Config& c) {
                        return x;
                      },
                      static_cast<int64_t>(r)});
-  // Selective recompute of more modules: the search's sets that hold the current ones.
+  // Selective recompute of other modules: the search's sets (those that do not fit drop out).
   for (RecomputeModules set : search_detail::derived_recompute_module_sets(c))
-    if ((set & s.recompute_modules) == s.recompute_modules &&
-        (set != s.recompute_modules || s.recompute != Recompute::Selective) &&
-        set != kDefaultRecomputeModules)
+    if (set != s.recompute_modules)
       out.push_back({"recompute", "recompute " + recompute_text(s) + " -> " + selective_text(set),
                      [](StrategySpec x, int64_t v) {
                        x.recompute = Recompute::Selective;

@@ -50,6 +50,10 @@ std::vector<RecomputeModules> derived_recompute_module_sets(const Config& base) 
   if (base.training.precision == Precision::Fp8 && base.training.fp8_recipe == Fp8Recipe::Delayed)
     usable &=
         static_cast<RecomputeModules>(~(bit(RecomputeModule::MoeAct) | bit(RecomputeModule::Layernorm)));
+  // A fused attention kernel saves no score matrix: checkpointing the attention core then frees
+  // only its softmax statistics, for the price of the attention forward, so core_attn is tried
+  // only where attention is unfused (the config's own set may still hold it).
+  if (m.flash_attention) usable &= static_cast<RecomputeModules>(~bit(RecomputeModule::CoreAttn));
   const RecomputeModules light = usable & kLight;
   // Every non-empty subset of the light modules, smallest bit patterns first (a fixed order).
   for (unsigned subset = 1; subset <= light; ++subset)

@@ -9,9 +9,10 @@ namespace proteus::search_detail {
 
 // The config's own set, and for Megatron-Core MoE or MLA models (whose modules Megatron-Core
 // added them for) the sets a practitioner weighs: every combination of the light modules (core
-// attention and the output-discarding ones: moe_act, layernorm, mla_up_proj), then the heavy
-// checkpoints (mlp, moe, shared_experts) added to all of them, one at a time and together.
-// Only modules some op of the model carries; none that the config's FP8 recipe refuses.
+// attention, only with unfused attention, and the output-discarding ones: moe_act, layernorm,
+// mla_up_proj), then the heavy checkpoints (mlp, moe, shared_experts) added to all of them, one
+// at a time and together. Only modules some op of the model carries; none that the config's FP8
+// recipe refuses.
 std::vector<RecomputeModules> derived_recompute_module_sets(const Config& base);
 
 }  // namespace proteus::search_detail
