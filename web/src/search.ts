@@ -10,7 +10,7 @@ import type { Config } from './config_model';
 import { h, setChildren } from './dom';
 import { CallError, type Engine } from './engine';
 import { formatDuration, formatGiB, formatPercent } from './format';
-import { heatMap, liveRanking, paretoFront, parseList, SEARCH_KNOBS, searchConfig, strategyText, type Candidate, type SearchKnob, type SearchResult } from './search_model';
+import { heatMap, liveRanking, paretoFront, parseList, SEARCH_KNOBS, searchConfig, strategyText, type Candidate, type KnobList, type SearchKnob, type SearchResult } from './search_model';
 import { shareUrl } from './share';
 
 const KNOB_LABELS: Record<SearchKnob, string> = {
@@ -20,6 +20,7 @@ const KNOB_LABELS: Record<SearchKnob, string> = {
   micro_batch: 'micro-batch',
   zero: 'ZeRO',
   recompute: 'recompute',
+  recompute_modules: 'recompute modules',
   schedule: 'schedule',
 };
 
@@ -49,7 +50,8 @@ export class SearchView {
   ) {
     const defaults: Partial<Record<SearchKnob, string>> = { cp: '1', micro_batch: '1, 2', zero: '0, 1', recompute: 'selective, full' };
     const fields = SEARCH_KNOBS.map((k) => {
-      const input = h('input', { id: `search-${k}`, type: 'text', value: defaults[k] ?? '', placeholder: 'every value', spellcheck: 'false' });
+      const placeholder = k === 'recompute_modules' ? 'derived (MoE, MLA)' : 'every value';
+      const input = h('input', { id: `search-${k}`, type: 'text', value: defaults[k] ?? '', placeholder, spellcheck: 'false' });
       this.inputs.set(k, input);
       return h('label', { class: 'search-knob' }, `${KNOB_LABELS[k]} `, input);
     });
@@ -78,8 +80,8 @@ export class SearchView {
   }
 
   /** Reads the form; null (and a message) when a list is malformed. */
-  private lists(): Partial<Record<SearchKnob, (number | string)[]>> | null {
-    const out: Partial<Record<SearchKnob, (number | string)[]>> = {};
+  private lists(): Partial<Record<SearchKnob, KnobList>> | null {
+    const out: Partial<Record<SearchKnob, KnobList>> = {};
     for (const [k, input] of this.inputs) {
       const v = parseList(k, input.value);
       if (typeof v === 'string') {

@@ -30,14 +30,25 @@ export interface SearchResult {
 }
 
 /** The knobs the form restricts (a config's "search" object; docs/config.md). */
-export const SEARCH_KNOBS = ['tp', 'pp', 'cp', 'micro_batch', 'zero', 'recompute', 'schedule'] as const;
+export const SEARCH_KNOBS = ['tp', 'pp', 'cp', 'micro_batch', 'zero', 'recompute', 'recompute_modules', 'schedule'] as const;
 export type SearchKnob = (typeof SEARCH_KNOBS)[number];
 const TEXT_KNOBS: ReadonlySet<string> = new Set(['recompute', 'schedule']);
+/** A knob's list: numbers, names, or (recompute_modules) sets of module names. */
+export type KnobList = (number | string)[] | string[][];
 
-/** "1, 2, 4" -> [1, 2, 4]; "" -> null (every value); an error message when malformed. */
-export function parseList(knob: SearchKnob, text: string): (number | string)[] | null | string {
+/**
+ * "1, 2, 4" -> [1, 2, 4]; "" -> null (every value); an error message when malformed. Recompute
+ * modules are sets joined by '+': "core_attn, moe_act+layernorm" -> [["core_attn"], ["moe_act",
+ * "layernorm"]] (the core checks the names).
+ */
+export function parseList(knob: SearchKnob, text: string): KnobList | null | string {
   const parts = text.split(/[\s,;]+/).filter(Boolean);
   if (parts.length === 0) return null;
+  if (knob === 'recompute_modules') {
+    const sets = parts.map((p) => p.split('+').filter(Boolean));
+    if (sets.some((set) => set.length === 0)) return 'search.recompute_modules: give module names joined by + (moe_act+layernorm)';
+    return sets;
+  }
   if (TEXT_KNOBS.has(knob)) return parts;
   const out = parts.map(Number);
   if (!out.every((v) => Number.isInteger(v) && v >= 0)) return `search.${knob}: give whole numbers separated by commas`;
@@ -49,7 +60,7 @@ export function parseList(knob: SearchKnob, text: string): (number | string)[] |
  * given, every value for the others) and the memory reserve (a fraction). The current
  * strategy supplies only the knobs the search does not vary, so its searched knobs go.
  */
-export function searchConfig(config: Record<string, any>, lists: Partial<Record<SearchKnob, (number | string)[]>>, reserve: number): Record<string, any> {
+export function searchConfig(config: Record<string, any>, lists: Partial<Record<SearchKnob, KnobList>>, reserve: number): Record<string, any> {
   const out = structuredClone(config);
   const search: Record<string, unknown> = { memory_reserve: reserve };
   for (const [k, v] of Object.entries(lists)) if (v) search[k] = v;

@@ -11,6 +11,8 @@ describe('search model', () => {
     expect(parseList('recompute', 'selective,full')).toEqual(['selective', 'full']);
     expect(parseList('pp', '  ')).toBeNull();
     expect(parseList('zero', '1, x')).toBe('search.zero: give whole numbers separated by commas');
+    expect(parseList('recompute_modules', 'core_attn, moe_act+layernorm')).toEqual([['core_attn'], ['moe_act', 'layernorm']]);
+    expect(parseList('recompute_modules', '+')).toBe('search.recompute_modules: give module names joined by + (moe_act+layernorm)');
   });
 
   it('builds the search config: lists and reserve in "search", searched knobs out of the strategy', () => {
