@@ -2,7 +2,7 @@
 // controls, the workers and the views. Results are immutable once received; views only read.
 import { AdvancedView } from './advanced';
 import { CompareView } from './compare';
-import { fittingDp, getPath, mergeStrategy, presetOf, setPath, strategyLabel, unsetPath, type Config } from './config_model';
+import { dropStaleRecomputeModules, fittingDp, getPath, mergeStrategy, presetOf, setPath, strategyLabel, unsetPath, type Config } from './config_model';
 import { Controls } from './controls';
 import { $, download, h, nextFrame, nextTask, setChildren } from './dom';
 import type { Boot, FirstRun } from './boot';
@@ -433,8 +433,10 @@ export class App {
     } else c = setPath(c, path, value);
     const keep = (document.getElementById('keep-gpus') as HTMLInputElement | null)?.checked ?? true;
     // Dependent knobs: a schedule sets what it needs (virtual stages, micro-batch count:
-    // schedules.ts); virtual stages only mean something under the interleaved schedule.
+    // schedules.ts); virtual stages only mean something under the interleaved schedule, recompute
+    // modules only under selective recompute.
     if (path === 'strategy.schedule') c = pickSchedule(c, this.resolved, String(value));
+    else if (path === 'strategy.recompute') c = dropStaleRecomputeModules(c);
     else if (path === 'strategy.virtual_stages' && Number(value) > 1 && (getPath(c, 'strategy.schedule') ?? this.resolved?.strategy?.schedule) !== 'interleaved-1f1b')
       c = setPath(c, 'strategy.schedule', 'interleaved-1f1b');
     if (refit && keep && REFIT_DP.has(path)) {

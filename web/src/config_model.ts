@@ -85,6 +85,20 @@ export function mergeStrategy(current: Record<string, unknown> | undefined, knob
   return { ...rest, ...knobs };
 }
 
+/**
+ * The config without its recompute modules when nothing in it recomputes selectively: the
+ * modules choose what selective recompute recomputes, and the core refuses them beside another
+ * mode (the Recompute control switching away from selective must not leave them behind).
+ */
+export function dropStaleRecomputeModules(config: Config): Config {
+  const s = config.strategy;
+  if (!s || typeof s !== 'object' || s.recompute_modules === undefined || s.recompute === 'selective') return config;
+  const overrides: unknown[] = Array.isArray(s.overrides) ? s.overrides : [];
+  if (overrides.some((o) => (o as { recompute?: unknown })?.recompute === 'selective')) return config;
+  const { recompute_modules: _, ...rest } = s;
+  return { ...config, strategy: rest };
+}
+
 /** A short name for a strategy: "TP4 · PP2 · DP4 · mb1 · 1f1b". */
 export function strategyLabel(config: Config, resolved?: Config | null): string {
   const s = { ...(resolved?.strategy ?? {}), ...(config.strategy ?? {}) };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseJsonWithPosition } from '../../src/advanced';
-import { fittingDp, getPath, mergeStrategy, setPath, strategyLabel } from '../../src/config_model';
+import { dropStaleRecomputeModules, fittingDp, getPath, mergeStrategy, setPath, strategyLabel } from '../../src/config_model';
 import { controlForPath } from '../../src/controls';
 import { spansFromObjects } from '../../src/result';
 import { parseValues } from '../../src/sweep';
@@ -103,6 +103,17 @@ describe('config helpers', () => {
     // recompute modules are named when they are not Megatron's default (the attention core)
     expect(strategyLabel({ strategy: { dp: 8, recompute: 'selective', recompute_modules: ['core_attn'] } })).toBe('DP8 · mb1 · rc:selective');
     expect(strategyLabel({ strategy: { dp: 8, recompute: 'selective', recompute_modules: ['moe_act', 'layernorm'] } })).toBe('DP8 · mb1 · rc:selective(moe_act+layernorm)');
+  });
+
+  it('drops recompute modules once nothing recomputes selectively', () => {
+    const full = { preset: 'x', strategy: { recompute: 'full', recompute_modules: ['moe_act'], tp: 2 } };
+    expect(dropStaleRecomputeModules(full).strategy).toEqual({ recompute: 'full', tp: 2 });
+    expect(full.strategy.recompute_modules).toEqual(['moe_act']); // the page's config is untouched
+    const selective = { strategy: { recompute: 'selective', recompute_modules: ['moe_act'] } };
+    expect(dropStaleRecomputeModules(selective)).toBe(selective);
+    // An override that recomputes selectively still uses them.
+    const override = { strategy: { recompute: 'none', recompute_modules: ['moe_act'], overrides: [{ path: 'layers.*', recompute: 'selective' }] } };
+    expect(dropStaleRecomputeModules(override)).toBe(override);
   });
 
   it('merges a row or fit change into the strategy: the current recompute modules go with it', () => {
