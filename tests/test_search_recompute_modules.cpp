@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/src/search/bounds.h"
 #include "../core/src/search/recompute_module_sets.h"
 #include "error_path.h"
 #include "proteus/api.h"
@@ -207,4 +208,35 @@ TEST_CASE("fit advice: a MoE run that does not fit is told which recompute modul
   const auto s = nlohmann::json::parse(simulate_json(changed.dump(), plain));
   CHECK(s["summary"]["oom"] == false);
   CHECK(s["summary"]["iteration_time_s"] == first["iteration_time_s"]);
+}
+
+TEST_CASE("search recompute modules: candidates differing only in their modules share no compiled profile") {
+  // The bug this catches: the profile cache keyed without the modules handed one set's compile
+  // (its recompute time, its activation memory) to another set's bounds, which depended on
+  // which thread compiled first.
+  StrategySpec a;
+  a.recompute = Recompute::Selective;
+  a.recompute_modules = kMoeAct;
+  StrategySpec b = a;
+  b.recompute_modules = kLayernorm;
+  CHECK(search_detail::compiled_profile_key(a) != search_detail::compiled_profile_key(b));
+  // Other modes ignore the modules, so their candidates still share one.
+  a.recompute = b.recompute = Recompute::Full;
+  CHECK(search_detail::compiled_profile_key(a) == search_detail::compiled_profile_key(b));
+}
+
+TEST_CASE("search recompute modules: the same result and counts for any number of threads") {
+  const Config base = parse_config_sections(small_moe("", "{}", R"({"micro_batch": [1], "zero": [1]})"));
+  SearchOptions one, three;
+  three.threads = 3;
+  const SearchResult a = run_search(base, one), b = run_search(base, three);
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  for (size_t k = 0; k < a.ranked.size(); ++k) {
+    CHECK(a.ranked[k].index == b.ranked[k].index);
+    CHECK(a.ranked[k].iteration_time_s == b.ranked[k].iteration_time_s);
+  }
+  CHECK(a.counts.simulated == b.counts.simulated);
+  CHECK(a.counts.pruned_time == b.counts.pruned_time);
+  CHECK(a.counts.no_fit_bound == b.counts.no_fit_bound);
+  CHECK(a.counts.bounded == b.counts.bounded);
 }

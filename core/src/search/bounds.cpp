@@ -349,7 +349,9 @@ std::string compiled_profile_key(const StrategySpec& s) {
   return std::to_string(s.dp) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) + "," +
          std::to_string(s.cp) + "," + std::to_string(s.ep) + "," + std::to_string(v) + "," +
          std::to_string(s.micro_batch) + "," + std::to_string(s.sequence_parallel) + "," +
-         std::to_string(static_cast<int>(s.recompute));
+         std::to_string(static_cast<int>(s.recompute)) + "," + std::to_string(static_cast<int>(s.grad_sync)) +
+         // Selective recompute compiles what its modules say (the search varies them).
+         (s.recompute == Recompute::Selective ? "," + std::to_string(int{s.recompute_modules}) : "");
 }
 
 CompiledProfile compile_profile(const Config& candidate, const Topology& topology) {
