@@ -62,4 +62,21 @@ inline std::pair<SearchResult, size_t> check_top_equals_brute_force(const Config
   return {r, fitting.size()};
 }
 
+// Runs base's search on 1 and on 3 threads and checks the same ranking and the same counts
+// (waves are merged in order and cached compiles are pure functions of their key).
+inline void check_same_for_any_threads(const Config& base) {
+  SearchOptions one, three;
+  three.threads = 3;
+  const SearchResult a = run_search(base, one), b = run_search(base, three);
+  REQUIRE(a.ranked.size() == b.ranked.size());
+  for (size_t k = 0; k < a.ranked.size(); ++k) {
+    CHECK(a.ranked[k].index == b.ranked[k].index);
+    CHECK(a.ranked[k].iteration_time_s == b.ranked[k].iteration_time_s);
+  }
+  CHECK(a.counts.simulated == b.counts.simulated);
+  CHECK(a.counts.pruned_time == b.counts.pruned_time);
+  CHECK(a.counts.no_fit_bound == b.counts.no_fit_bound);
+  CHECK(a.counts.bounded == b.counts.bounded);
+}
+
 }  // namespace proteus::test

@@ -226,17 +226,6 @@ TEST_CASE("search recompute modules: candidates differing only in their modules 
 }
 
 TEST_CASE("search recompute modules: the same result and counts for any number of threads") {
-  const Config base = parse_config_sections(small_moe("", "{}", R"({"micro_batch": [1], "zero": [1]})"));
-  SearchOptions one, three;
-  three.threads = 3;
-  const SearchResult a = run_search(base, one), b = run_search(base, three);
-  REQUIRE(a.ranked.size() == b.ranked.size());
-  for (size_t k = 0; k < a.ranked.size(); ++k) {
-    CHECK(a.ranked[k].index == b.ranked[k].index);
-    CHECK(a.ranked[k].iteration_time_s == b.ranked[k].iteration_time_s);
-  }
-  CHECK(a.counts.simulated == b.counts.simulated);
-  CHECK(a.counts.pruned_time == b.counts.pruned_time);
-  CHECK(a.counts.no_fit_bound == b.counts.no_fit_bound);
-  CHECK(a.counts.bounded == b.counts.bounded);
+  test::check_same_for_any_threads(
+      parse_config_sections(small_moe("", "{}", R"({"micro_batch": [1], "zero": [1]})")));
 }
