@@ -41,6 +41,11 @@ struct GpuSpec {
   // in a training run, one that draws less keeps its burst rate. So it caps every GEMM's
   // throughput (not attention, not memory-bound kernels): docs/fidelity.md, "Sustained GEMMs".
   std::map<Precision, double> sustained_TFLOPS;
+  // An MXFP8 GEMM's time over a per-tensor-scaled FP8 GEMM's of the same shape (>= 1): the
+  // block-scaled kernel reads an E8M0 scale per 32 values of each operand and applies them in
+  // the main loop. The FP8 tables and ceilings are per-tensor-scaled measurements, so GEMMs of
+  // the mxfp8 recipe run at them divided by this factor: docs/fidelity.md, "MXFP8 GEMMs".
+  double mxfp8_gemm_slowdown = 1.0;
   // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
   // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
   std::map<std::string, double> measured_us;

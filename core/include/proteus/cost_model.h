@@ -7,6 +7,7 @@
 //         the factor is the run's kernel against the preset's reference kernel by shape
 //         (attention_table.h; 1 without a table).
 //   memory-bound ops: bytes / (hbm * memory_bound_efficiency).
+//   MXFP8 GEMMs: the FP8 time times gpu.mxfp8_gemm_slowdown (block-scaled kernels).
 //   plus kernel_launch_us per kernel. An optional measured table overrides matching ops.
 #pragma once
 #include <map>
@@ -23,6 +24,9 @@ struct CostModel {
   // (docs/frameworks.md, "FP8"): attention then uses the bf16 peak, as do GEMMs marked
   // ComputeWork::high_precision.
   bool fp8_attention = false;
+  // The FP8 recipe: MXFP8's block-scaled GEMMs run gpu.mxfp8_gemm_slowdown times longer than
+  // the per-tensor-scaled GEMMs the FP8 tables measure.
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;
   // The attention kernel the run's framework uses (attention_kernel_of), the model's mask, and
   // whether attention is a fused (flash-style) kernel at all: the measured kernel table applies
   // to fused attention only.
@@ -33,6 +37,8 @@ struct CostModel {
   double compute_time_s(const ComputeWork& work) const;
   double gemm_efficiency(int64_t m, int64_t n, int64_t k) const;
   Precision precision_of(const ComputeWork& work) const;  // the precision the op's kernel runs in
+  // 1, or gpu.mxfp8_gemm_slowdown for a GEMM run block-scaled (the mxfp8 recipe's FP8 GEMMs).
+  double gemm_time_factor(const ComputeWork& work, Precision op_precision) const;
   // attention_efficiency scaled by the run's kernel against the preset's reference kernel.
   double attention_efficiency_of(const ComputeWork& work) const;
 };

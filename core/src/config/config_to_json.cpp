@@ -133,6 +133,7 @@ Out cluster_json(const ClusterSpec& c) {
           {"comm_slowdown_with_compute", g.comm_slowdown_with_compute}};
   if (g.compute_throughput_fraction != 1.0)
     gpu["compute_throughput_fraction"] = g.compute_throughput_fraction;
+  if (g.mxfp8_gemm_slowdown != 1.0) gpu["mxfp8_gemm_slowdown"] = g.mxfp8_gemm_slowdown;
   if (!g.measured_us.empty()) {
     Out table = Out::object();
     for (const auto& [signature, us] : g.measured_us) table[signature] = us;

@@ -148,12 +148,27 @@ std::map<Precision, double> read_TFLOPS_by_precision(const ObjectReader& gpu, co
 }
 
 GpuSpec read_gpu(const Json& value, const std::string& path) {
-  ObjectReader in(
-      value, path,
-      {"name", "memory_GiB", "hbm_GBps", "sm_count", "peak_TFLOPS", "gemm_max_efficiency", "gemm_tile_m",
-       "gemm_tile_n", "attention_efficiency", "memory_bound_efficiency", "kernel_launch_us",
-       "compute_slowdown_with_comm", "comm_slowdown_with_compute", "compute_throughput_fraction",
-       "measured_us", "gemm_table", "max_achievable_TFLOPS", "sustained_TFLOPS", "attention_table"});
+  ObjectReader in(value, path,
+                  {"name",
+                   "memory_GiB",
+                   "hbm_GBps",
+                   "sm_count",
+                   "peak_TFLOPS",
+                   "gemm_max_efficiency",
+                   "gemm_tile_m",
+                   "gemm_tile_n",
+                   "attention_efficiency",
+                   "memory_bound_efficiency",
+                   "kernel_launch_us",
+                   "compute_slowdown_with_comm",
+                   "comm_slowdown_with_compute",
+                   "compute_throughput_fraction",
+                   "measured_us",
+                   "gemm_table",
+                   "max_achievable_TFLOPS",
+                   "sustained_TFLOPS",
+                   "mxfp8_gemm_slowdown",
+                   "attention_table"});
   const std::string why = "a GPU needs it";
   GpuSpec gpu;
   gpu.name = in.string("name", "");
@@ -187,6 +202,8 @@ GpuSpec read_gpu(const Json& value, const std::string& path) {
       in.number("comm_slowdown_with_compute", defaults.comm_slowdown_with_compute, 1, L::kMaxSlowdown);
   gpu.compute_throughput_fraction =
       in.number("compute_throughput_fraction", defaults.compute_throughput_fraction, 0, 1, true);
+  gpu.mxfp8_gemm_slowdown =
+      in.number("mxfp8_gemm_slowdown", defaults.mxfp8_gemm_slowdown, 1, L::kMaxSlowdown);
   if (in.has("measured_us"))
     gpu.measured_us = read_measured_us(in.at("measured_us"), in.path_of("measured_us"));
   if (in.has("max_achievable_TFLOPS"))

@@ -151,6 +151,15 @@ Precision CostModel::precision_of(const ComputeWork& work) const {
   return precision;
 }
 
+// MXFP8's block-scaled GEMMs against the per-tensor-scaled FP8 GEMMs the tables, the ceilings
+// and measure_ops.py's FP8 times measure; attention, memory-bound kernels and the GEMMs kept in
+// 16 bits are not block-scaled.
+double CostModel::gemm_time_factor(const ComputeWork& work, Precision op_precision) const {
+  const bool block_scaled = op_precision == Precision::Fp8 && fp8_recipe == Fp8Recipe::Mxfp8 &&
+                            work.op_kind != OpKind::Attention && !is_memory_bound(work.op_kind);
+  return block_scaled ? gpu.mxfp8_gemm_slowdown : 1.0;
+}
+
 double CostModel::attention_efficiency_of(const ComputeWork& work) const {
   if (!fused_attention || !has_gemm_shape(work)) return gpu.attention_efficiency;
   // The kernel's inner loop runs over the keys (gemm_n): what the paper varies as the sequence
@@ -166,7 +175,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     const std::string signature = op_signature(work, op_precision);
     for (const auto* table : {&measured_us, &gpu.measured_us}) {
       const auto it = table->find(signature);
-      if (it != table->end()) return it->second * kSecondsPerUs / sm_share(gpu, work);
+      if (it != table->end())
+        return it->second * kSecondsPerUs / sm_share(gpu, work) * gemm_time_factor(work, op_precision);
     }
   }
   const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;
@@ -184,10 +194,9 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
                                                    work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
     if (measured_TFLOPS) {
       const double TFLOPS = sustained_gemm_TFLOPS(gpu, op_precision, *measured_TFLOPS);
-      return std::max(work.flops /
-                          (TFLOPS * kFlopsPerTFLOP * gpu.compute_throughput_fraction * sm_share(gpu, work)),
-                      memory_s) +
-             launch_s;
+      const double flops_s =
+          work.flops / (TFLOPS * kFlopsPerTFLOP * gpu.compute_throughput_fraction * sm_share(gpu, work));
+      return std::max(flops_s * gemm_time_factor(work, op_precision), memory_s) + launch_s;
     }
   }
   const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
@@ -206,7 +215,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (work.op_kind != OpKind::Attention)
     rate_flops = sustained_gemm_TFLOPS(gpu, op_precision, rate_flops / kFlopsPerTFLOP) * kFlopsPerTFLOP;
   const double flops_s = work.flops / (rate_flops * gpu.compute_throughput_fraction * sm_share(gpu, work));
-  return std::max(flops_s, memory_s) + launch_s;
+  return std::max(flops_s * gemm_time_factor(work, op_precision), memory_s) + launch_s;
 }
 
 std::string op_signature(const ComputeWork& work, Precision precision) {

@@ -7,6 +7,7 @@ CostModel cost_model_of(const Config& config) {
   cost.gpu = config.cluster.gpu;
   cost.precision = config.training.precision;
   cost.fp8_attention = config.training.fp8_attention;
+  cost.fp8_recipe = config.training.fp8_recipe;
   cost.attention_kernel = attention_kernel_of(config.strategy);
   cost.causal_attention = config.model.causal;
   cost.fused_attention = config.model.flash_attention;
