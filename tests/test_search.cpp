@@ -107,6 +107,22 @@ TEST_CASE("search: analytic, layer and compiled bounds never exceed the simulate
   CHECK(layer_checked >= 20);  // the layer tier applies to every generated schedule with pp >= 2
 }
 
+TEST_CASE("search: DualPipe's compiled bound leaves out the collective gaps its overlapped pairs fill") {
+  // Bug: the bound took micro-batch 0's passes with the gaps its tensor-parallel collectives force
+  // on the stream, times the micro-batches; DualPipe runs one micro-batch's forward beside
+  // another's backward, whose compute fills those gaps, so the bound (37.4 ms) exceeded the
+  // simulated iteration (36.5 ms) and the search could prune a DualPipe candidate that wins.
+  const Config c = parse_config_sections(
+      R"({"model": {"preset": "mixtral-8x7b", "layers": 4, "hidden": 1024, "heads": 16, "kv_heads": 8,
+                    "ffn_hidden": 2048, "seq_len": 1024},
+          "cluster": {"preset": "dgx-h100", "nodes": 1}, "training": {"global_batch": 16, "seq_len": 1024},
+          "strategy": {"dp": 1, "tp": 4, "pp": 2, "micro_batch": 2, "schedule": "dualpipe", "recompute": "full"}})");
+  const Simulated s = simulate(c);
+  const search_detail::Bounds k = search_detail::compiled_bounds(c);
+  CHECK(k.time_s <= s.time_s);
+  CHECK(k.time_s > 0.5 * s.time_s);  // still a bound that prunes
+}
+
 TEST_CASE("search: the same result for any number of threads") {
   // ZeRO 2 and 3 reduce gradients every micro-batch (grad_sync), ZeRO 0 and 1 at the boundary:
   // their compiles differ, so they share no cached profile whichever thread compiles first.

@@ -350,6 +350,7 @@ std::string compiled_profile_key(const StrategySpec& s) {
          std::to_string(s.cp) + "," + std::to_string(s.ep) + "," + std::to_string(v) + "," +
          std::to_string(s.micro_batch) + "," + std::to_string(s.sequence_parallel) + "," +
          std::to_string(static_cast<int>(s.recompute)) + "," + std::to_string(static_cast<int>(s.grad_sync)) +
+         "," + std::to_string(expert_tp_of(s)) +
          // Selective recompute compiles what its modules say (the search varies them).
          (s.recompute == Recompute::Selective ? "," + std::to_string(int{s.recompute_modules}) : "");
 }
@@ -459,7 +460,11 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
       }
       if (!mb0) continue;
       sp.per_mb_s += w;
-      if (!weight) sp.per_mb_no_w_s += w;
+      sp.per_mb_busy_s += time_s;
+      if (!weight) {
+        sp.per_mb_no_w_s += w;
+        sp.per_mb_no_w_busy_s += time_s;
+      }
     }
     if (backward_run_s > 0) {
       sp.tail_s = backward_run_s;
@@ -499,10 +504,13 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     // DualPipe: half the micro-batches run through copy 1, whose chunk on this stage is the
     // model chunk micro-batch 0 (copy 0) runs on stage pp-1-st: the stage's work per
     // micro-batch is the mean of the two.
+    // Its overlapped pairs run one micro-batch's forward beside another's backward, whose
+    // compute fills the gaps either one's collectives leave: the compute alone, without them.
     const StageProfile& mirror = p.stages[static_cast<size_t>(pp - 1 - st)];
     const bool copies = s.schedule == Schedule::DualPipe;
-    const double per_mb_s = copies ? (sp.per_mb_s + mirror.per_mb_s) / 2 : sp.per_mb_s;
-    const double per_mb_no_w_s = copies ? (sp.per_mb_no_w_s + mirror.per_mb_no_w_s) / 2 : sp.per_mb_no_w_s;
+    const double per_mb_s = copies ? (sp.per_mb_busy_s + mirror.per_mb_busy_s) / 2 : sp.per_mb_s;
+    const double per_mb_no_w_s =
+        copies ? (sp.per_mb_no_w_busy_s + mirror.per_mb_no_w_busy_s) / 2 : sp.per_mb_no_w_s;
     total[st] = per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);
     before_tail[st] = (shape.tail_input_only ? per_mb_no_w_s : per_mb_s) * micro_batches;
   }

@@ -82,6 +82,9 @@ struct StageProfile {
   double activation_bytes = 0;
   std::vector<double> chunk_activation_bytes;  // per local chunk, micro-batch 0
   double per_mb_s = 0, per_mb_no_w_s = 0, once_s = 0, head_s = 0, tail_s = 0, tail_no_w_s = 0;
+  // Micro-batch 0's compute alone, without the gaps its collectives force on the stream: what a
+  // schedule that runs two micro-batches' passes together (DualPipe) surely pays.
+  double per_mb_busy_s = 0, per_mb_no_w_busy_s = 0;
 };
 struct CompiledProfile {
   std::vector<StageProfile> stages;
