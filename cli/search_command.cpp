@@ -26,7 +26,7 @@ const char* kSearchUsage =
     "                      [--tp LIST] [--pp LIST] [--dp LIST] [--cp LIST] [--ep LIST]\n"
     "                      [--virtual-stages LIST] [--micro-batch LIST] [--zero LIST]\n"
     "                      [--sequence-parallel LIST] [--recompute LIST] [--schedule LIST]\n"
-    "                      [--recompute-modules SETS] [--memory-reserve FRACTION]\n"
+    "                      [--recompute-modules SETS] [--expert-tp tp,1] [--memory-reserve FRACTION]\n"
     "       proteus search --merge FILE... [--json] [-o FILE]\n"
     "LIST is comma-separated (--tp 1,2,4,8 --recompute none,selective --sequence-parallel true).\n"
     "SETS are comma-separated sets of Megatron-Core recompute modules joined by '+'\n"
@@ -104,6 +104,7 @@ std::string strategy_summary(const Json& s) {
   std::string text = "dp=" + s["dp"].dump() + " tp=" + s["tp"].dump() + " pp=" + s["pp"].dump();
   if (s["cp"] != 1) text += " cp=" + s["cp"].dump();
   if (s["ep"] != 1) text += " ep=" + s["ep"].dump();
+  if (s.contains("expert_tp") && s["expert_tp"] != s["tp"]) text += " etp=" + s["expert_tp"].dump();
   text += " mb=" + s["micro_batch"].dump() + " " + s["schedule"].get<std::string>();
   if (s["virtual_stages"] != 1) text += " v=" + s["virtual_stages"].dump();
   if (s["sequence_parallel"].get<bool>()) text += " sp";
@@ -172,7 +173,8 @@ int search_command(const std::vector<std::string>& args) {
       {"--zero", "zero"},
       {"--sequence-parallel", "sequence_parallel"},
       {"--recompute", "recompute"},
-      {"--schedule", "schedule"}};
+      {"--schedule", "schedule"},
+      {"--expert-tp", "expert_tp"}};
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> const std::string& {

@@ -80,6 +80,12 @@ check "search --recompute-modules names the set in the table" grep -q 'recompute
 "$proteus" search "$tmp/search_moe.json" --recompute-modules core_attn,moe_actt >"$tmp/s_moe_bad.json" 2>/dev/null
 check "search --recompute-modules with an unknown module exits 2" test $? -eq 2
 check "search --recompute-modules error names the entry" grep -q 'search.recompute_modules\[1\]\[0\]' "$tmp/s_moe_bad.json"
+# --expert-tp: MoE parallel folding; tp 2 x ep 8 on 8 GPUs exists only folded.
+"$proteus" search "$tmp/search_moe.json" --tp 2 --ep 8 --recompute none --expert-tp 1 --top 1 >"$tmp/s_etp.txt"
+check "search --expert-tp 1 ranks a folded layout" grep -q 'tp=2 pp=1 ep=8 etp=1' "$tmp/s_etp.txt"
+"$proteus" search "$tmp/search_moe.json" --expert-tp 2 >"$tmp/s_etp_bad.json" 2>/dev/null
+check "search --expert-tp with a value other than tp or 1 exits 2" test $? -eq 2
+check "search --expert-tp error names the entry" grep -q 'search.expert_tp\[0\]' "$tmp/s_etp_bad.json"
 
 "$proteus" frobnicate x >/dev/null 2>&1
 check "unknown command exits 2" test $? -eq 2

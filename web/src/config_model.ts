@@ -77,11 +77,12 @@ export function fittingDp(gpus: number, strategy: { tp?: number; pp?: number; cp
 
 /**
  * A strategy with the knobs of a search row or a fit change replacing the current ones. The core
- * names recompute modules only under selective recompute, so the current modules go: beside
- * any other mode the config would be refused.
+ * names recompute modules only under selective recompute, and a mixture of experts' expert_tp
+ * (tp or 1) wherever the row states it, so the current ones go: recompute modules beside another
+ * mode would be refused, an expert_tp of another tp too.
  */
 export function mergeStrategy(current: Record<string, unknown> | undefined, knobs: Record<string, unknown>): Record<string, unknown> {
-  const { recompute_modules: _, ...rest } = current ?? {};
+  const { recompute_modules: _, expert_tp: __, ...rest } = current ?? {};
   return { ...rest, ...knobs };
 }
 
@@ -104,6 +105,8 @@ export function strategyLabel(config: Config, resolved?: Config | null): string 
   const s = { ...(resolved?.strategy ?? {}), ...(config.strategy ?? {}) };
   const parts: string[] = [];
   for (const k of ['tp', 'pp', 'dp', 'cp', 'ep'] as const) if ((s[k] ?? 1) > 1 || k === 'dp') parts.push(`${k.toUpperCase()}${s[k] ?? 1}`);
+  // MoE parallel folding: the experts whole, the tp ranks in the expert-parallel group.
+  if (s.expert_tp === 1 && (s.tp ?? 1) > 1) parts.push('ETP1');
   parts.push(`mb${s.micro_batch ?? 1}`);
   if (s.schedule) parts.push(s.zb_plan ? `${s.schedule} (${s.zb_plan} plan)` : String(s.schedule));
   if (s.zero) parts.push(`ZeRO-${s.zero}`);

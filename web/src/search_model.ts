@@ -66,7 +66,7 @@ export function searchConfig(config: Record<string, any>, lists: Partial<Record<
   for (const [k, v] of Object.entries(lists)) if (v) search[k] = v;
   out.search = search;
   if (out.strategy && typeof out.strategy === 'object') {
-    for (const k of ['dp', 'tp', 'pp', 'cp', 'ep', 'micro_batch', 'schedule', 'virtual_stages', 'sequence_parallel', 'zero', 'recompute', 'stage_layers']) delete out.strategy[k];
+    for (const k of ['dp', 'tp', 'pp', 'cp', 'ep', 'expert_tp', 'micro_batch', 'schedule', 'virtual_stages', 'sequence_parallel', 'zero', 'recompute', 'stage_layers']) delete out.strategy[k];
     // The config's recompute modules are the set the search starts from; a config may hold them
     // only beside selective recompute (each candidate then sets its own recompute).
     if (out.strategy.recompute_modules !== undefined) out.strategy.recompute = 'selective';
@@ -131,6 +131,7 @@ export function strategyText(s: Record<string, any>): string {
   const parts = [`tp ${s.tp}`, `pp ${s.pp}`, `dp ${s.dp}`];
   if (s.cp > 1) parts.push(`cp ${s.cp}`);
   if (s.ep > 1) parts.push(`ep ${s.ep}`);
+  if (s.expert_tp === 1 && s.tp > 1) parts.push('expert tp 1');
   parts.push(`mb ${s.micro_batch}`);
   if (s.pp > 1) parts.push(s.schedule === 'interleaved-1f1b' ? `${s.schedule} v${s.virtual_stages}` : String(s.schedule));
   if (s.sequence_parallel) parts.push('SP');

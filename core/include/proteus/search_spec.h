@@ -17,6 +17,10 @@ struct SearchSpec {
   // Sets of Megatron-Core recompute modules to try under selective recompute (each non-empty);
   // empty: the sets search/recompute_module_sets.h derives for the model.
   std::vector<RecomputeModules> recompute_modules;
+  // MoE parallel folding to try where tp > 1: 0 keeps the experts split like the dense MLP
+  // (expert_tp = tp, the config's "tp"), 1 folds the tp ranks into expert parallelism
+  // (expert_tp 1). Empty: both.
+  std::vector<int64_t> expert_tp;
   // Fraction of each GPU's memory a candidate must leave free to count as fitting (allocator
   // fragmentation, NCCL buffers, the CUDA context): 0.05 keeps 5%.
   double memory_reserve = 0;

@@ -58,12 +58,36 @@ std::vector<RecomputeModules> module_sets(const ObjectReader& in, const char* ke
   return out;
 }
 
+// MoE parallel folding per candidate: 1 (expert_tp 1, folded) or "tp" (expert_tp = tp), read as
+// 1 and 0.
+std::vector<int64_t> expert_tp_list(const ObjectReader& in) {
+  if (!in.has("expert_tp")) return {};
+  const Json& list = as_array(in.at("expert_tp"), in.path_of("expert_tp"), 2);
+  if (list.empty()) throw invalid_config(in.path_of("expert_tp"), "the list is empty: omit it to try both");
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& v = list[i];
+    if (v.is_string() && v.get<std::string>() == "tp") {
+      out.push_back(0);
+    } else if (v.is_number_integer() && v.get<int64_t>() == 1) {
+      out.push_back(1);
+    } else {
+      throw invalid_config(
+          index_path(in.path_of("expert_tp"), i),
+          "expected 1 (experts whole, the tp ranks folded into expert parallelism) or \"tp\" "
+          "(experts split like the dense MLP), not " +
+              v.dump());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 SearchSpec read_search(const Json& value, const std::string& path) {
   ObjectReader in(value, path,
                   {"dp", "tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "sequence_parallel", "zero",
-                   "recompute", "recompute_modules", "schedule", "memory_reserve"});
+                   "recompute", "recompute_modules", "schedule", "memory_reserve", "expert_tp"});
   SearchSpec s;
   s.dp = integer_list(in, "dp", 1, L::kMaxParallel);
   s.tp = integer_list(in, "tp", 1, L::kMaxParallel);
@@ -83,6 +107,7 @@ SearchSpec read_search(const Json& value, const std::string& path) {
   s.recompute = enum_list(in, "recompute", kRecomputes);
   s.schedule = enum_list(in, "schedule", kSchedules);
   s.recompute_modules = module_sets(in, "recompute_modules");
+  s.expert_tp = expert_tp_list(in);
   s.memory_reserve = in.number("memory_reserve", 0, 0, 0.9);
   return s;
 }

@@ -33,6 +33,8 @@ std::string describe(const Json& strategy) {
   std::string s;
   for (const char* k : {"dp", "tp", "pp", "cp", "ep", "micro_batch"})
     s += std::string(k) + "=" + strategy[k].dump() + " ";
+  if (strategy.contains("expert_tp") && strategy["expert_tp"] != strategy["tp"])
+    s += "expert_tp=" + strategy["expert_tp"].dump() + " ";
   s += strategy["schedule"].get<std::string>();
   if (strategy["virtual_stages"].get<int>() > 1) s += " v=" + strategy["virtual_stages"].dump();
   s += strategy["sequence_parallel"].get<bool>() ? " sp" : "";

@@ -10,7 +10,9 @@
 //   forward_backward_no_pipelining, one micro-batch's forward then its backward);
 //   virtual_stages > 1 only with interleaved-1f1b, and interleaved-1f1b only with
 //   virtual_stages > 1 (with one chunk per stage it is 1f1b);
-//   recompute_modules only under selective recompute (the other modes ignore them).
+//   recompute_modules only under selective recompute (the other modes ignore them);
+//   expert_tp only for a mixture of experts with tp > 1 (with tp 1 the experts are whole either
+//   way); a MoE candidate states it (tp or 1), a dense one leaves it unset.
 #include <algorithm>
 #include <functional>
 
@@ -84,6 +86,21 @@ struct Knob {
 
 int64_t mesh_without_dp(const StrategySpec& s) { return int64_t{s.tp} * s.pp * s.cp; }
 
+bool is_moe(const Problem& p) {
+  return p.base.model.kind == ModelKind::Transformer && p.base.model.moe.experts > 0;
+}
+
+// The expert_tp knob's values: the field unset (a dense model), the experts whole (MoE parallel
+// folding, expert_tp 1), or split like the dense MLP (expert_tp = the candidate's tp).
+constexpr int64_t kExpertTpUnset = 0, kExpertTpFolded = 1, kExpertTpOfTp = 2;
+
+// search.expert_tp holds 1 (folded) and 0 ("tp").
+Values listed_expert_tp(const SearchSpec& s) {
+  Values v;
+  for (int64_t x : s.expert_tp) v.push_back(x == 1 ? kExpertTpFolded : kExpertTpOfTp);
+  return v;
+}
+
 const std::vector<Knob>& knobs() {
   static const std::vector<Knob> table = {
       {"tp", [](const Problem& p, const StrategySpec&) { return divisors(p.gpus); },
@@ -116,18 +133,29 @@ const std::vector<Knob>& knobs() {
        },
        [](const SearchSpec& s) { return s.dp; }, [](StrategySpec& s, int64_t v) { s.dp = int(v); },
        [](const Problem&, const StrategySpec&) { return true; }, 1},
+      // MoE parallel folding (Megatron-Core's --expert-tensor-parallel-size 1); before ep, whose
+      // values it changes.
+      {"expert_tp",
+       [](const Problem&, const StrategySpec&) {
+         return Values{kExpertTpOfTp, kExpertTpFolded};
+       },
+       listed_expert_tp,
+       [](StrategySpec& s, int64_t v) {
+         s.expert_tp = v == kExpertTpFolded ? 1 : v == kExpertTpOfTp ? s.tp : 0;
+       },
+       [](const Problem& p, const StrategySpec& s) { return is_moe(p) && s.tp > 1; }, kExpertTpUnset,
+       [](const Problem& p) { return is_moe(p) ? kExpertTpOfTp : kExpertTpUnset; }},
       {"ep",
        [](const Problem& p, const StrategySpec& s) {
+         // Folded, the expert-parallel group takes in the tp ranks: ep = tp x (a divisor of dp).
+         const int64_t tp_in_ep = experts_fold_tp(s) ? s.tp : 1;
          Values v;
          for (int64_t d : divisors(s.dp))
-           if (p.base.model.moe.experts % d == 0) v.push_back(d);
+           if (p.base.model.moe.experts % (d * tp_in_ep) == 0) v.push_back(d * tp_in_ep);
          return v;
        },
        [](const SearchSpec& s) { return s.ep; }, [](StrategySpec& s, int64_t v) { s.ep = int(v); },
-       [](const Problem& p, const StrategySpec&) {
-         return p.base.model.kind == ModelKind::Transformer && p.base.model.moe.experts > 0;
-       },
-       1},
+       [](const Problem& p, const StrategySpec&) { return is_moe(p); }, 1},
       {"schedule", [](const Problem&, const StrategySpec&) { return all_of(kSchedules); },
        [](const SearchSpec& s) { return as_values(s.schedule); },
        [](StrategySpec& s, int64_t v) { s.schedule = static_cast<Schedule>(v); },

@@ -7,7 +7,7 @@
 namespace proteus {
 
 // recompute_modules only under selective recompute, where they mean something (and a config
-// may hold them).
+// may hold them); expert_tp where the candidate states it (a mixture of experts).
 inline nlohmann::ordered_json strategy_json(const StrategySpec& s) {
   nlohmann::ordered_json j{{"dp", s.dp},
                            {"tp", s.tp},
@@ -22,6 +22,7 @@ inline nlohmann::ordered_json strategy_json(const StrategySpec& s) {
                            {"recompute", to_string(s.recompute)}};
   if (s.recompute == Recompute::Selective)
     j["recompute_modules"] = recompute_module_names(s.recompute_modules);
+  if (s.expert_tp > 0) j["expert_tp"] = s.expert_tp;
   return j;
 }
 

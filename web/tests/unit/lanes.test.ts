@@ -103,6 +103,9 @@ describe('config helpers', () => {
     // recompute modules are named when they are not Megatron's default (the attention core)
     expect(strategyLabel({ strategy: { dp: 8, recompute: 'selective', recompute_modules: ['core_attn'] } })).toBe('DP8 · mb1 · rc:selective');
     expect(strategyLabel({ strategy: { dp: 8, recompute: 'selective', recompute_modules: ['moe_act', 'layernorm'] } })).toBe('DP8 · mb1 · rc:selective(moe_act+layernorm)');
+    // MoE parallel folding is named; expert_tp equal to tp is the default layout
+    expect(strategyLabel({ strategy: { tp: 2, dp: 4, ep: 8, expert_tp: 1 } })).toBe('TP2 · DP4 · EP8 · ETP1 · mb1');
+    expect(strategyLabel({ strategy: { tp: 2, dp: 4, ep: 4, expert_tp: 2 } })).toBe('TP2 · DP4 · EP4 · mb1');
   });
 
   it('drops recompute modules once nothing recomputes selectively', () => {
@@ -121,6 +124,10 @@ describe('config helpers', () => {
     expect(mergeStrategy(current, { tp: 1, recompute: 'full' })).toEqual({ tp: 1, overlap_grad_reduce: false, recompute: 'full' });
     expect(mergeStrategy(current, { recompute: 'selective', recompute_modules: ['moe'] }).recompute_modules).toEqual(['moe']);
     expect(current.recompute_modules).toEqual(['moe_act']); // the page's config is untouched
+    // A row states a mixture of experts' expert_tp: the config's own (folded) must not survive
+    // into a row that omits it (a dense layout the row's tp would refuse).
+    expect(mergeStrategy({ tp: 2, ep: 8, expert_tp: 1 }, { tp: 4, ep: 2 })).toEqual({ tp: 4, ep: 2 });
+    expect(mergeStrategy({ tp: 2, ep: 4 }, { tp: 2, ep: 8, expert_tp: 1 })).toEqual({ tp: 2, ep: 8, expert_tp: 1 });
   });
 
   it('puts an error next to the control its path names', () => {

@@ -42,6 +42,14 @@ describe('search model', () => {
     expect(strategyText({ ...row, recompute_modules: ['moe_act', 'layernorm'] })).toMatch(/selective \(moe_act, layernorm\)$/);
   });
 
+  it('names MoE parallel folding in the row text, and the search varies it', () => {
+    const row = { tp: 2, pp: 1, dp: 4, ep: 8, expert_tp: 1, micro_batch: 1, schedule: '1f1b', zero: 1, recompute: 'none' };
+    expect(strategyText(row)).toBe('tp 2 · pp 1 · dp 4 · ep 8 · expert tp 1 · mb 1 · ZeRO 1 · none');
+    expect(strategyText({ ...row, ep: 4, expert_tp: 2 })).not.toMatch(/expert tp/);
+    const c = searchConfig({ preset: 'x', strategy: { tp: 2, ep: 8, expert_tp: 1 } }, {}, 0);
+    expect(c.strategy).toEqual({});
+  });
+
   it('merges finished shards live: the fastest first, index breaks ties, at most top', () => {
     const a: SearchResult = { ranked: [row(4, 1, 1, 2.0, 10), row(8, 1, 1, 3.0, 5)], counts: {} as any, memory_budget_GiB: 80 };
     const b: SearchResult = { ranked: [row(1, 1, 1, 2.0, 12), row(3, 1, 1, 2.5, 9)], counts: {} as any, memory_budget_GiB: 80 };
