@@ -234,6 +234,8 @@ describe('importing and exporting runs in the page', () => {
     expect(text).toContain('--num-experts 8');
     await page.screenshot({ path: join(ARTIFACTS, 'i01-export.png') });
     await page.click('#export-copy');
+    // The message follows the clipboard's promise, not the click.
+    await page.waitForFunction(() => /Copied|did not allow/.test(document.getElementById('export-msg')?.textContent ?? ''));
     expect(await page.$eval('#export-msg', (e) => e.textContent)).toBe('Copied.');
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(text);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-download')]);

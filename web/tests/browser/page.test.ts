@@ -293,6 +293,9 @@ describe('the page in Chromium', () => {
   });
 
   it('cancels a long simulation and keeps working', async () => {
+    // From an idle page: a run still going from before would take the click (its Cancelled
+    // overwritten by the scenario's own run, which then completes).
+    await page.waitForFunction(() => !document.body.classList.contains('running'));
     await page.selectOption('#scenario', 'gpt3-175b-megatron');
     await page.waitForFunction(() => document.body.classList.contains('running'));
     await page.waitForTimeout(300);
