@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
-#include "error_path.h"
 #include "gemm_work.h"
+#include "gpu_field_checks.h"
 #include "proteus/api.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
@@ -109,15 +109,8 @@ TEST_CASE("MXFP8 GEMMs: attention, 16-bit GEMMs, casts and 16-bit runs keep thei
 }
 
 TEST_CASE("MXFP8 GEMMs: the field is checked, named in errors and kept by show") {
-  const std::string node = one_b200_node("mxfp8");
-  for (const char* bad : {"0.99", "0", "-1", "\"fast\""}) {
-    CAPTURE(bad);
-    const std::string cfg = node + R"(, "gpu": {"mxfp8_gemm_slowdown": )" + bad + "}}}";
-    CHECK(error_path([&] { parse_config(cfg); }) == "cluster.gpu.mxfp8_gemm_slowdown");
-  }
-  const Config c = parse_config(node + R"(, "gpu": {"mxfp8_gemm_slowdown": 1.2}}})");
-  CHECK(c.cluster.gpu.mxfp8_gemm_slowdown == 1.2);
-  CHECK(parse_config(config_to_json(c)).cluster.gpu.mxfp8_gemm_slowdown == 1.2);
+  check_gpu_field(one_b200_node("mxfp8"), "mxfp8_gemm_slowdown", {"0.99", "0", "-1", "\"fast\""}, 1.2,
+                  [](const Config& c) { return c.cluster.gpu.mxfp8_gemm_slowdown; });
 }
 
 TEST_CASE("MXFP8 GEMMs: a run's FP8 GEMMs slow by the factor, current scaling does not") {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
-#include "error_path.h"
 #include "gemm_work.h"
+#include "gpu_field_checks.h"
 #include "proteus/api.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
@@ -74,13 +74,8 @@ TEST_CASE("power limit: memory-bound kernels and GEMMs at the HBM bound keep the
 }
 
 TEST_CASE("power limit: the field is checked, named in errors and kept by show") {
-  for (const char* bad : {"0", "-0.5", "1.2"}) {
-    const std::string cfg = kOneNode + R"(, "gpu": {"compute_throughput_fraction": )" + bad + "}}}";
-    CHECK(error_path([&] { parse_config(cfg); }) == "cluster.gpu.compute_throughput_fraction");
-  }
-  const Config c = parse_config(kOneNode + R"(, "gpu": {"compute_throughput_fraction": 0.91}}})");
-  CHECK(c.cluster.gpu.compute_throughput_fraction == 0.91);
-  CHECK(parse_config(config_to_json(c)).cluster.gpu.compute_throughput_fraction == 0.91);
+  check_gpu_field(kOneNode, "compute_throughput_fraction", {"0", "-0.5", "1.2"}, kH100At500W,
+                  [](const Config& c) { return c.cluster.gpu.compute_throughput_fraction; });
 }
 
 TEST_CASE("power limit: a compute-bound run slows by the fraction, its communication does not") {
