@@ -128,3 +128,19 @@ TEST_CASE("MXFP8 GEMMs: a run's FP8 GEMMs slow by the factor, current scaling do
   CHECK(ratio > 1.03);
   CHECK(matmul_s("current", "") == matmul_s("current", none));
 }
+
+TEST_CASE("MXFP8 GEMMs: a run on a GPU without the measurement says its GEMMs are costed per-tensor") {
+  SimulateOptions options;
+  options.fit_advice = false;
+  const auto warned = [&](const std::string& preset, const char* recipe) {
+    std::string config = one_b200_node(recipe) + "}}";
+    config.replace(config.find("dgx-b200"), 8, preset);
+    const auto out = nlohmann::json::parse(simulate_json(config, options));
+    for (const auto& w : out["warnings"])
+      if (w.get<std::string>().find("cluster.gpu.mxfp8_gemm_slowdown") != std::string::npos) return true;
+    return false;
+  };
+  CHECK(warned("dgx-h100", "mxfp8"));  // Hopper: no block-scaled tensor cores measured
+  CHECK_FALSE(warned("dgx-b200", "mxfp8"));
+  CHECK_FALSE(warned("dgx-h100", "current"));
+}

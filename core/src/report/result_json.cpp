@@ -346,10 +346,22 @@ PROTEUS_OUT_OF_LINE void time_warnings(const ReportInputs& in, const Fractions& 
                 "that keeps heavy traffic inside a node, would help.");
 }
 
+// A cost the run depends on that the GPU's preset has no measurement of.
+PROTEUS_OUT_OF_LINE void cost_warnings(const ReportInputs& in, std::vector<std::string>& w) {
+  const TrainingSpec& t = in.config.training;
+  if (t.precision == Precision::Fp8 && t.fp8_recipe == Fp8Recipe::Mxfp8 &&
+      in.config.cluster.gpu.mxfp8_gemm_slowdown == 1.0)
+    w.push_back(
+        "MXFP8's block-scaled GEMMs have no measured cost on this GPU (cluster.gpu.mxfp8_gemm_slowdown): "
+        "they are costed as per-tensor FP8 GEMMs; on Blackwell MXFP8 GEMMs take 1.051 times as long "
+        "(docs/fidelity.md, \"MXFP8 GEMMs\").");
+}
+
 std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, const StagePeaks& peaks) {
   std::vector<std::string> w;
   memory_warnings(in, peaks, w);
   time_warnings(in, f, w);
+  cost_warnings(in, w);
   return w;
 }
 
