@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,29 @@ TEST_CASE("search: DualPipe's compiled bound leaves out the collective gaps its 
   const search_detail::Bounds k = search_detail::compiled_bounds(c);
   CHECK(k.time_s <= s.time_s);
   CHECK(k.time_s > 0.5 * s.time_s);  // still a bound that prunes
+}
+
+TEST_CASE("search: only the ZeRO stages the framework runs are enumerated") {
+  // Megatron-Core and DeepSpeed pipelines shard with the distributed optimizer only; FSDP has no
+  // optimizer-only sharding. Listing the others made most of a pipelined space "invalid".
+  const auto zeros = [](const char* framework) {
+    const Config base = parse_config_sections(std::string(R"({"model": {"preset": "gpt3-1.3b", "layers": 8},
+        "cluster": {"preset": "dgx-a100-80g", "nodes": 1}, "training": {"global_batch": 16},
+        "strategy": {"framework": ")") + framework +
+                                              R"("},
+        "search": {"tp": [1], "micro_batch": [1], "recompute": ["none"]}})");
+    std::set<std::pair<int, int>> seen;  // (pp > 1, zero)
+    for (const StrategySpec& s : enumerate_space(base)) {
+      Config c = base;
+      c.strategy = s;
+      CHECK(test::error_path([&] { validate_config(c); }) != "strategy.zero");
+      seen.insert({s.pp > 1, s.zero});
+    }
+    return seen;
+  };
+  using Seen = std::set<std::pair<int, int>>;
+  CHECK(zeros("megatron") == Seen{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 0}, {1, 1}});
+  CHECK(zeros("fsdp") == Seen{{0, 0}, {0, 2}, {0, 3}, {1, 0}, {1, 2}, {1, 3}});
 }
 
 TEST_CASE("search: the same result for any number of threads") {

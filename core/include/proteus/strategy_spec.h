@@ -218,6 +218,10 @@ bool low_precision_optimizer_states(const StrategySpec& strategy);
 int expert_tp_of(const StrategySpec& strategy);
 bool experts_fold_tp(const StrategySpec& strategy);
 int ep_axis_size(const StrategySpec& strategy);
+// Whether the strategy's framework runs ZeRO stage `zero` (docs/frameworks.md): Megatron-Core's
+// and DeepSpeed's pipelines shard at most the optimizer state (zero 0-1), FSDP has no
+// optimizer-only sharding (no zero 1). The validator names the field; the search skips the rest.
+bool framework_runs_zero(const StrategySpec& strategy, int zero);
 
 // Ranks of a context-parallel group that exchange heads by all-to-all: a2a all of cp; a2a+p2p
 // cp_a2a_size, or when 0 the largest power of two dividing cp with tp x it <= gpus_per_node

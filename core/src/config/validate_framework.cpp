@@ -15,22 +15,22 @@ using std::to_string;
 void check_zero(const Config& c) {
   const StrategySpec& s = c.strategy;
   const std::string zero = "zero=" + to_string(s.zero);
-  if (s.zero >= 2 && s.pp > 1 && s.framework == Framework::DeepSpeed) {
-    // deepspeed/runtime/pipe/engine.py asserts zero_optimization_stage() < ZeroStageEnum.gradients.
+  const bool refused = !framework_runs_zero(s, s.zero);
+  if (refused && s.framework == Framework::DeepSpeed) {
     throw invalid_config("strategy.zero",
                          zero + " with pp=" + to_string(s.pp) +
                              ": DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 "
                              "(\"incompatible with pipeline parallelism\"); use zero 0 or 1, "
                              "or framework \"fsdp\"");
   }
-  if (s.zero >= 2 && s.pp > 1 && s.framework == Framework::Megatron) {
+  if (refused && s.framework == Framework::Megatron) {
     throw invalid_config("strategy.zero",
                          zero + " with pp=" + to_string(s.pp) +
                              ": Megatron-Core pipelines shard with the distributed optimizer "
                              "(zero 1); for sharded gradients or parameters under a pipeline "
                              "set framework \"fsdp\" (FSDP2 with torch.distributed.pipelining)");
   }
-  if (s.zero == 1 && s.framework == Framework::Fsdp) {
+  if (refused && s.framework == Framework::Fsdp) {
     throw invalid_config("strategy.zero",
                          "FSDP has no optimizer-only sharding (its strategies shard "
                          "gradients and optimizer state, zero 2, or everything, zero 3); "

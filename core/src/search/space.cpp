@@ -5,7 +5,9 @@
 //
 // Values left out because they change nothing (each is what the frameworks do):
 //   sequence_parallel only with tp > 1 (Megatron-LM turns it off at tp = 1, arguments.py);
-//   zero > 0 only with data-parallel ranks (dp * cp > 1: there is nothing to shard over);
+//   zero > 0 only with data-parallel ranks (dp * cp > 1: there is nothing to shard over), and
+//   only the stages the framework runs with the candidate's pipeline (framework_runs_zero:
+//   Megatron-Core and DeepSpeed pipelines refuse zero 2-3, FSDP zero 1);
 //   a schedule other than 1f1b only with pp > 1 (without a pipeline, Megatron runs
 //   forward_backward_no_pipelining, one micro-batch's forward then its backward);
 //   virtual_stages > 1 only with interleaved-1f1b, and interleaved-1f1b only with
@@ -184,8 +186,11 @@ const std::vector<Knob>& knobs() {
        [](StrategySpec& s, int64_t v) { s.sequence_parallel = v != 0; },
        [](const Problem&, const StrategySpec& s) { return s.tp > 1; }, 0},
       {"zero",
-       [](const Problem&, const StrategySpec&) {
-         return Values{0, 1, 2, 3};
+       [](const Problem&, const StrategySpec& s) {
+         Values v;
+         for (int z = 0; z <= 3; ++z)
+           if (framework_runs_zero(s, z)) v.push_back(z);
+         return v;
        },
        [](const SearchSpec& s) { return s.zero; }, [](StrategySpec& s, int64_t v) { s.zero = int(v); },
        [](const Problem&, const StrategySpec& s) { return int64_t{s.dp} * s.cp > 1; }, 0},
