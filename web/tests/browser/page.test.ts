@@ -293,13 +293,21 @@ describe('the page in Chromium', () => {
   });
 
   it('cancels a long simulation and keeps working', async () => {
-    // From an idle page: a run still going from before would take the click (its Cancelled
-    // overwritten by the scenario's own run, which then completes).
+    // From an idle page: a run still going from before would take the click.
     await page.waitForFunction(() => !document.body.classList.contains('running'));
+    // The click comes from inside the page at the run's first progress report (the worker is
+    // simulating): clicked from the test after a fixed wait, the GPT-3 run (about a second in
+    // WebAssembly) sometimes ended first on a loaded machine, and the click started a new run.
+    await page.evaluate(() => {
+      const status = document.getElementById('status')!;
+      const observer = new MutationObserver(() => {
+        if (!document.body.classList.contains('running') || !/Simulating… \d+%/.test(status.textContent ?? '')) return;
+        observer.disconnect();
+        (document.getElementById('run') as HTMLButtonElement).click(); // Run is Cancel while running
+      });
+      observer.observe(status, { childList: true, characterData: true, subtree: true });
+    });
     await page.selectOption('#scenario', 'gpt3-175b-megatron');
-    await page.waitForFunction(() => document.body.classList.contains('running'));
-    await page.waitForTimeout(300);
-    await page.click('#run'); // the Run button is Cancel while running
     await page.waitForFunction(() => /Cancelled/.test(document.getElementById('status')?.textContent ?? ''));
     expect(await page.textContent('#run')).toBe('Run');
     const status = (await page.textContent('#status')) ?? '';
