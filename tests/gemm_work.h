@@ -1,4 +1,5 @@
-// One bf16 GEMM C[M,N] = A[M,K] B[K,N] as the cost model sees it, for the cost-model tests.
+// One GEMM C[M,N] = A[M,K] B[K,N] as the cost model sees it, for the cost-model tests: bf16
+// operands by default, FP8 ones with operand_bytes 1 (the output stays 16-bit, as TE writes it).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -7,14 +8,15 @@
 
 namespace proteus::test {
 
-inline ComputeWork gemm(int64_t m, int64_t n, int64_t k) {
+inline ComputeWork gemm(int64_t m, int64_t n, int64_t k, double operand_bytes = 2) {
   ComputeWork w;
   w.op_kind = OpKind::Matmul;
   w.gemm_m = m;
   w.gemm_n = n;
   w.gemm_k = k;
   w.flops = 2.0 * m * n * k;
-  w.bytes = 2.0 * (m * k + k * n + m * n);  // bf16 A, B read, C written
+  w.bytes = operand_bytes * static_cast<double>(m * k + k * n) +
+            2.0 * static_cast<double>(m * n);  // A, B read, C written
   return w;
 }
 

@@ -43,12 +43,6 @@ CostModel b200(Fp8Recipe recipe) {
   return m;
 }
 
-ComputeWork fp8_gemm(int64_t m, int64_t n, int64_t k) {
-  ComputeWork w = gemm(m, n, k);
-  w.bytes = static_cast<double>(m * k + k * n) + 2.0 * static_cast<double>(m * n);  // FP8 in, 16-bit out
-  return w;
-}
-
 }  // namespace
 
 TEST_CASE("MXFP8 GEMMs: the presets' slowdown is TE's measured ratio on Blackwell, 1 elsewhere") {
@@ -70,13 +64,13 @@ TEST_CASE("MXFP8 GEMMs: a block-scaled GEMM takes the slowdown times the per-ten
   const CostModel per_tensor = b200(Fp8Recipe::Current), block_scaled = b200(Fp8Recipe::Mxfp8);
   REQUIRE(per_tensor.gpu.gemm_table.TFLOPS.count(Precision::Fp8) == 1);  // XLA's sm_100 FP8 table
   // TE's measured layer: QKV 15872 x 12288 x 4096 and FFN-down 15872 x 4096 x 16384.
-  for (const ComputeWork& w : {fp8_gemm(15872, 12288, 4096), fp8_gemm(15872, 4096, 16384)}) {
+  for (const ComputeWork& w : {gemm(15872, 12288, 4096, 1), gemm(15872, 4096, 16384, 1)}) {
     CHECK(busy_s(block_scaled, w) == approx(kBlackwellSlowdown * busy_s(per_tensor, w)).epsilon(1e-12));
     CHECK(busy_s(b200(Fp8Recipe::Delayed), w) == approx(busy_s(per_tensor, w)));
   }
   // A measured FP8 time (scripts/measure_ops.py times per-tensor-scaled _scaled_mm) alike.
   CostModel measured_pt = per_tensor, measured_mx = block_scaled;
-  const ComputeWork timed = fp8_gemm(1024, 4096, 1024);
+  const ComputeWork timed = gemm(1024, 4096, 1024, 1);
   measured_pt.measured_us[op_signature(timed, Precision::Fp8)] = 42;
   measured_mx.measured_us = measured_pt.measured_us;
   CHECK(measured_pt.compute_time_s(timed) == approx(42e-6));
@@ -85,13 +79,13 @@ TEST_CASE("MXFP8 GEMMs: a block-scaled GEMM takes the slowdown times the per-ten
   CostModel roofline_pt = per_tensor, roofline_mx = block_scaled;
   roofline_pt.gpu.gemm_table = {};
   roofline_mx.gpu.gemm_table = {};
-  const ComputeWork w = fp8_gemm(8192, 8192, 8192);
+  const ComputeWork w = gemm(8192, 8192, 8192, 1);
   CHECK(busy_s(roofline_mx, w) == approx(kBlackwellSlowdown * busy_s(roofline_pt, w)).epsilon(1e-12));
 }
 
 TEST_CASE("MXFP8 GEMMs: attention, 16-bit GEMMs, casts and 16-bit runs keep their time") {
   const CostModel per_tensor = b200(Fp8Recipe::Current), block_scaled = b200(Fp8Recipe::Mxfp8);
-  ComputeWork lm_head = fp8_gemm(16384, 128256, 4096);
+  ComputeWork lm_head = gemm(16384, 128256, 4096, 1);
   lm_head.high_precision = true;  // TE runs the output layer and the router in 16 bits
   CHECK(block_scaled.compute_time_s(lm_head) == per_tensor.compute_time_s(lm_head));
   ComputeWork attention;
