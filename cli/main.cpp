@@ -142,7 +142,7 @@ int validate(const std::vector<std::string>& args) {
     } else {
       std::snprintf(line, sizeof line, " (published %.2fx, predicted %.2fx: %s)",
                     k["published_ratio"].get<double>(), k["predicted_ratio"].get<double>(),
-                    proteus_cli::strategy_summary(nlohmann::ordered_json(k["best"]["strategy"])).c_str());
+                    k["best"]["summary"].get<std::string>().c_str());
       std::cout << line;
     }
     std::cout << (k["kept"].get<bool>() ? "  kept" : "  NOT KEPT")

@@ -98,34 +98,13 @@ std::string fixed(double v, int decimals) {
   return b;
 }
 
-}  // namespace
-
-std::string strategy_summary(const Json& s) {
-  std::string text = "dp=" + s["dp"].dump() + " tp=" + s["tp"].dump() + " pp=" + s["pp"].dump();
-  if (s["cp"] != 1) text += " cp=" + s["cp"].dump();
-  if (s["ep"] != 1) text += " ep=" + s["ep"].dump();
-  if (s.contains("expert_tp") && s["expert_tp"] != s["tp"]) text += " etp=" + s["expert_tp"].dump();
-  text += " mb=" + s["micro_batch"].dump() + " " + s["schedule"].get<std::string>();
-  if (s["virtual_stages"] != 1) text += " v=" + s["virtual_stages"].dump();
-  if (s["sequence_parallel"].get<bool>()) text += " sp";
-  text += " zero=" + s["zero"].dump() + " recompute=" + s["recompute"].get<std::string>();
-  if (s.contains("recompute_modules") && s["recompute_modules"] != Json::array({"core_attn"})) {
-    std::string names;  // modules other than Megatron's default: selective(core_attn+moe_act)
-    for (const Json& m : s["recompute_modules"]) names += (names.empty() ? "" : "+") + m.get<std::string>();
-    text += "(" + names + ")";
-  }
-  return text;
-}
-
-namespace {
-
 void print_table(const Json& r, std::ostream& out) {
   char line[256];
   std::snprintf(line, sizeof line, "%4s %10s %6s %9s  %s\n", "rank", "iter_s", "MFU", "peak_GiB", "strategy");
   out << line;
   int rank = 0;
   for (const Json& c : r["ranked"]) {
-    const std::string text = strategy_summary(c["strategy"]);
+    const std::string text = c["summary"].get<std::string>();
     std::snprintf(line, sizeof line, "%4d %10.4f %5.1f%% %9.1f  %s\n", ++rank,
                   c["iteration_time_s"].get<double>(), 100 * c["mfu"].get<double>(),
                   c["peak_memory_GiB"].get<double>(), text.c_str());

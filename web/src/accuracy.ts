@@ -14,7 +14,6 @@ import {
   notRunCases,
   pairRankings,
   parseValidationFile,
-  strategySummary,
   validationJobs,
   type Job,
   type PairRanking,
@@ -254,7 +253,7 @@ export class AccuracyView {
         h('td', { title: `${k.case} against the best of its space` }, k.case),
         h('td', { class: 'num' }, ratio(k.published_ratio)),
         h('td', { class: 'num' }, k.predicted_ratio === undefined ? '–' : ratio(k.predicted_ratio)),
-        h('td', null, k.best ? strategySummary(k.best.strategy) : 'nothing else fits'),
+        h('td', null, k.best ? k.best.summary : 'nothing else fits'),
         verdict(k.kept, k.gated),
       );
       return;

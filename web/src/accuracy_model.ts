@@ -87,7 +87,7 @@ export interface SearchRankingRow {
   published_ratio: number;
   predicted_ratio?: number;
   kept: boolean;
-  best: { strategy: Record<string, any>; iteration_time_s: number } | null;
+  best: { strategy: Record<string, any>; summary: string; iteration_time_s: number } | null;
   gated: boolean;
 }
 
@@ -210,17 +210,6 @@ export function pairRankings(cases: ValidationCase[], rows: TimeRow[]): PairRank
       });
     }
   return out;
-}
-
-/** A strategy in one line, as the CLI prints it (cli/search_command.cpp strategy_summary). */
-export function strategySummary(s: Record<string, any>): string {
-  let text = `dp=${s.dp} tp=${s.tp} pp=${s.pp}`;
-  if (s.cp !== 1) text += ` cp=${s.cp}`;
-  if (s.ep !== 1) text += ` ep=${s.ep}`;
-  text += ` mb=${s.micro_batch} ${s.schedule}`;
-  if (s.virtual_stages !== 1) text += ` v=${s.virtual_stages}`;
-  if (s.sequence_parallel) text += ' sp';
-  return `${text} zero=${s.zero} recompute=${s.recompute}`;
 }
 
 /** Mean absolute error per group, and over every row ("all"), as validate_json's "groups"/"all". */

@@ -59,7 +59,8 @@ Out check_one(const Json& entry, const std::string& path, const std::map<std::st
     const double best_s = best.at("iteration_time_s").get<double>();
     row["predicted_ratio"] = best_s / c.predicted_s;
     row["kept"] = c.predicted_s < best_s;
-    row["best"] = {{"strategy", best.at("strategy")}, {"iteration_time_s", best_s}};
+    row["best"] = {
+        {"strategy", best.at("strategy")}, {"summary", best.at("summary")}, {"iteration_time_s", best_s}};
   }
   row["gated"] = *gated;
   return row;

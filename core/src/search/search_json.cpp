@@ -8,6 +8,7 @@
 #include "proteus/error.h"
 #include "proteus/search.h"
 #include "strategy_json.h"
+#include "strategy_summary.h"
 
 namespace proteus {
 
@@ -19,6 +20,7 @@ Json candidate_json(const CandidateResult& r) {
   Json j;
   j["index"] = r.index;
   j["strategy"] = strategy_json(r.strategy);
+  j["summary"] = strategy_summary(r.strategy);
   j["outcome"] = to_string(r.outcome);
   if (r.outcome == Outcome::Fits || r.outcome == Outcome::NoFitSimulated) {
     j["iteration_time_s"] = r.iteration_time_s;
@@ -27,26 +29,6 @@ Json candidate_json(const CandidateResult& r) {
   if (r.outcome != Outcome::Failed) j["peak_memory_GiB"] = r.peak_memory_GiB;
   if (r.outcome == Outcome::Failed) j["error"] = {{"path", r.path}, {"message", r.reason}};
   return j;
-}
-
-std::string describe(const Json& strategy) {
-  std::string s;
-  for (const char* k : {"dp", "tp", "pp", "cp", "ep", "micro_batch"})
-    s += std::string(k) + "=" + strategy[k].dump() + " ";
-  if (strategy.contains("expert_tp") && strategy["expert_tp"] != strategy["tp"])
-    s += "expert_tp=" + strategy["expert_tp"].dump() + " ";
-  s += strategy["schedule"].get<std::string>();
-  if (strategy["virtual_stages"].get<int>() > 1) s += " v=" + strategy["virtual_stages"].dump();
-  s += strategy["sequence_parallel"].get<bool>() ? " sp" : "";
-  s += " zero=" + strategy["zero"].dump() + " recompute=" + strategy["recompute"].get<std::string>();
-  // Modules other than Megatron's default (the core attention alone): "selective(core_attn+moe_act)".
-  if (strategy.contains("recompute_modules") && strategy["recompute_modules"] != Json::array({"core_attn"})) {
-    std::string names;
-    for (const Json& m : strategy["recompute_modules"])
-      names += (names.empty() ? "" : "+") + m.get<std::string>();
-    s += "(" + names + ")";
-  }
-  return s;
 }
 
 // Nothing ranked: say which constraint excluded everything.
@@ -81,7 +63,8 @@ void throw_if_empty(const Json& r) {
     const Json& c = r["closest_no_fit"][0];
     char gib[32];
     std::snprintf(gib, sizeof gib, "%.1f", c["peak_memory_GiB"].get<double>());
-    closest = "; the smallest needs at least " + std::string(gib) + " GiB (" + describe(c["strategy"]) + ")";
+    closest = "; the smallest needs at least " + std::string(gib) + " GiB (" +
+              c["summary"].get<std::string>() + ")";
   }
   char budget[64];
   std::snprintf(budget, sizeof budget, "%.1f GiB", r["memory_budget_GiB"].get<double>());

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { pairRankings, parseValidationFile, strategySummary, validationJobs, type TimeRow } from '../../src/accuracy_model';
+import { pairRankings, parseValidationFile, validationJobs, type TimeRow } from '../../src/accuracy_model';
 import { loadModule, type ProteusModule } from '../support/module';
 
 const CLI = process.env.PROTEUS_CLI ?? resolve(__dirname, '..', '..', '..', 'build', 'bin', 'proteus');
@@ -68,7 +68,7 @@ describe('accuracy panel rankings against validate_json and the CLI', () => {
     whole.search_rankings.forEach((k: any, i: number) => {
       const line = searchLines[i];
       expect(line.startsWith(`search ranking: ${k.case} < the best of its space`), line).toBe(true);
-      if (k.best) expect(line, k.id).toContain(`: ${strategySummary(k.best.strategy)})`);
+      if (k.best) expect(line, k.id).toContain(`: ${k.best.summary})`);
       expect(line.endsWith(`${k.kept ? '  kept' : '  NOT KEPT'}${k.gated ? '' : '  (reported)'}`), line).toBe(true);
     });
   });

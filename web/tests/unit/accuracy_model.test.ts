@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { costOf, groupMeans, notRunCases, pairRankings, parseValidationFile, strategySummary, validationJobs, type TimeRow, type ValidationCase } from '../../src/accuracy_model';
+import { costOf, groupMeans, notRunCases, pairRankings, parseValidationFile, validationJobs, type TimeRow, type ValidationCase } from '../../src/accuracy_model';
 
 const FILE = resolve(__dirname, '..', '..', '..', 'tests', 'validation', 'published.json');
 
@@ -121,13 +121,5 @@ describe('pairwise rankings', () => {
     const rows = [timed('c', 1.5, 1.6), timed('b', 3, 3), timed('a', 2, 2)];
     expect(pairRankings(cases, rows).map((x) => `${x.faster}<${x.slower}`)).toEqual(['a<b', 'c<a', 'c<b']);
     expect(pairRankings(cases, rows.slice(0, 1))).toEqual([]);
-  });
-
-  it('prints a strategy as the CLI does', () => {
-    const s = { dp: 16, tp: 4, pp: 1, cp: 1, ep: 1, micro_batch: 1, schedule: '1f1b', virtual_stages: 1, sequence_parallel: true, zero: 1, recompute: 'none' };
-    expect(strategySummary(s)).toBe('dp=16 tp=4 pp=1 mb=1 1f1b sp zero=1 recompute=none');
-    expect(strategySummary({ ...s, cp: 2, pp: 2, schedule: 'interleaved-1f1b', virtual_stages: 4, sequence_parallel: false, recompute: 'selective' })).toBe(
-      'dp=16 tp=4 pp=2 cp=2 mb=1 interleaved-1f1b v=4 zero=1 recompute=selective',
-    );
   });
 });
