@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "proteus/api.h"
 
@@ -174,4 +175,58 @@ TEST_CASE("validation: the wider set's expected times are what derive_cases.py d
   CHECK(std::system(("python3 " + dir + "/tests/validation/derive_cases.py --check --file " + dir +
                      "/tests/validation/published.json > /dev/null 2>&1")
                         .c_str()) == 0);
+}
+
+namespace {
+
+// The README's "Results" rows: "| id (note) | GPUs | published | predicted | error |".
+struct ReadmeRow {
+  std::string id;
+  double predicted_s = 0, error_pct = 0;
+};
+
+std::vector<ReadmeRow> readme_result_rows() {
+  std::ifstream f(std::string(PROTEUS_SOURCE_DIR) + "/README.md");
+  REQUIRE(f);
+  std::vector<ReadmeRow> rows;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::stringstream s(line.substr(1));
+    for (std::string cell; std::getline(s, cell, '|');) cells.push_back(cell);
+    if (cells.size() != 5) continue;
+    std::string error = cells[4];
+    const std::string minus = "\xE2\x88\x92";  // the README writes U+2212 for a negative error
+    if (const size_t at = error.find(minus); at != std::string::npos) error.replace(at, minus.size(), "-");
+    std::stringstream id(cells[0]);
+    ReadmeRow r;
+    id >> r.id;
+    try {
+      r.predicted_s = std::stod(cells[3]);
+      r.error_pct = std::stod(error);
+    } catch (const std::exception&) {
+      continue;  // a header or another table
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("validation: the README's results table is what validate gives today") {
+  // Its A100 table went stale once (session 13 moved every row; the README kept the old ones).
+  const auto& v = validation();
+  int checked = 0;
+  for (const ReadmeRow& r : readme_result_rows()) {
+    for (const auto& c : v["cases"]) {
+      if (c["id"] != r.id) continue;
+      CAPTURE(r.id);
+      CHECK(std::fabs(r.predicted_s - c["predicted_s"].get<double>()) <= 0.00051);  // printed to 3 decimals
+      CHECK(std::fabs(r.error_pct - c["error_pct"].get<double>()) <= 0.051);        // to 1 decimal
+      ++checked;
+    }
+  }
+  CHECK(checked == 16);  // the A100 table
 }
