@@ -1,8 +1,8 @@
 // A strategy in one line (core/src/search/strategy_summary.cpp): the text the search table, its
 // no-fit error, `proteus validate` and the page's accuracy panel print. Knobs at their neutral
 // value are left out; a MoE layout that is not the dense one (expert tp 1) and a selective set
-// other than Megatron's default (the core attention alone) are named, so two different
-// strategies never print the same line.
+// other than Megatron's default (the core attention alone) are named, so every knob the search
+// varies shows in the line.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
