@@ -4,6 +4,7 @@
 // object, so they are checked exactly as the config's own lists are.
 #include "search_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -22,7 +23,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 const char* kSearchUsage =
-    "usage: proteus search CONFIG [--json] [--top K] [--threads N] [--shard K/N] [-o FILE]\n"
+    "usage: proteus search CONFIG [--json] [--top K] [--threads N] [--shard K/N] [--quiet] [-o FILE]\n"
     "                      [--tp LIST] [--pp LIST] [--dp LIST] [--cp LIST] [--ep LIST]\n"
     "                      [--virtual-stages LIST] [--micro-batch LIST] [--zero LIST]\n"
     "                      [--sequence-parallel LIST] [--recompute LIST] [--schedule LIST]\n"
@@ -30,7 +31,8 @@ const char* kSearchUsage =
     "       proteus search --merge FILE... [--json] [-o FILE]\n"
     "LIST is comma-separated (--tp 1,2,4,8 --recompute none,selective --sequence-parallel true).\n"
     "SETS are comma-separated sets of Megatron-Core recompute modules joined by '+'\n"
-    "(--recompute-modules core_attn,core_attn+moe_act+layernorm).\n";
+    "(--recompute-modules core_attn,core_attn+moe_act+layernorm).\n"
+    "A search that runs longer than a few seconds reports its progress on stderr (--quiet: not).\n";
 
 proteus::Error usage_error(const std::string& message) {
   return proteus::Error("invalid_request", "", message + "\n" + kSearchUsage);
@@ -122,6 +124,42 @@ void print_table(const Json& r, std::ostream& out) {
         << i["message"].get<std::string>() << " (first: #" << i["first_index"] << ")\n";
 }
 
+// Progress on stderr, at most every kProgressEvery_s and only once a search has run that long,
+// so that a quick search prints nothing and a long one shows it is moving (and how far).
+class ProgressPrinter {
+ public:
+  void operator()(const proteus::SearchProgress& p) {
+    const double now_s = seconds_since(start_);
+    if (now_s - last_s_ < kProgressEvery_s) return;
+    last_s_ = now_s;
+    char line[200];
+    std::snprintf(
+        line, sizeof line,
+        "search: %.0f s, %lld of %lld candidates decided (%lld simulated), %lld waiting, %lld bounds "
+        "compiled",
+        now_s, static_cast<long long>(p.decided), static_cast<long long>(p.candidates),
+        static_cast<long long>(p.simulated), static_cast<long long>(p.queued),
+        static_cast<long long>(p.bounds_tightened));
+    std::cerr << line;
+    if (p.best_s > 0) std::cerr << "; best so far " << fixed(p.best_s, 4) << " s: " << p.best;
+    if (!told_)
+      std::cerr
+          << "\n  (a smaller space runs faster: --tp, --pp, --micro-batch, ... or the config's \"search\")";
+    told_ = true;
+    std::cerr << std::endl;
+  }
+
+ private:
+  static constexpr double kProgressEvery_s = 5;
+  using Clock = std::chrono::steady_clock;
+  static double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
+  Clock::time_point start_ = Clock::now();
+  double last_s_ = 0;
+  bool told_ = false;
+};
+
 void write(const std::string& text, const std::string& path) {
   if (path.empty() || path == "-") {
     std::cout << text;
@@ -137,7 +175,7 @@ void write(const std::string& text, const std::string& path) {
 int search_command(const std::vector<std::string>& args) {
   proteus::SearchOptions options;
   options.threads = std::max(1u, std::thread::hardware_concurrency());
-  bool json = false, merge = false;
+  bool json = false, merge = false, quiet = false;
   std::string out_path;
   std::vector<std::string> positional;
   Json knobs = Json::object();
@@ -171,6 +209,8 @@ int search_command(const std::vector<std::string>& args) {
       json = true;
     } else if (a == "--merge") {
       merge = true;
+    } else if (a == "--quiet") {
+      quiet = true;
     } else if (a == "--top") {
       options.top = parse_int(value(), a);
     } else if (a == "--threads") {
@@ -214,6 +254,7 @@ int search_command(const std::vector<std::string>& args) {
       for (auto& [key, v] : knobs.items()) j["search"][key] = v;
       config = j.dump();
     }
+    if (!quiet) options.progress = ProgressPrinter();
     result = proteus::search_json(config, options);
   }
   if (json) {

@@ -63,7 +63,10 @@ check "search shards exit 0" test $? -eq 0
 check "search --merge exits 0" test $? -eq 0
 python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); sys.exit(a['ranked']!=b['ranked'] or a['invalid']!=b['invalid'])" "$tmp/s_all.json" "$tmp/s_merged.json"
 check "merged shards rank like one machine" test $? -eq 0
-"$proteus" search "$tmp/search.json" --top 2 --tp 2 >"$tmp/s_table.txt"
+"$proteus" search "$tmp/search.json" --top 2 --tp 2 >"$tmp/s_table.txt" 2>"$tmp/s_table.err"
+check "a search of a second prints no progress on stderr" test ! -s "$tmp/s_table.err"
+"$proteus" search "$tmp/search.json" --top 2 --tp 2 --quiet >"$tmp/s_quiet.txt"
+check "search --quiet prints the same table" cmp -s "$tmp/s_table.txt" "$tmp/s_quiet.txt"
 check "search table lists the top 2 with tp 2" test "$(grep -c ' tp=2 ' "$tmp/s_table.txt")" -eq 2
 "$proteus" search "$tmp/search.json" --tp 3 >"$tmp/s_empty.json" 2>/dev/null
 check "search with nothing valid exits 2" test $? -eq 2

@@ -293,3 +293,36 @@ TEST_CASE("simulate: a config that does not fit lists the three fastest changes 
   CHECK(fits["summary"]["oom"] == false);
   CHECK_FALSE(fits.contains("fit_advice"));
 }
+
+TEST_CASE("search progress: told after the check and each wave; every candidate decided or waiting") {
+  // A candidate is decided (invalid, over memory, simulated, failed) or still waiting, at every
+  // report; the last report's best is the result's; the result does not depend on the observer.
+  SearchOptions o;
+  o.top = 3;
+  std::vector<SearchProgress> told;
+  o.progress = [&](const SearchProgress& p) { told.push_back(p); };
+  const std::string with = search_json(kSmall, o);
+  const auto r = nlohmann::json::parse(with);
+  REQUIRE(told.size() >= 2);
+  int64_t decided = -1, simulated = -1, bounds = -1;
+  for (const SearchProgress& p : told) {
+    CHECK(p.decided + p.queued == p.candidates);
+    CHECK(p.decided >= decided);  // never goes back
+    CHECK(p.simulated >= simulated);
+    CHECK(p.bounds_tightened >= bounds);
+    decided = p.decided;
+    simulated = p.simulated;
+    bounds = p.bounds_tightened;
+  }
+  const auto& n = r["counts"];
+  CHECK(told.back().candidates == n["enumerated"].get<int64_t>());
+  CHECK(told.back().simulated == n["simulated"].get<int64_t>());
+  CHECK(told.back().bounds_tightened ==
+        n["layer_bounds"].get<int64_t>() + n["compiled_bounds"].get<int64_t>());
+  CHECK(told.back().queued == n["pruned_time"].get<int64_t>());  // what is left is pruned
+  CHECK(told.back().best_s == r["ranked"][0]["iteration_time_s"].get<double>());
+  CHECK(told.back().best == r["ranked"][0]["summary"].get<std::string>());
+  CHECK(told.front().simulated == 0);  // the first report: after the check, before any wave
+  o.progress = nullptr;
+  CHECK(search_json(kSmall, o) == with);
+}

@@ -5,17 +5,32 @@
 // top K are those a simulation of every candidate would rank first.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 #include "proteus/config.h"
 
 namespace proteus {
 
+// How far a search is: told after the candidates are checked and after each wave of bounds
+// and simulations, on the calling thread (a long search on the command line prints it).
+struct SearchProgress {
+  int64_t candidates = 0;  // this shard's share of the space
+  int64_t decided = 0;     // invalid, over memory (bound), simulated or failed so far
+  int64_t queued = 0;      // still waiting for a tighter bound or a simulation
+  int64_t simulated = 0;
+  int64_t bounds_tightened = 0;  // layer and compiled bounds given so far (a compile each)
+  double best_s = 0;             // the fastest fitting candidate simulated so far; 0 while there is none
+  std::string best;  // its strategy in one line ("dp=16 tp=4 pp=1 mb=1 1f1b sp zero=1 recompute=none")
+};
+using SearchProgressFn = std::function<void(const SearchProgress&)>;
+
 struct SearchOptions {
   int top = 5;      // rank exactly this many fitting candidates (the pruning threshold is the K-th best)
   int threads = 1;  // native threads; the result does not depend on it
   int shard = 0;    // evaluate candidates whose index % shards == shard
   int shards = 1;
+  SearchProgressFn progress;  // empty: not told; it observes, the result does not depend on it
 };
 
 enum class Outcome : uint8_t {

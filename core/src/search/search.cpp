@@ -30,6 +30,7 @@
 #include "proteus/simulation.h"
 #include "proteus/units.h"
 #include "space.h"
+#include "strategy_summary.h"
 
 namespace proteus {
 
@@ -213,6 +214,22 @@ void record(SearchResult* out, CandidateResult r) {
   }
 }
 
+void tell_progress(const SearchOptions& options, const SearchResult& out, int64_t candidates, size_t queued) {
+  if (!options.progress) return;
+  const SearchCounts& n = out.counts;
+  SearchProgress p;
+  p.candidates = candidates;
+  p.decided = n.invalid + n.no_fit_bound + n.simulated + n.failed;
+  p.queued = static_cast<int64_t>(queued);
+  p.simulated = n.simulated;
+  p.bounds_tightened = n.bounded + n.layer_bounded;
+  if (!out.ranked.empty()) {
+    p.best_s = out.ranked.front().iteration_time_s;
+    p.best = strategy_summary(out.ranked.front().strategy);
+  }
+  options.progress(p);
+}
+
 void check_options(const SearchOptions& o) {
   if (o.top < 1) throw Error("invalid_request", "top", "--top must be at least 1");
   if (o.threads < 1) throw Error("invalid_request", "threads", "--threads must be at least 1");
@@ -282,6 +299,9 @@ SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>
     survivors.push_back({b.time_s, i, kAnalytic});
   }
   for (auto& [path, rc] : reasons) out.invalid_reasons.push_back(rc);
+  const int64_t candidates =
+      out.counts.invalid + out.counts.no_fit_bound + static_cast<int64_t>(survivors.size());
+  tell_progress(options, out, candidates, survivors.size());
 
   // 2-3. Best first: the queue's smallest bound is taken in waves (fixed for the wave: the
   // threshold, the members); a candidate with only an analytic bound gets its compiled one
@@ -314,6 +334,7 @@ SearchResult rank_strategies(const Config& base, const std::vector<StrategySpec>
       else
         queue.push({steps[k].result.time_bound_s, wave[k].index, steps[k].tier});
     }
+    tell_progress(options, out, candidates, queue.size());
   }
   out.counts.pruned_time += static_cast<int64_t>(queue.size());
   return out;
