@@ -155,13 +155,19 @@ emscripten::val simulate_columns(const std::string& config, bool timeline, bool 
 }  // namespace
 
 // Strategy search (docs/search.md): one shard of the space per call, so a pool of workers
-// runs shard k of n each; the page merges the shards' JSON texts.
-std::string search_json(const std::string& config, int top, int shard, int shards) {
+// runs shard k of n each; the page merges the shards' JSON texts. `progress`: null, or a
+// function called with (candidates decided, this shard's candidates) after the check and
+// after each wave (SearchOptions::progress); it cannot change the result.
+std::string search_json(const std::string& config, int top, int shard, int shards, emscripten::val progress) {
   return guarded([&] {
     proteus::SearchOptions o;
     o.top = top;
     o.shard = shard;
     o.shards = shards;
+    if (progress.typeOf().as<std::string>() == "function")
+      o.progress = [&progress](const proteus::SearchProgress& p) {
+        progress(static_cast<double>(p.decided), static_cast<double>(p.candidates));
+      };
     return proteus::search_json(config, o);
   });
 }

@@ -103,6 +103,6 @@ export interface ProteusModule {
   max_input_bytes(): number;
   /** One simulation: {result, resolved, timeline?} or {error} (wasm/bindings.cpp). */
   simulate_columns(config: string, timeline: boolean, memoryCurve: boolean, progress: ((done: number, total: number) => void) | null): { error?: string; result?: string; resolved?: string; curves?: CurveColumnsFromModule[]; timeline?: ColumnsFromModule };
-  search_json(config: string, top: number, shard: number, shards: number): string;
+  search_json(config: string, top: number, shard: number, shards: number, progress: ((decided: number, candidates: number) => void) | null): string;
   merge_search_json(shards: string[]): string;
 }

@@ -10,7 +10,7 @@ import type { Config } from './config_model';
 import { h, setChildren } from './dom';
 import { CallError, type Engine } from './engine';
 import { formatDuration, formatGiB, formatPercent } from './format';
-import { heatMap, liveRanking, paretoFront, parseList, SEARCH_KNOBS, searchConfig, strategyText, type Candidate, type KnobList, type SearchKnob, type SearchResult } from './search_model';
+import { heatMap, liveRanking, paretoFront, parseList, SEARCH_KNOBS, searchConfig, searchProgressText, strategyText, type Candidate, type KnobList, type SearchKnob, type SearchResult } from './search_model';
 import { shareUrl } from './share';
 
 const KNOB_LABELS: Record<SearchKnob, string> = {
@@ -66,6 +66,12 @@ export class SearchView {
     );
   }
 
+  private showProgress(decided: number[], candidates: number[], shardsDone: number, shards: number): void {
+    const p = searchProgressText(decided, candidates, shardsDone, shards);
+    this.progress.value = p.fraction;
+    this.status.textContent = p.text;
+  }
+
   private workers(): number {
     return Math.max(1, Math.min(navigator.hardwareConcurrency || 2, 8));
   }
@@ -115,15 +121,25 @@ export class SearchView {
     const t0 = performance.now();
     const texts: string[] = new Array(n);
     const done: SearchResult[] = [];
+    // Per shard: candidates decided so far and the shard's share (the workers' progress reports).
+    const decided: number[] = new Array(n).fill(0);
+    const candidates: number[] = new Array(n).fill(0);
     const pool = this.pool;
     try {
       await Promise.all(
         pool.map(async (engine, k) => {
-          texts[k] = await engine.call({ op: 'search', config: text, top, shard: k, shards: n });
+          const tell = (d: number, c: number) => {
+            if (!this.running || pool !== this.pool) return;
+            decided[k] = d;
+            candidates[k] = c;
+            this.showProgress(decided, candidates, done.length, n);
+          };
+          texts[k] = await engine.call({ op: 'search', config: text, top, shard: k, shards: n }, tell);
           if (!this.running || pool !== this.pool) return;
-          done.push(JSON.parse(texts[k]));
-          this.progress.value = done.length / n;
-          this.status.textContent = `${done.length} of ${n} shards done…`;
+          const shard: SearchResult = JSON.parse(texts[k]);
+          done.push(shard);
+          decided[k] = candidates[k] = shard.counts.evaluated ?? candidates[k];
+          this.showProgress(decided, candidates, done.length, n);
           this.draw(liveRanking(done, top));
         }),
       );

@@ -14,6 +14,8 @@ export interface Candidate {
 
 export interface SearchCounts {
   enumerated: number;
+  /** Every candidate of the shard: invalid, over memory, pruned, simulated or failed. */
+  evaluated: number;
   invalid: number;
   no_fit_bound: number;
   pruned_time: number;
@@ -139,4 +141,15 @@ export function strategyText(s: Record<string, any>): string {
   const namedModules = modules.length > 0 && !(modules.length === 1 && modules[0] === 'core_attn');
   parts.push(`ZeRO ${s.zero}`, namedModules ? `${s.recompute} (${modules.join(', ')})` : String(s.recompute));
   return parts.join(' · ');
+}
+
+/**
+ * The search's progress over its shards: candidates decided (invalid, over memory, simulated,
+ * failed; a finished shard all of its own) of the candidates the shards have reported.
+ */
+export function searchProgressText(decided: number[], candidates: number[], shardsDone: number, shards: number): { fraction: number; text: string } {
+  const d = decided.reduce((a, b) => a + b, 0);
+  const c = candidates.reduce((a, b) => a + b, 0);
+  const fraction = c > 0 ? d / c : 0;
+  return { fraction, text: `${d.toLocaleString('en-US')} of ${c.toLocaleString('en-US')} candidates decided, ${shardsDone} of ${shards} shards done…` };
 }

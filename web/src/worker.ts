@@ -131,7 +131,15 @@ function call(m: CallMessage): void {
         return e ? fail(e) : ok(t);
       }
       case 'search': {
-        const t = mod.search_json(m.config, m.top, m.shard, m.shards);
+        // The core tells after every wave of a few candidates: posted at most every 200 ms.
+        let postedAt = -Infinity;
+        const progress = (decided: number, candidates: number) => {
+          const now = performance.now();
+          if (now - postedAt < 200 && decided < candidates) return;
+          postedAt = now;
+          post({ type: 'progress', id: m.id, done: decided, total: candidates });
+        };
+        const t = mod.search_json(m.config, m.top, m.shard, m.shards, progress);
         const e = isErrorText(t);
         return e ? fail(e) : ok(t);
       }

@@ -1,6 +1,6 @@
 // The page's strategy search in headless Chromium: a small search whose row is used and
 // shared (the link reproduces it), cancel leaving the page working, and the GPT-3 175B search
-// on 1,024 A100 timed (docs/search.md).
+// on 1,024 A100 timed, its progress reported while it runs (docs/search.md).
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPage, waitForResult, type Session } from '../support/browser';
@@ -95,7 +95,16 @@ describe('strategy search in the page', () => {
     await fillSearch(page, { tp: '1, 2, 4, 8', pp: '4, 8, 16, 32', cp: '1', micro_batch: '1, 2', zero: '0, 1', recompute: 'selective, full', schedule: '' });
     await page.fill('#search-reserve', '0');
     await page.fill('#search-top', '1');
+    // The status line while it runs: the workers' progress reports (candidates decided).
+    await page.evaluate(() => {
+      const seen: string[] = ((window as any).searchStatusSeen = []);
+      const status = document.getElementById('search-status')!;
+      new MutationObserver(() => seen.push(status.textContent ?? '')).observe(status, { childList: true, characterData: true, subtree: true });
+    });
     const ms = await runSearch(page, 300_000);
+    const seen: string[] = await page.evaluate(() => (window as any).searchStatusSeen);
+    const reports = seen.filter((t) => /^[\d,]+ of [\d,]+ candidates decided, \d+ of \d+ shards done…$/.test(t));
+    expect(reports.length, seen.slice(0, 5).join(' | ')).toBeGreaterThan(1);
     const last = await page.evaluate(() => (window as any).proteus.searchView.last.result);
     const workers = await page.evaluate(() => navigator.hardwareConcurrency);
     console.log(`GPT-3 175B search in headless Chromium: ${ms} ms, ${workers} workers, counts ${JSON.stringify(last.counts)}; winner ${JSON.stringify(last.ranked[0])}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configWithStrategy, heatMap, liveRanking, paretoFront, parseList, searchConfig, strategyText, type Candidate, type SearchResult } from '../../src/search_model';
+import { configWithStrategy, heatMap, liveRanking, paretoFront, parseList, searchConfig, searchProgressText, strategyText, type Candidate, type SearchResult } from '../../src/search_model';
 
 function row(index: number, tp: number, pp: number, time: number, mem: number): Candidate {
   return { index, strategy: { dp: 64 / (tp * pp), tp, pp }, iteration_time_s: time, mfu: 0.5, peak_memory_GiB: mem };
@@ -71,5 +71,15 @@ describe('search model', () => {
       [null, 18.5],
       [19.2, 20],
     ]);
+  });
+});
+
+describe('search progress over shards', () => {
+  it('sums what the shards reported; a shard not yet heard from adds nothing', () => {
+    const p = searchProgressText([30, 0], [100, 0], 0, 2);
+    expect(p.fraction).toBeCloseTo(0.3, 12);
+    expect(p.text).toBe('30 of 100 candidates decided, 0 of 2 shards done…');
+    expect(searchProgressText([100, 1500], [100, 3000], 1, 2).text).toBe('1,600 of 3,100 candidates decided, 1 of 2 shards done…');
+    expect(searchProgressText([0, 0], [0, 0], 0, 2).fraction).toBe(0);
   });
 });
