@@ -136,7 +136,7 @@ class ProgressPrinter {
     std::snprintf(
         line, sizeof line,
         "search: %.0f s, %lld of %lld candidates decided (%lld simulated), %lld waiting, %lld bounds "
-        "compiled",
+        "computed",
         now_s, static_cast<long long>(p.decided), static_cast<long long>(p.candidates),
         static_cast<long long>(p.simulated), static_cast<long long>(p.queued),
         static_cast<long long>(p.bounds_tightened));

@@ -19,7 +19,7 @@ struct SearchProgress {
   int64_t decided = 0;     // invalid, over memory (bound), simulated or failed so far
   int64_t queued = 0;      // still waiting for a tighter bound or a simulation
   int64_t simulated = 0;
-  int64_t bounds_tightened = 0;  // layer and compiled bounds given so far (a compile each)
+  int64_t bounds_tightened = 0;  // layer and compiled bounds given so far (from compiles, some cached)
   double best_s = 0;             // the fastest fitting candidate simulated so far; 0 while there is none
   std::string best;  // its strategy in one line ("dp=16 tp=4 pp=1 mb=1 1f1b sp zero=1 recompute=none")
 };
