@@ -138,7 +138,7 @@ export class SearchView {
           if (!this.running || pool !== this.pool) return;
           const shard: SearchResult = JSON.parse(texts[k]);
           done.push(shard);
-          decided[k] = candidates[k] = shard.counts.evaluated ?? candidates[k];
+          decided[k] = candidates[k] = shard.counts.evaluated; // a finished shard: all its own decided
           this.showProgress(decided, candidates, done.length, n);
           this.draw(liveRanking(done, top));
         }),
