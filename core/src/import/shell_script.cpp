@@ -1,275 +1,18 @@
+// read_shell_script (shell_script.h): the tokens of shell_lexer.h grouped into statements,
+// then run in order by an evaluator that keeps the variables and `if` frames, expands words
+// (shell_expansion.h) and records the simple commands.
 #include "shell_script.h"
 
 #include <cctype>
-#include <cstdint>
+#include <cstdlib>
+#include <utility>
+
+#include "shell_expansion.h"
+#include "shell_lexer.h"
 
 namespace proteus::import_detail {
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Lexing: words made of quoted and unquoted segments; separators; array parentheses.
-
-struct Segment {
-  std::string text;
-  char quote = 0;  // 0 unquoted, '\'' single (literal), '"' double (expanded, not split)
-};
-
-struct Word {
-  std::vector<Segment> segments;
-  bool quoted() const {
-    for (const Segment& s : segments)
-      if (s.quote) return true;
-    return false;
-  }
-  // The word's text when it is one plain unquoted piece (keywords, assignments).
-  std::string plain() const {
-    std::string out;
-    for (const Segment& s : segments) {
-      if (s.quote) return "";
-      out += s.text;
-    }
-    return out;
-  }
-};
-
-enum class TokenKind { Word, End, AndOr, LParen, RParen };
-
-struct Token {
-  TokenKind kind;
-  Word word;
-  int line;
-};
-
-bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Copies `$...` starting at text[i] == '$' (with its braces or parentheses balanced) into out;
-// returns the index after it.
-size_t copy_dollar(const std::string& text, size_t i, std::string& out) {
-  size_t start = i++;
-  if (i < text.size() && (text[i] == '{' || text[i] == '(')) {
-    const char open = text[i], close = open == '{' ? '}' : ')';
-    int depth = 0;
-    for (; i < text.size(); ++i) {
-      if (text[i] == open) ++depth;
-      if (text[i] == close && --depth == 0) {
-        ++i;
-        break;
-      }
-    }
-  } else {
-    while (i < text.size() && name_char(text[i])) ++i;
-    if (i == start + 1 && i < text.size() && std::string("@*#?$!-").find(text[i]) != std::string::npos) ++i;
-  }
-  out += text.substr(start, i - start);
-  return i;
-}
-
-class Lexer {
- public:
-  explicit Lexer(const std::string& text) : t_(text) {}
-
-  std::vector<Token> run(std::vector<std::string>& sbatch) {
-    while (i_ < t_.size()) {
-      const char c = t_[i_];
-      if (c == '\\' && i_ + 1 < t_.size() && (t_[i_ + 1] == '\n' || t_[i_ + 1] == '\r')) {
-        i_ += t_[i_ + 1] == '\r' && i_ + 2 < t_.size() && t_[i_ + 2] == '\n' ? 3 : 2;
-        ++line_;
-        continue;
-      }
-      if (c == ' ' || c == '\t' || c == '\r') {
-        end_word();
-        ++i_;
-      } else if (c == '\n' || c == ';') {
-        end_word();
-        push(TokenKind::End);
-        if (c == '\n') ++line_;
-        ++i_;
-      } else if (c == '&' || c == '|') {
-        end_word();
-        const bool doubled = i_ + 1 < t_.size() && t_[i_ + 1] == c;
-        if (doubled) {
-          push(TokenKind::AndOr);
-          tokens_.back().word.segments.push_back({std::string(2, c), 0});
-        } else {
-          push(TokenKind::End);  // a pipe or a background job: the next command starts
-        }
-        i_ += doubled ? 2 : 1;
-      } else if (c == '#' && !in_word_) {
-        comment(sbatch);
-      } else if (c == '(') {
-        const bool array = in_word_ && !word_.segments.empty() && word_.segments.back().quote == 0 &&
-                           !word_.segments.back().text.empty() && word_.segments.back().text.back() == '=';
-        end_word();
-        push(TokenKind::LParen);
-        (void)array;
-        ++i_;
-      } else if (c == ')') {
-        end_word();
-        push(TokenKind::RParen);
-        ++i_;
-      } else if (c == '<' && placeholder_end() != std::string::npos) {
-        // "<PATH TO DATA>": a placeholder in an example script, kept as one literal word.
-        const size_t end = placeholder_end();
-        add({t_.substr(i_, end + 1 - i_), '\''});
-        i_ = end + 1;
-      } else if ((c == '>' || c == '<') && !(c == '<' && i_ + 1 < t_.size() && t_[i_ + 1] == '(')) {
-        redirection();
-      } else if (c == '\'') {
-        size_t end = t_.find('\'', i_ + 1);
-        if (end == std::string::npos) end = t_.size();
-        add({t_.substr(i_ + 1, end - i_ - 1), '\''});
-        count_lines(i_, end);
-        i_ = end + 1;
-      } else if (c == '"') {
-        double_quoted();
-      } else if (c == '`') {
-        size_t end = t_.find('`', i_ + 1);
-        if (end == std::string::npos) end = t_.size();
-        add({"$(" + t_.substr(i_ + 1, end - i_ - 1) + ")", 0});
-        count_lines(i_, end);
-        i_ = end + 1;
-      } else if (c == '$') {
-        std::string s;
-        const size_t end = copy_dollar(t_, i_, s);
-        count_lines(i_, end);
-        i_ = end;
-        add({s, 0});
-      } else if (c == '\\' && i_ + 1 < t_.size()) {
-        add({std::string(1, t_[i_ + 1]), '\''});  // an escaped character is literal
-        i_ += 2;
-      } else {
-        add({std::string(1, c), 0});
-        ++i_;
-      }
-    }
-    end_word();
-    push(TokenKind::End);
-    return std::move(tokens_);
-  }
-
- private:
-  void count_lines(size_t from, size_t to) {
-    for (size_t k = from; k < to && k < t_.size(); ++k)
-      if (t_[k] == '\n') ++line_;
-  }
-  void add(Segment s) {
-    in_word_ = true;
-    if (!word_.segments.empty() && word_.segments.back().quote == s.quote && s.quote == 0 &&
-        s.text.find('$') == std::string::npos && word_.segments.back().text.find('$') == std::string::npos) {
-      word_.segments.back().text += s.text;
-    } else {
-      word_.segments.push_back(std::move(s));
-    }
-  }
-  void end_word() {
-    if (!in_word_) return;
-    tokens_.push_back({TokenKind::Word, std::move(word_), line_});
-    word_ = Word{};
-    in_word_ = false;
-  }
-  void push(TokenKind kind) { tokens_.push_back({kind, Word{}, line_}); }
-
-  void comment(std::vector<std::string>& sbatch) {
-    size_t end = t_.find('\n', i_);
-    if (end == std::string::npos) end = t_.size();
-    const std::string body = t_.substr(i_, end - i_);
-    if (body.rfind("#SBATCH", 0) == 0) {
-      std::string w;
-      for (char ch : body.substr(7) + " ") {
-        if (ch == ' ' || ch == '\t') {
-          if (!w.empty()) sbatch.push_back(w);
-          w.clear();
-        } else {
-          w += ch;
-        }
-      }
-    }
-    i_ = end;
-  }
-
-  // The '>' closing a "<...>" placeholder that starts at i_ on the same line, or npos.
-  size_t placeholder_end() const {
-    const size_t close = t_.find('>', i_ + 1), newline = t_.find('\n', i_ + 1);
-    if (close == std::string::npos || (newline != std::string::npos && newline < close))
-      return std::string::npos;
-    if (close == i_ + 1 || t_[i_ + 1] == ' ' || t_[i_ + 1] == '<' || t_[i_ + 1] == '&')
-      return std::string::npos;
-    return close;
-  }
-
-  // `> file`, `2>&1`, `>> log`, `< input`: the redirection and its target are not arguments.
-  void redirection() {
-    if (in_word_ && word_.segments.size() == 1 && word_.segments[0].quote == 0) {
-      const std::string& w = word_.segments[0].text;
-      bool digits = !w.empty();
-      for (char ch : w) digits = digits && std::isdigit(static_cast<unsigned char>(ch));
-      if (digits) {
-        word_ = Word{};
-        in_word_ = false;
-      }
-    }
-    end_word();
-    ++i_;
-    while (i_ < t_.size() && (t_[i_] == '>' || t_[i_] == '&')) {
-      if (t_[i_] == '&') {
-        ++i_;
-        while (i_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[i_]))) ++i_;
-        return;
-      }
-      ++i_;
-    }
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
-    if (t_.compare(i_, 2, "--") == 0) return;  // an option, not a file name
-    // Skip the target word (possibly quoted).
-    while (i_ < t_.size() && !std::isspace(static_cast<unsigned char>(t_[i_])) && t_[i_] != ';') {
-      if (t_[i_] == '"' || t_[i_] == '\'') {
-        size_t end = t_.find(t_[i_], i_ + 1);
-        i_ = end == std::string::npos ? t_.size() : end + 1;
-      } else {
-        ++i_;
-      }
-    }
-  }
-
-  void double_quoted() {
-    std::string s;
-    size_t k = i_ + 1;
-    while (k < t_.size() && t_[k] != '"') {
-      if (t_[k] == '\\' && k + 1 < t_.size()) {
-        const char n = t_[k + 1];
-        if (n == '\n') {
-          ++line_;
-        } else if (n == '"' || n == '\\' || n == '$' || n == '`') {
-          s += n == '$' ? std::string("\x01") : std::string(1, n);  // \x01: a literal '$'
-        } else {
-          s += '\\';
-          s += n;
-        }
-        k += 2;
-      } else if (t_[k] == '$') {
-        k = copy_dollar(t_, k, s);
-      } else if (t_[k] == '`') {
-        size_t end = t_.find('`', k + 1);
-        if (end == std::string::npos) end = t_.size();
-        s += "$(" + t_.substr(k + 1, end - k - 1) + ")";
-        k = end + 1;
-      } else {
-        if (t_[k] == '\n') ++line_;
-        s += t_[k++];
-      }
-    }
-    add({s, '"'});
-    i_ = k + 1;
-  }
-
-  const std::string& t_;
-  size_t i_ = 0;
-  int line_ = 1;
-  bool in_word_ = false;
-  Word word_;
-  std::vector<Token> tokens_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Statements: the words up to a separator; an array assignment `NAME=( ... )` spans lines.
@@ -313,7 +56,7 @@ std::vector<Statement> statements(const std::vector<Token>& tokens) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Evaluation.
+// Evaluation: statements run in order; loops and case bodies skipped, `if` branches chosen.
 
 bool is_name(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
@@ -322,76 +65,7 @@ bool is_name(const std::string& s) {
   return true;
 }
 
-std::vector<std::string> split_fields(const std::string& s) {
-  std::vector<std::string> out;
-  std::string w;
-  for (char c : s) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (!w.empty()) out.push_back(w);
-      w.clear();
-    } else {
-      w += c;
-    }
-  }
-  if (!w.empty()) out.push_back(w);
-  return out;
-}
-
-class Evaluator;
-
-// The word of a ${X:-word} default with its quotes removed ("1" -> 1).
-std::string without_quotes(const std::string& s) {
-  std::string out;
-  for (char c : s)
-    if (c != '"' && c != '\'') out += c;
-  return out;
-}
-
-// Integer arithmetic of $(( )): + - * / % and parentheses over integers and variables.
-class Arithmetic {
- public:
-  Arithmetic(const std::string& s, const Evaluator& ev) : s_(s), ev_(ev) {}
-  bool eval(int64_t& out) {
-    ok_ = true;
-    out = sum();
-    skip();
-    return ok_ && i_ == s_.size();
-  }
-
- private:
-  void skip() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  int64_t sum() {
-    int64_t v = product();
-    for (skip(); i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-'); skip()) {
-      const char op = s_[i_++];
-      const int64_t r = product();
-      v = op == '+' ? v + r : v - r;
-    }
-    return v;
-  }
-  int64_t product() {
-    int64_t v = atom();
-    for (skip(); i_ < s_.size() && (s_[i_] == '*' || s_[i_] == '/' || s_[i_] == '%'); skip()) {
-      const char op = s_[i_++];
-      const int64_t r = atom();
-      if (op != '*' && r == 0) {
-        ok_ = false;
-        return 0;
-      }
-      v = op == '*' ? v * r : op == '/' ? v / r : v % r;
-    }
-    return v;
-  }
-  int64_t atom();
-
-  const std::string& s_;
-  const Evaluator& ev_;
-  size_t i_ = 0;
-  bool ok_ = true;
-};
-
+// Runs the statements in order: assignments, `if` frames, and the simple commands it records.
 class Evaluator {
  public:
   std::vector<ShellCommand> commands;
@@ -400,16 +74,6 @@ class Evaluator {
     for (const Statement& st : list) statement(st);
   }
 
-  std::vector<std::string> value(const std::string& name) const {
-    auto it = vars_.find(name);
-    return it == vars_.end() ? std::vector<std::string>{} : it->second;
-  }
-  std::string scalar(const std::string& name) const {
-    auto v = value(name);
-    return v.empty() ? "" : v.front();
-  }
-  bool has(const std::string& name) const { return vars_.count(name) > 0; }
-
  private:
   struct Frame {
     bool parent_active, taken, active;
@@ -417,118 +81,6 @@ class Evaluator {
 
   bool active() const { return frames_.empty() || frames_.back().active; }
 
-  // `${...}` / `$NAME` / `$((...))` -> the expansion's fields (arrays give several; a quoted
-  // scalar one).
-  std::vector<std::string> expand_dollar(const std::string& d) const {
-    if (d.rfind("$((", 0) == 0 && d.size() >= 5 && d.compare(d.size() - 2, 2, "))") == 0) {
-      const std::string inner = expand_text(d.substr(3, d.size() - 5));
-      int64_t v = 0;
-      if (Arithmetic(inner, *this).eval(v)) return {std::to_string(v)};
-      return {d};
-    }
-    if (d.rfind("$(", 0) == 0) return {d};  // command substitution: unknowable here
-    std::string body = d.size() > 2 && d[1] == '{' ? d.substr(2, d.size() - 3) : d.substr(1);
-    if (body.empty()) return {"$"};
-    if (body == "@" || body == "*" || body == "#" || body == "?" || body == "$" || body == "!" ||
-        body == "-" || std::isdigit(static_cast<unsigned char>(body[0]))) {
-      return {};  // the script's own arguments and process state: none here
-    }
-    if (body[0] == '#') return {std::to_string(scalar(body.substr(1)).size())};
-    size_t k = 0;
-    while (k < body.size() && name_char(body[k])) ++k;
-    const std::string name = body.substr(0, k);
-    const std::string rest = body.substr(k);
-    if (rest == "[@]" || rest == "[*]") return value(name);
-    if (rest.empty()) return {scalar(name)};
-    // ${X:-default} ${X-default} ${X:=default} ${X:+alt}
-    const bool colon = rest[0] == ':';
-    const std::string op = rest.substr(colon ? 1 : 0, 1);
-    const std::string arg = rest.substr(colon ? 2 : 1);
-    const bool set = has(name) && (!colon || !scalar(name).empty());
-    if (op == "-" || op == "=") return {set ? scalar(name) : expand_text(without_quotes(arg))};
-    if (op == "+") return {set ? expand_text(without_quotes(arg)) : ""};
-    return {d};
-  }
-
- public:
-  // A double-quoted text with its expansions done (arrays joined by spaces).
-  std::string expand_text(const std::string& s) const {
-    std::string out;
-    for (size_t i = 0; i < s.size();) {
-      if (s[i] == '$') {
-        std::string d;
-        i = copy_dollar(s, i, d);
-        std::string joined;
-        for (const std::string& f : expand_dollar(d)) joined += (joined.empty() ? "" : " ") + f;
-        out += joined;
-      } else {
-        out += s[i] == '\x01' ? '$' : s[i];
-        ++i;
-      }
-    }
-    return out;
-  }
-
-  // A word -> fields, with bash's splitting of unquoted expansions.
-  std::vector<std::string> expand_word(const Word& w) const {
-    std::vector<std::string> fields;
-    std::string cur;
-    bool have = w.quoted();
-    auto append_split = [&](const std::string& v) {
-      auto parts = split_fields(v);
-      if (parts.empty()) return;
-      const bool lead = std::isspace(static_cast<unsigned char>(v.front()));
-      const bool trail = std::isspace(static_cast<unsigned char>(v.back()));
-      for (size_t p = 0; p < parts.size(); ++p) {
-        if (p > 0 || (lead && !cur.empty())) {
-          if (have || !cur.empty()) fields.push_back(cur);
-          cur.clear();
-        }
-        cur += parts[p];
-        have = true;
-      }
-      if (trail) {
-        fields.push_back(cur);
-        cur.clear();
-        have = false;
-      }
-    };
-    for (const Segment& seg : w.segments) {
-      if (seg.quote == '\'') {
-        cur += seg.text;
-        have = true;
-        continue;
-      }
-      for (size_t i = 0; i < seg.text.size();) {
-        if (seg.text[i] != '$') {
-          cur += seg.text[i] == '\x01' ? '$' : seg.text[i];
-          have = true;
-          ++i;
-          continue;
-        }
-        std::string d;
-        i = copy_dollar(seg.text, i, d);
-        const auto values = expand_dollar(d);
-        const bool array = d.find("[@]") != std::string::npos;
-        if (seg.quote == '"') {
-          for (size_t v = 0; v < values.size(); ++v) {
-            if (v > 0 && array) {
-              fields.push_back(cur);
-              cur.clear();
-            }
-            cur += (v > 0 && !array ? " " : "") + values[v];
-          }
-          have = true;
-        } else {
-          for (const std::string& v : values) append_split(v + (array ? " " : ""));
-        }
-      }
-    }
-    if (have || !cur.empty()) fields.push_back(cur);
-    return fields;
-  }
-
- private:
   // `NAME=value` words at the start of a statement; returns how many there were.
   size_t assignments(const Statement& st, size_t from, bool apply) {
     size_t i = from;
@@ -545,11 +97,11 @@ class Evaluator {
       Word rhs = w;
       rhs.segments[0].text = first.substr(eq + 1);
       std::string v;
-      for (const std::string& f : expand_word(rhs)) v += (v.empty() ? "" : " ") + f;
+      for (const std::string& f : expand_word(rhs, vars_)) v += (v.empty() ? "" : " ") + f;
       if (append)
-        vars_[name] = {scalar(name) + v};
+        vars_.values[name] = {vars_.scalar(name) + v};
       else
-        vars_[name] = {v};
+        vars_.values[name] = {v};
     }
     return i - from;
   }
@@ -612,7 +164,7 @@ class Evaluator {
       }
       if (p == "then") break;
       // Inside a test every word is one operand, quoted or not (an empty "" stays).
-      auto f = expand_word(st.words[i]);
+      auto f = expand_word(st.words[i], vars_);
       if (f.empty() && st.words[i].quoted()) f.push_back("");
       for (auto& x : f) current.push_back(x);
     }
@@ -625,8 +177,8 @@ class Evaluator {
       if (!active()) return;
       std::vector<std::string> elements;
       for (const Word& w : st.elements)
-        for (auto& f : expand_word(w)) elements.push_back(f);
-      auto& target = vars_[st.array_name];
+        for (auto& f : expand_word(w, vars_)) elements.push_back(f);
+      auto& target = vars_.values[st.array_name];
       if (!st.array_append) target.clear();
       target.insert(target.end(), elements.begin(), elements.end());
       return;
@@ -698,18 +250,17 @@ class Evaluator {
     ShellCommand cmd;
     cmd.line = st.line;
     for (size_t i = n; i < st.words.size(); ++i)
-      for (auto& f : expand_word(st.words[i])) cmd.words.push_back(f);
+      for (auto& f : expand_word(st.words[i], vars_)) cmd.words.push_back(f);
     if (cmd.words.empty()) return;
     // `sh -c "python train.py ..."` (srun and docker wrappers): read the string as a script.
     for (size_t i = 0; i + 1 < cmd.words.size(); ++i) {
       const std::string& w = cmd.words[i];
       if ((w == "sh" || w == "bash" || (w.size() > 3 && w.compare(w.size() - 3, 3, "/sh") == 0)) &&
           cmd.words[i + 1] == "-c" && i + 2 < cmd.words.size()) {
-        Lexer lexer(cmd.words[i + 2]);
         std::vector<std::string> ignored;
         Evaluator inner = *this;
         inner.commands.clear();
-        inner.run(statements(lexer.run(ignored)));
+        inner.run(statements(lex_shell(cmd.words[i + 2], ignored)));
         for (auto& c : inner.commands) {
           c.line = st.line;
           commands.push_back(std::move(c));
@@ -720,58 +271,16 @@ class Evaluator {
     commands.push_back(std::move(cmd));
   }
 
-  std::map<std::string, std::vector<std::string>> vars_;
+  ShellVariables vars_;
   std::vector<Frame> frames_;
   int skip_depth_ = 0;
 };
-
-int64_t Arithmetic::atom() {
-  skip();
-  if (i_ >= s_.size()) {
-    ok_ = false;
-    return 0;
-  }
-  if (s_[i_] == '(') {
-    ++i_;
-    const int64_t v = sum();
-    skip();
-    if (i_ < s_.size() && s_[i_] == ')')
-      ++i_;
-    else
-      ok_ = false;
-    return v;
-  }
-  if (s_[i_] == '-') {
-    ++i_;
-    return -atom();
-  }
-  if (std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-    int64_t v = 0;
-    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) v = v * 10 + (s_[i_++] - '0');
-    return v;
-  }
-  size_t k = i_;
-  if (s_[k] == '$') ++k;
-  size_t start = k;
-  while (k < s_.size() && name_char(s_[k])) ++k;
-  if (k == start) {
-    ok_ = false;
-    return 0;
-  }
-  const std::string v = ev_.scalar(s_.substr(start, k - start));
-  i_ = k;
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end) ok_ = false;
-  return x;
-}
 
 }  // namespace
 
 ShellScript read_shell_script(const std::string& text) {
   ShellScript script;
-  Lexer lexer(text);
-  const auto tokens = lexer.run(script.sbatch_words);
+  const auto tokens = lex_shell(text, script.sbatch_words);
   Evaluator ev;
   ev.run(statements(tokens));
   script.commands = std::move(ev.commands);
