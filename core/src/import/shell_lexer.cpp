@@ -63,11 +63,8 @@ class Lexer {
       } else if (c == '#' && !in_word_) {
         comment(sbatch);
       } else if (c == '(') {
-        const bool array = in_word_ && !word_.segments.empty() && word_.segments.back().quote == 0 &&
-                           !word_.segments.back().text.empty() && word_.segments.back().text.back() == '=';
         end_word();
-        push(TokenKind::LParen);
-        (void)array;
+        push(TokenKind::LParen);  // `NAME=(` is told from a subshell by the statements
         ++i_;
       } else if (c == ')') {
         end_word();
