@@ -292,7 +292,7 @@ describe('teaching and analysis features', () => {
     await page.uncheck('#tl-compute-only');
     await page.click('text=Collapse stages');
     expect(await rows()).toBeLessThan(all);
-    const { fitText } = await import('../../src/timeline/timeline');
+    const { fitText } = await import('../../src/timeline/labels');
     // "GPU 1024" next to "compute" in the gutter: cut to the room, never drawn over it
     const w = (t: string) => t.length * 7;
     expect(fitText('GPU 1024', 168 - 8 - w('compute') - 14, w)).toBe('GPU 1024');
