@@ -393,12 +393,16 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
     p.stages[st].activation_bytes = compiled.stats.activation_bytes_per_microbatch_per_stage[st];
   }
   std::vector<double> work_time(g.works.size(), -1);
-  std::map<int, double> collective_s;  // by Collective index
+  // By signature (collectives of one signature are equal: the tensor-parallel all-reduces of
+  // every layer and micro-batch, a bucket size's gradient reductions), else by index.
+  std::map<std::pair<bool, int>, double> collective_s;
   const std::function<double(int)> min_s = [&](int task) {
     const int c = g.tasks[static_cast<size_t>(task)].collective;
-    auto it = collective_s.find(c);
-    if (it == collective_s.end())
-      it = collective_s.emplace(c, collective_min_s(topology, g.collectives[static_cast<size_t>(c)])).first;
+    const Collective& col = g.collectives[static_cast<size_t>(c)];
+    const std::pair<bool, int> key =
+        col.signature >= 0 ? std::make_pair(true, col.signature) : std::make_pair(false, c);
+    auto it = collective_s.find(key);
+    if (it == collective_s.end()) it = collective_s.emplace(key, collective_min_s(topology, col)).first;
     return it->second;
   };
   std::vector<int> stage_rank(static_cast<size_t>(pp), -1);  // one rank per stage (symmetry off: many)

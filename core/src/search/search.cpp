@@ -15,6 +15,7 @@
 // Waves have a fixed size and their results are merged in order, so the counts as well as
 // the ranking are the same for any number of threads.
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -79,26 +80,42 @@ void simulate_into(const Config& c, const Topology& topology, CandidateResult* r
 
 // Bounds, then (if they pass) the simulation, of one candidate against `threshold_s`.
 // Compiled profiles by compiled_profile_key, shared by the threads (a profile is a pure
-// function of its key, so whichever thread computes it first stores the same value).
+// function of its key). The candidates of one wave often share a mesh (they differ in ZeRO
+// stage or schedule), so a key is compiled once: a thread that asks for a key another thread
+// is compiling waits for it (and gets its error, if the compile failed) instead of compiling
+// it again.
 class ProfileCache {
  public:
+  using Profile = std::shared_ptr<const CompiledProfile>;
   explicit ProfileCache(const Topology& topology) : topology_(topology) {}
-  std::shared_ptr<const CompiledProfile> get(const Config& c) {
+  Profile get(const Config& c) {
     const std::string key = compiled_profile_key(c.strategy);
+    std::promise<Profile> promise;
+    std::shared_future<Profile> pending;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = map_.find(key);
-      if (it != map_.end()) return it->second;
+      auto [it, inserted] = map_.try_emplace(key);
+      if (inserted)
+        it->second = promise.get_future().share();
+      else
+        pending = it->second;
     }
-    auto profile = std::make_shared<const CompiledProfile>(compile_profile(c, topology_));
-    std::lock_guard<std::mutex> lock(mutex_);
-    return map_.emplace(key, profile).first->second;
+    if (pending.valid()) return pending.get();
+    Profile profile;
+    try {
+      profile = std::make_shared<const CompiledProfile>(compile_profile(c, topology_));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      throw;
+    }
+    promise.set_value(profile);
+    return profile;
   }
 
  private:
   const Topology& topology_;
   std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const CompiledProfile>> map_;
+  std::map<std::string, std::shared_future<Profile>> map_;
 };
 
 // One step for a candidate taken from the queue: without a compiled bound yet, compute it
