@@ -29,11 +29,12 @@ export class SpanSearch {
     return this.list.length;
   }
 
-  /** The next match (dir -1: the previous), wrapping around; -1 when there is none. */
+  /** The next match (dir -1: the previous), wrapping around; -1 when there is none. Right
+   *  after a search, "next" is the first match and "previous" the last. */
   next(dir = 1): number {
     const n = this.list.length;
     if (!n) return -1;
-    this.at = (this.at + dir + n) % n;
+    this.at = this.at < 0 ? (dir < 0 ? n - 1 : 0) : (this.at + dir + n) % n;
     return this.list[this.at];
   }
 }

@@ -21,6 +21,14 @@ describe('span search', () => {
     expect(search.next(-1)).toBe(0);
   });
 
+  it('goes to the last match when the first step after a search is "previous" (Shift+Enter)', () => {
+    const search = new SpanSearch(spans);
+    search.find('mlp');
+    expect(search.next(-1)).toBe(0); // layer1.mlp, the latest start (5)
+    expect(search.next(-1)).toBe(3);
+    expect(search.next(1)).toBe(0);
+  });
+
   it('clears with an empty query, and finds nothing for an unknown name', () => {
     const search = new SpanSearch(spans);
     search.find('mlp');
