@@ -70,6 +70,33 @@ TEST_CASE("shell arithmetic: division by zero and malformed text give no value")
   CHECK_FALSE(arith("").has_value());
 }
 
+TEST_CASE("shell arithmetic: a result outside 64 bits gives no value, a result at the edge does") {
+  CHECK(arith("9223372036854775807") == INT64_MAX);
+  CHECK(arith("-9223372036854775807 - 1") == INT64_MIN);
+  CHECK_FALSE(arith("9223372036854775808").has_value());  // the literal itself
+  CHECK_FALSE(arith("9223372036854775807 + 1").has_value());
+  CHECK_FALSE(arith("-9223372036854775807 - 2").has_value());
+  CHECK_FALSE(arith("4294967296 * 4294967296").has_value());
+  CHECK_FALSE(arith("(-9223372036854775807 - 1) / -1").has_value());
+  CHECK_FALSE(arith("(-9223372036854775807 - 1) % -1").has_value());
+  CHECK_FALSE(arith("-(-9223372036854775807 - 1)").has_value());
+  CHECK_FALSE(arith("N * 2", {{"N", "99999999999999999999"}}).has_value());  // a variable past 64 bits
+  CHECK(arith("N * 2", {{"N", "4611686018427387903"}}) == INT64_MAX - 1);
+}
+
+TEST_CASE("shell arithmetic: nesting deeper than the parser follows gives no value, not a stack overflow") {
+  const int deep = 100000;
+  CHECK_FALSE(arith(std::string(deep, '(') + "1" + std::string(deep, ')')).has_value());
+  auto minus = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += "- ";  // spaced: "--" is bash's decrement, not two signs
+    return s;
+  };
+  CHECK_FALSE(arith(minus(deep) + "1").has_value());
+  CHECK(arith(std::string(50, '(') + "7" + std::string(50, ')')) == 7);
+  CHECK(arith(minus(50) + "7") == 7);
+}
+
 TEST_CASE("shell script: a failed $(( )) stays visible and the argument that receives it is named") {
   CHECK(words("N=0\nrun $((8/N)) $((2*3))\n") == Words{"run", "$((8/N))", "6"});
   const std::string base =
