@@ -151,3 +151,13 @@ TEST_CASE("shell expansion: defaults, arrays and field splitting as bash does th
   CHECK(words("E=\nrun ${E:-\"1\"} ${E-2} ${UNSET-3} ${E:+4} ${X:+5}\n") == Words{"run", "1", "3"});
   CHECK(words("G=8\nrun --n=$((G * ${NODES:-2}))\n") == Words{"run", "--n=16"});
 }
+
+TEST_CASE("shell expansion: a malformed ${X:} stays as written (it threw std::out_of_range)") {
+  // Found by fuzz/fuzz_import.cpp: the operator after ':' was read past the end.
+  CHECK(words("N=2\nrun --num-layers ${N:}\n") == Words{"run", "--num-layers", "${N:}"});
+  proteus::MegatronImportOptions options;
+  options.cluster_json = "dgx-h100";
+  options.nodes = 1;
+  CHECK(error_path([&] { proteus::import_megatron("pretrain_gpt.py --num-layers ${N:}", options); }) ==
+        "--num-layers");
+}

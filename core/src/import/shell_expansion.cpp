@@ -58,6 +58,7 @@ std::vector<std::string> expand_dollar(const std::string& d, const ShellVariable
   if (rest.empty()) return {vars.scalar(name)};
   // ${X:-default} ${X-default} ${X:=default} ${X:+alt}
   const bool colon = rest[0] == ':';
+  if (colon && rest.size() < 2) return {d};  // `${X:}`: bash's "bad substitution"; kept as written
   const std::string op = rest.substr(colon ? 1 : 0, 1);
   const std::string arg = rest.substr(colon ? 2 : 1);
   const bool set = vars.has(name) && (!colon || !vars.scalar(name).empty());
