@@ -24,8 +24,8 @@ cmake --build "$build" -j"${PROTEUS_FUZZ_BUILD_JOBS:-2}"
 
 target="${PROTEUS_FUZZ_TARGET:-fuzz_simulate}"
 case "$target" in
-  fuzz_simulate) corpus=fuzz/corpus ;;
-  fuzz_import) corpus=fuzz/corpus-import ;;
+  fuzz_simulate) corpus=fuzz/corpus dict=fuzz/proteus.dict ;;
+  fuzz_import) corpus=fuzz/corpus-import dict=fuzz/import.dict ;;
   *) echo "fuzz/run.sh: PROTEUS_FUZZ_TARGET is fuzz_simulate or fuzz_import, not '$target'" >&2; exit 2 ;;
 esac
 mkdir -p "$corpus-run" "$build/artifacts"
@@ -34,6 +34,6 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # -rss_limit_mb: an input that needs more memory than this is a finding (the limits should stop it).
 # -timeout: one input running longer than this is a finding.
 "$build/$target" "$corpus-run" "$corpus" \
-  -dict=fuzz/proteus.dict -max_total_time="$seconds" -max_len=16384 \
+  -dict="$dict" -max_total_time="$seconds" -max_len=16384 \
   -timeout=10 -rss_limit_mb=4096 -malloc_limit_mb=4096 \
   -print_final_stats=1 -artifact_prefix="$build/artifacts/" "$@"

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,17 @@ TEST_CASE("shell expansion: defaults, arrays and field splitting as bash does th
   CHECK(words("A=(x \"y z\")\nrun ${A[@]}\n") == Words{"run", "x", "y", "z"});
   CHECK(words("E=\nrun ${E:-\"1\"} ${E-2} ${UNSET-3} ${E:+4} ${X:+5}\n") == Words{"run", "1", "3"});
   CHECK(words("G=8\nrun --n=$((G * ${NODES:-2}))\n") == Words{"run", "--n=16"});
+}
+
+TEST_CASE("shell script: sh -c is read 16 levels deep; a script that runs itself stays as written") {
+  // Found by fuzz/fuzz_import.cpp: X='sh -c "$X"' recursed until the stack overflowed.
+  const ShellScript self = read_shell_script("X='sh -c \"$X\"'\nsh -c \"$X\"\n");
+  REQUIRE(self.commands.size() == 1);
+  CHECK(self.commands[0].words == Words{"sh", "-c", "sh -c \"$X\""});
+  std::string nested = "python pretrain_gpt.py --num-layers 4";
+  for (int level = 0; level < 16; ++level)
+    nested = "sh -c '" + std::regex_replace(nested, std::regex("'"), "'\\''") + "'";
+  CHECK(words(nested) == Words{"python", "pretrain_gpt.py", "--num-layers", "4"});
 }
 
 TEST_CASE("shell expansion: a malformed ${X:} stays as written (it threw std::out_of_range)") {

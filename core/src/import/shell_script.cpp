@@ -252,14 +252,17 @@ class Evaluator {
     for (size_t i = n; i < st.words.size(); ++i)
       for (auto& f : expand_word(st.words[i], vars_)) cmd.words.push_back(f);
     if (cmd.words.empty()) return;
-    // `sh -c "python train.py ..."` (srun and docker wrappers): read the string as a script.
-    for (size_t i = 0; i + 1 < cmd.words.size(); ++i) {
+    // `sh -c "python train.py ..."` (srun and docker wrappers): read the string as a script,
+    // up to kMaxShellDepth levels; deeper (a script that runs itself: X='sh -c "$X"') the
+    // command stays as written, which names no training script.
+    for (size_t i = 0; sh_depth_ < kMaxShellDepth && i + 1 < cmd.words.size(); ++i) {
       const std::string& w = cmd.words[i];
       if ((w == "sh" || w == "bash" || (w.size() > 3 && w.compare(w.size() - 3, 3, "/sh") == 0)) &&
           cmd.words[i + 1] == "-c" && i + 2 < cmd.words.size()) {
         std::vector<std::string> ignored;
         Evaluator inner = *this;
         inner.commands.clear();
+        ++inner.sh_depth_;
         inner.run(statements(lex_shell(cmd.words[i + 2], ignored)));
         for (auto& c : inner.commands) {
           c.line = st.line;
@@ -271,9 +274,12 @@ class Evaluator {
     commands.push_back(std::move(cmd));
   }
 
+  static constexpr int kMaxShellDepth = 16;
+
   ShellVariables vars_;
   std::vector<Frame> frames_;
   int skip_depth_ = 0;
+  int sh_depth_ = 0;  // how many `sh -c` strings this evaluator is inside
 };
 
 }  // namespace
