@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -158,10 +157,41 @@ TEST_CASE("shell script: sh -c is read 16 levels deep; a script that runs itself
   const ShellScript self = read_shell_script("X='sh -c \"$X\"'\nsh -c \"$X\"\n");
   REQUIRE(self.commands.size() == 1);
   CHECK(self.commands[0].words == Words{"sh", "-c", "sh -c \"$X\""});
-  std::string nested = "python pretrain_gpt.py --num-layers 4";
-  for (int level = 0; level < 16; ++level)
-    nested = "sh -c '" + std::regex_replace(nested, std::regex("'"), "'\\''") + "'";
-  CHECK(words(nested) == Words{"python", "pretrain_gpt.py", "--num-layers", "4"});
+  // L0 is the command, L<k> runs L<k-1> through sh -c: `sh -c "$L<n-1>"` nests n levels.
+  auto nested = [](int levels) {
+    std::string script = "L0='python pretrain_gpt.py --num-layers 4'\n";
+    for (int k = 1; k < levels; ++k)
+      script += "L" + std::to_string(k) + "='sh -c \"$L" + std::to_string(k - 1) + "\"'\n";
+    return read_shell_script(script + "sh -c \"$L" + std::to_string(levels - 1) + "\"\n").commands;
+  };
+  const auto sixteen = nested(16);
+  REQUIRE(sixteen.size() == 1);
+  CHECK(sixteen[0].words == Words{"python", "pretrain_gpt.py", "--num-layers", "4"});
+  const auto seventeen = nested(17);
+  REQUIRE(seventeen.size() == 1);
+  CHECK(seventeen[0].words == Words{"sh", "-c", "python pretrain_gpt.py --num-layers 4"});
+}
+
+TEST_CASE("shell script: sh -c strings that multiply are read 256 times at most") {
+  // Found by fuzz/fuzz_import.cpp (a timeout): each level ran the next one twice, 2^16 times.
+  const ShellScript s = read_shell_script("X='sh -c \"$X; $X\"'\nsh -c \"$X\"\n");
+  CHECK(s.commands.size() <= 2 * 256);
+  CHECK(s.commands.size() >= 2);
+}
+
+TEST_CASE("shell script: a value that doubles itself stops at 1 MiB with an error naming it") {
+  // X="$X$X" forty times asked for a terabyte: std::bad_alloc, an internal error.
+  std::string doubling = "X=abcdefgh\n";
+  for (int i = 0; i < 40; ++i) doubling += "X=\"$X$X\"\n";
+  CHECK(error_path([&] { read_shell_script(doubling + "run $X\n"); }) == "X");
+  std::string array = "A=(abcdefgh)\n";
+  for (int i = 0; i < 40; ++i) array += "A+=(\"${A[@]}\")\n";
+  CHECK(error_path([&] { read_shell_script(array + "run\n"); }) == "A");
+  std::string wide = "X=" + std::string(4096, 'x') + "\nrun";
+  for (int i = 0; i < 300; ++i) wide += " $X";
+  CHECK(error_path([&] { read_shell_script(wide + "\n"); }) == "line 2");
+  // Ordinary values are untouched.
+  CHECK(words("X=" + std::string(100000, 'y') + "\nrun $X\n") == Words{"run", std::string(100000, 'y')});
 }
 
 TEST_CASE("shell expansion: a malformed ${X:} stays as written (it threw std::out_of_range)") {

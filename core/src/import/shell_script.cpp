@@ -5,8 +5,11 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <memory>
+#include <string>
 #include <utility>
 
+#include "proteus/error.h"
 #include "shell_expansion.h"
 #include "shell_lexer.h"
 
@@ -65,6 +68,8 @@ bool is_name(const std::string& s) {
   return true;
 }
 
+constexpr int kMaxShellStrings = 256;
+
 // Runs the statements in order: assignments, `if` frames, and the simple commands it records.
 class Evaluator {
  public:
@@ -102,8 +107,21 @@ class Evaluator {
         vars_.values[name] = {vars_.scalar(name) + v};
       else
         vars_.values[name] = {v};
+      check_size(name, st.line);
     }
     return i - from;
+  }
+
+  // A value that doubles itself (X="$X$X") would grow until memory runs out; a launch
+  // script's values are command-line text, far below kMaxValueBytes.
+  void check_size(const std::string& name, int line) const {
+    size_t bytes = 0;
+    for (const std::string& e : vars_.value(name)) bytes += e.size() + 1;
+    if (bytes > kMaxValueBytes)
+      throw Error("invalid_config", name,
+                  "line " + std::to_string(line) + ": the value of " + name + " grows past " +
+                      std::to_string(kMaxValueBytes >> 20) +
+                      " MiB (a launch script's values are command-line text)");
   }
 
   bool test(const std::vector<std::string>& t) const {
@@ -181,6 +199,7 @@ class Evaluator {
       auto& target = vars_.values[st.array_name];
       if (!st.array_append) target.clear();
       target.insert(target.end(), elements.begin(), elements.end());
+      check_size(st.array_name, st.line);
       return;
     }
     const std::string head = st.words.empty() ? "" : st.words[0].plain();
@@ -249,13 +268,22 @@ class Evaluator {
     if (n == st.words.size()) return;
     ShellCommand cmd;
     cmd.line = st.line;
+    size_t bytes = 0;
     for (size_t i = n; i < st.words.size(); ++i)
-      for (auto& f : expand_word(st.words[i], vars_)) cmd.words.push_back(f);
+      for (auto& f : expand_word(st.words[i], vars_)) {
+        bytes += f.size() + 1;
+        cmd.words.push_back(f);
+      }
+    if (bytes > kMaxValueBytes)
+      throw Error("invalid_config", "line " + std::to_string(st.line),
+                  "the command at line " + std::to_string(st.line) + " expands past " +
+                      std::to_string(kMaxValueBytes >> 20) + " MiB");
     if (cmd.words.empty()) return;
     // `sh -c "python train.py ..."` (srun and docker wrappers): read the string as a script,
-    // up to kMaxShellDepth levels; deeper (a script that runs itself: X='sh -c "$X"') the
-    // command stays as written, which names no training script.
-    for (size_t i = 0; sh_depth_ < kMaxShellDepth && i + 1 < cmd.words.size(); ++i) {
+    // up to kMaxShellDepth levels and kMaxShellStrings strings in all; beyond (a script that
+    // runs itself: X='sh -c "$X"', or twice per level: X='sh -c "$X; $X"') the command stays
+    // as written, which names no training script.
+    for (size_t i = 0; sh_depth_<kMaxShellDepth&& * sh_strings_left_> 0 && i + 1 < cmd.words.size(); ++i) {
       const std::string& w = cmd.words[i];
       if ((w == "sh" || w == "bash" || (w.size() > 3 && w.compare(w.size() - 3, 3, "/sh") == 0)) &&
           cmd.words[i + 1] == "-c" && i + 2 < cmd.words.size()) {
@@ -263,6 +291,7 @@ class Evaluator {
         Evaluator inner = *this;
         inner.commands.clear();
         ++inner.sh_depth_;
+        --*sh_strings_left_;
         inner.run(statements(lex_shell(cmd.words[i + 2], ignored)));
         for (auto& c : inner.commands) {
           c.line = st.line;
@@ -275,11 +304,15 @@ class Evaluator {
   }
 
   static constexpr int kMaxShellDepth = 16;
+  static constexpr size_t kMaxValueBytes = size_t{1} << 20;
 
   ShellVariables vars_;
   std::vector<Frame> frames_;
   int skip_depth_ = 0;
   int sh_depth_ = 0;  // how many `sh -c` strings this evaluator is inside
+  // `sh -c` strings the whole script may still read (kMaxShellStrings at the start), shared by
+  // the copies that read them.
+  std::shared_ptr<int> sh_strings_left_ = std::make_shared<int>(kMaxShellStrings);
 };
 
 }  // namespace
