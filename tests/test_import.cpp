@@ -182,6 +182,16 @@ TEST_CASE("import: bad input gets an error naming the argument or field") {
   CHECK(error_path([&] {
           import_hf("{\"architectures\": [\"LlamaForCausalLM\"], \"num_hidden_layers\": \"32\"}");
         }) == "num_hidden_layers");
+  // Numbers outside 64 bits are errors naming the key (found by fuzz/fuzz_import.cpp: casting
+  // 1e300 to an integer was undefined behaviour); a whole float within range still counts.
+  for (const char* n : {"1e300", "-1e300", "18446744073709551615", "9.3e18"})
+    CHECK(error_path([&] {
+            import_hf(std::string("{\"architectures\": [\"LlamaForCausalLM\"], \"num_hidden_layers\": ") + n +
+                      "}");
+          }) == "num_hidden_layers");
+  CHECK(error_path([&] {
+          import_hf("{\"architectures\": [\"LlamaForCausalLM\"], \"num_hidden_layers\": 2.5}");
+        }) == "num_hidden_layers");
   // Over the size limit: refused before any parsing.
   const std::string huge(17 * 1024 * 1024, ' ');
   CHECK(error_path([&] { import_megatron(huge, on("dgx-h100", 1)); }) == "");

@@ -2,6 +2,8 @@
 // transformers library's configuration classes (LlamaConfig, MistralConfig, MixtralConfig,
 // Qwen2Config, Qwen3Config, Qwen3MoeConfig, DeepseekV3Config, GptOssConfig, GemmaConfig,
 // Gemma2Config); docs/import.md lists the mapping.
+#include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -32,12 +34,16 @@ class HfReader {
       return fallback;
     }
     const In& v = root_.at(key);
-    if (!v.is_number_integer() &&
-        !(v.is_number_float() &&
-          v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
+    // A whole float within int64 (4096.0) counts; casting one outside it (1e300) would be
+    // undefined behaviour, so the range is checked first, as is an unsigned above INT64_MAX.
+    const bool whole_float = v.is_number_float() && std::isfinite(v.get<double>()) &&
+                             std::abs(v.get<double>()) < 9.2e18 &&
+                             v.get<double>() == std::trunc(v.get<double>());
+    const bool integer = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX);
+    if (!integer && !whole_float) {
       throw Error("invalid_config", key, std::string(key) + " must be an integer, got " + v.dump());
     }
-    const int64_t x = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    const int64_t x = integer ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
     if (x < min || x > max) {
       throw Error("invalid_config", key,
                   std::string(key) + " " + std::to_string(x) + " is out of range [" + std::to_string(min) +
