@@ -11,10 +11,9 @@
 // them. Build and run with fuzz/run.sh.
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
+#include "fuzz_contract.h"
 #include "proteus/api.h"
 #include "proteus/compile.h"
 #include "proteus/config.h"
@@ -31,19 +30,8 @@ constexpr int64_t kFuzzMaxTasks = 20'000;
 constexpr int64_t kFuzzMaxEvents = 200'000;
 constexpr int64_t kFuzzMaxSpans = 2'000;
 
-[[noreturn]] void finding(const std::string& what) {
-  std::fprintf(stderr, "FINDING: %s\n", what.c_str());
-  std::abort();
-}
-
-void check_error(const proteus::Error& e, const char* stage) {
-  const std::string code = e.code;
-  if (code != "invalid_json" && code != "invalid_config" && code != "unknown_preset" &&
-      code != "limit_exceeded") {
-    finding(std::string(stage) + ": error code \"" + code + "\" (" + e.path + "): " + e.what());
-  }
-  if (std::string(e.what()).empty()) finding(std::string(stage) + ": empty error message at " + e.path);
-}
+using fuzz_contract::check_error;
+using fuzz_contract::finding;
 
 }  // namespace
 
