@@ -283,7 +283,8 @@ TEST_CASE("frameworks: context parallelism p2p passes K/V blocks around the ring
       ++steps;
       const Collective& c = ring.exec.collectives[static_cast<size_t>(t->collective)];
       CHECK(c.axes == axis_bit(kAxisCp));
-      CHECK(c.bytes * 3 / 4 == doctest::Approx(B));  // an all-gather of S moves (cp-1)/cp S = B per rank
+      CHECK(c.kind == CollectiveKind::RingExchange);
+      CHECK(c.bytes == doctest::Approx(B));  // each rank passes its current shard on
     }
   CHECK(steps == 3);
   // The backward passes K/V and dK/dV: 3 steps of 2B each; no K/V all-gather or dK/dV reduce-scatter.
@@ -291,7 +292,7 @@ TEST_CASE("frameworks: context parallelism p2p passes K/V blocks around the ring
   for (const Task& t : ring.exec.tasks)
     if (t.rank == 0 && t.kind == TaskKind::Collective && t.phase == Phase::BackwardInput &&
         ring.exec.labels[static_cast<size_t>(t.label)] == "layers.0.attention.attn")
-      back += ring.exec.collectives[static_cast<size_t>(t.collective)].bytes * 3 / 4;
+      back += ring.exec.collectives[static_cast<size_t>(t.collective)].bytes;
   CHECK(back == doctest::Approx(3 * 2 * B));
   // all_gather: one all-gather of the whole K/V before attention (S = 4B), nothing to overlap.
   const CompiledModel gathered = test::compile_text(cfg("all_gather"));
@@ -427,9 +428,9 @@ TEST_CASE("frameworks: a2a+p2p runs all-to-alls inside the node and the K/V ring
   CHECK(coll(fwd[0]).group == std::vector<int>{0, 2, 4, 6});  // cp ranks 0-3 of node 0 (tp stride 2)
   CHECK(fwd[1]->kind == TaskKind::Compute);
   REQUIRE(fwd[2]->kind == TaskKind::Collective);
-  CHECK(coll(fwd[2]).kind == CollectiveKind::AllGather);
-  CHECK(coll(fwd[2]).group == std::vector<int>{0, 8});      // cp ranks 0 and 4: one per node
-  CHECK(coll(fwd[2]).bytes / 2 == doctest::Approx(32768));  // (r-1)/r S = B moved per rank
+  CHECK(coll(fwd[2]).kind == CollectiveKind::RingExchange);
+  CHECK(coll(fwd[2]).group == std::vector<int>{0, 8});  // cp ranks 0 and 4: one per node
+  CHECK(coll(fwd[2]).bytes == doctest::Approx(32768));  // B passed on per rank
   CHECK(fwd[3]->kind == TaskKind::Compute);
   REQUIRE(fwd[4]->kind == TaskKind::Collective);
   CHECK(coll(fwd[4]).kind == CollectiveKind::AllToAll);
@@ -442,7 +443,7 @@ TEST_CASE("frameworks: a2a+p2p runs all-to-alls inside the node and the K/V ring
       back.push_back(c.exec.collectives[static_cast<size_t>(t.collective)].bytes);
   REQUIRE(back.size() == 3);
   CHECK(back[0] == doctest::Approx(16384));
-  CHECK(back[1] / 2 == doctest::Approx(2 * 32768));
+  CHECK(back[1] == doctest::Approx(2 * 32768));
   CHECK(back[2] == doctest::Approx(49152));
   // The links the representative's groups share with the others: 2 tp shifts x 4 ring groups
   // (cp ranks {0,4}, {1,5}, {2,6}, {3,7}) contend for the NICs; 2 x 2 all-to-all groups (one

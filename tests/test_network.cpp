@@ -282,6 +282,30 @@ TEST_CASE("collectives: ring all-gather / reduce-scatter move (n-1)/n of S in n-
   }
 }
 
+TEST_CASE("collectives: a ring exchange is one step of the all-gather's ring: S per hop, one hop's latency") {
+  // Context parallelism over 4 nodes, one GPU per node (TE's K/V ring): each step every member
+  // sends its shard S to the next. The ring's hops carry what one step of an all-gather of the
+  // whole (4/3 S) carries, but a step waits for one hop's latency, not the all-gather's three:
+  // a pass of 3 steps pays 3 hop latencies, as the all-gather it replaces does (before, each
+  // step paid 3, the pass 9).
+  const Topology t = build_topology(nvswitch_cluster(4, 8));
+  const std::vector<int> group = {0, 8, 16, 24};
+  const double S = 8e6;
+  const CollectivePlan step = plan_collective(t, CollectiveKind::RingExchange, group, S);
+  const CollectivePlan gather = plan_collective(t, CollectiveKind::AllGather, group, S * 4 / 3);
+  CHECK(step.algorithm == "ring");
+  REQUIRE(step.flows.size() == gather.flows.size());
+  double sent = 0;
+  for (size_t i = 0; i < step.flows.size(); ++i) {
+    CHECK(step.flows[i].bytes == approx(gather.flows[i].bytes));
+    CHECK(step.flows[i].links == gather.flows[i].links);
+    if (step.flows[i].src_gpu == 0) sent += step.flows[i].bytes;
+  }
+  CHECK(sent == approx(S));  // GPU 0 passes its shard on, over every channel together
+  CHECK(step.latency_s == approx(9.6e-6));
+  CHECK(gather.latency_s == approx(3 * 9.6e-6));
+}
+
 TEST_CASE("collectives: DGX-1 mesh all-reduce runs 6 NVLink rings") {
   const Topology t = build_topology(dgx1_cluster(1));
   const double S = 1024.0 * 1024 * 1024;

@@ -32,7 +32,7 @@ export function chromeTraceParts(r: SimResult): string[] {
   const names = s.names.map(j);
   const kinds = s.kinds.map(j);
   const phases = s.phases.map(j);
-  const collective = new Set(['all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all', 'send_recv']);
+  const collective = new Set(['all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all', 'send_recv', 'ring_exchange']);
   const isCollective = s.kinds.map((k) => collective.has(k));
   for (let i = 0; i < s.n; ++i) {
     const k = s.kind[i];

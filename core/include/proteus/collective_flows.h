@@ -6,6 +6,7 @@
 //   ring all-gather / reduce-scatter: (n-1)/n * S / c per hop, (n-1) steps.
 //   all-to-all: every rank sends S/n to every other rank directly (n(n-1) flows).
 //   send-recv: one flow of S bytes.
+//   ring exchange (one step of a ring pass): S / c per hop, one hop's latency.
 // Across nodes, channel c of a ring leaves and enters every node through NIC c % nics.
 #pragma once
 #include <string>

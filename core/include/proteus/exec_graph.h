@@ -24,7 +24,11 @@ enum class Phase : uint8_t { Forward, BackwardInput, BackwardWeight, Recompute, 
 enum class Stream : uint8_t { Compute = 0, TpComm = 1, DpComm = 2, PpComm = 3, ParamComm = 4 };
 constexpr int kNumStreams = 5;
 enum class TaskKind : uint8_t { Compute, Collective };
-enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
+// RingExchange: one step of a ring pass (Transformer Engine's context-parallel KV exchange,
+// AttnFuncWithCPAndKVP2P's batch_isend_irecv; its userbuffers ring exchange): every member sends
+// the shard it holds to its ring successor and receives its predecessor's, all at once. A pass
+// of n members is n - 1 such steps, each a call of its own with one hop's latency.
+enum class CollectiveKind : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv, RingExchange };
 enum class MemCategory : uint8_t { Weights, Gradients, OptimizerStates, Activations, CommBuffers };
 constexpr int kNumMemCategories = 5;
 
@@ -72,7 +76,8 @@ struct Collective {
   CollectiveKind kind = CollectiveKind::AllReduce;
   // Algorithm-independent size S per rank: all-reduce the buffer; all-gather the gathered
   // output; reduce-scatter the unreduced input; all-to-all what each rank sends in total
-  // (its own share included); send-recv the message.
+  // (its own share included); send-recv the message; ring exchange the shard each member
+  // passes on.
   double bytes = 0;
   AxisMask axes = 0;              // mesh axes the group spans (pp for send-recv)
   std::vector<int> group;         // GPU ids of all members, in ring order

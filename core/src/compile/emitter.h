@@ -107,7 +107,7 @@ class Emitter {
   int rank_ = 0, stage_ = 0;
   std::vector<uint64_t> ordinals_;
   std::array<std::vector<int>, 1u << kNumMeshAxes> group_cache_;  // by AxisMask
-  static constexpr size_t kNumCollectiveKinds = static_cast<size_t>(CollectiveKind::SendRecv) + 1;
+  static constexpr size_t kNumCollectiveKinds = static_cast<size_t>(CollectiveKind::RingExchange) + 1;
   std::vector<IdMap> signatures_ = std::vector<IdMap>((1u << kNumMeshAxes) * kNumCollectiveKinds);
 
   // across ranks

@@ -110,6 +110,8 @@ const char* to_string(CollectiveKind k) {
       return "all_to_all";
     case CollectiveKind::SendRecv:
       return "send_recv";
+    case CollectiveKind::RingExchange:
+      return "ring_exchange";
   }
   return "?";
 }

@@ -193,8 +193,8 @@ int PassDeriver::ring_block_work(int op, int which, int cp) {
 
 // A ring around `axis` of n ranks: n blocks of work; before block i the shard of the rank i steps
 // back arrives, sent while block i-1 computes (each step forwards what the previous received).
-// A step moves `shard_bytes` per rank: an all-gather over the axis whose size S has
-// (n-1)/n * S = shard_bytes. Returns the last block; *last_step is the last transfer.
+// A step is a ring exchange of `shard_bytes` per rank (one hop's latency: TE posts one
+// send/receive pair per step). Returns the last block; *last_step is the last transfer.
 int PassDeriver::ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
                               const std::vector<MemEvent>& mem, const Ring& ring, int* last_step) {
   const int n = ring.group.empty() ? mesh_.size[ring.axis] : static_cast<int>(ring.group.size());
@@ -203,7 +203,7 @@ int PassDeriver::ring_compute(int op, int mb, Phase phase, const std::vector<int
   int last = emit_.compute(emit_.compute_task(label, phase, mb, ring.block_work), deps, n == 1 ? mem : none);
   int step = -1;
   for (int i = 1; i < n; ++i) {
-    step = emit_.collective(CollectiveKind::AllGather, axis_bit(ring.axis), ring.shard_bytes * n / (n - 1),
+    step = emit_.collective(CollectiveKind::RingExchange, axis_bit(ring.axis), ring.shard_bytes,
                             Stream::TpComm, phase, mb, label, step < 0 ? deps : std::vector<int>{step},
                             ring.purpose, ring.group);
     last =

@@ -14,6 +14,9 @@
 //   channel is one flow of (steps / n) * S / c bytes: 2(n-1)/n * S / c for all-reduce,
 //   (n-1)/n * S / c for all-gather and reduce-scatter.
 //   latency_s = steps * (largest per-hop alpha among the ring's hops).
+// Ring exchange: one step of that ring (each member passes S to its successor): every hop
+//   carries S / c; latency_s = the largest per-hop alpha (one step). Inside one node it runs at
+//   the all-gather's measured efficiency.
 // Tree (all-reduce only, when the group spans nodes): NCCL's double binary tree over the
 //   nodes, one per channel k (c = nics): each channel carries S / c, half of it on each of the
 //   two trees. In each node the members form a chain whose head is member k*m/c mod m; every
@@ -157,7 +160,9 @@ void add_flow(const Topology& t, PlanShape& plan, PathIndex& paths, int src, int
   plan.flows.push_back(f);
 }
 
-PlanShape ring_plan(const Topology& t, const std::vector<int>& group, int steps) {
+// hop_share: the fraction of S each hop moves in all (over the channels); latency_steps: the
+// hop latencies paid one after another.
+PlanShape ring_plan(const Topology& t, const std::vector<int>& group, double hop_share, int latency_steps) {
   const Geometry geo = geometry_of(t);
   const int n = static_cast<int>(group.size());
   const std::vector<Segment> segments = segments_of(t, geo, group);
@@ -195,8 +200,8 @@ PlanShape ring_plan(const Topology& t, const std::vector<int>& group, int steps)
     rings.push_back(group);
   }
   const int channels = static_cast<int>(rings.size());
-  // Each hop moves steps / n * S / channels bytes.
-  const double scale = static_cast<double>(steps) / n;
+  // Each hop moves hop_share * S / channels bytes.
+  const double scale = hop_share;
   double alpha_s = 0;
   PathIndex paths;
   plan.flows.reserve(static_cast<size_t>(channels) * static_cast<size_t>(n));
@@ -208,7 +213,7 @@ PlanShape ring_plan(const Topology& t, const std::vector<int>& group, int steps)
       add_flow(t, plan, paths, src, dst, scale, channels, own_nic(geo, src));
     }
   }
-  plan.latency_s = steps * alpha_s;
+  plan.latency_s = latency_steps * alpha_s;
   return plan;
 }
 
@@ -340,6 +345,7 @@ PlanShape empty_shape(CollectiveKind kind) {
     case CollectiveKind::AllReduce:
     case CollectiveKind::AllGather:
     case CollectiveKind::ReduceScatter:
+    case CollectiveKind::RingExchange:
       plan.algorithm = "ring";
       break;
     case CollectiveKind::AllToAll:
@@ -385,8 +391,10 @@ PlanShape all_to_all_shape(const Topology& topology, const std::vector<int>& gro
 double node_efficiency(const NodeCollectiveEfficiency& table, CollectiveKind kind, int m) {
   if (kind == CollectiveKind::SendRecv) return table.send_recv;
   if (table.members.empty()) return 0;
-  const std::vector<double>& e = kind == CollectiveKind::AllReduce       ? table.all_reduce
-                                 : kind == CollectiveKind::AllGather     ? table.all_gather
+  // A ring exchange is one step of the all-gather's ring (no measurement of a lone step).
+  const std::vector<double>& e = kind == CollectiveKind::AllReduce ? table.all_reduce
+                                 : kind == CollectiveKind::AllGather || kind == CollectiveKind::RingExchange
+                                     ? table.all_gather
                                  : kind == CollectiveKind::ReduceScatter ? table.reduce_scatter
                                                                          : table.all_to_all;
   const std::vector<int>& sizes = table.members;
@@ -494,11 +502,13 @@ CollectiveShapes collective_shapes(const Topology& topology, CollectiveKind kind
     return shapes;
   }
   if (kind != CollectiveKind::AllReduce) {
-    shapes.candidates.push_back(ring_plan(topology, group, n - 1));
+    shapes.candidates.push_back(kind == CollectiveKind::RingExchange
+                                    ? ring_plan(topology, group, 1.0, 1)
+                                    : ring_plan(topology, group, static_cast<double>(n - 1) / n, n - 1));
     apply_node_efficiency(topology, kind, group, shapes);
     return shapes;
   }
-  shapes.candidates.push_back(ring_plan(topology, group, 2 * (n - 1)));
+  shapes.candidates.push_back(ring_plan(topology, group, static_cast<double>(2 * (n - 1)) / n, 2 * (n - 1)));
   const Geometry geo = geometry_of(topology);
   bool crosses_nodes = false;
   for (int gpu : group) crosses_nodes = crosses_nodes || geo.node_of(gpu) != geo.node_of(group[0]);

@@ -79,9 +79,9 @@ std::string module_kind(const std::string& label) {
 
 constexpr Phase kPhases[] = {Phase::Forward,   Phase::BackwardInput, Phase::BackwardWeight,
                              Phase::Recompute, Phase::Optimizer,     Phase::Sync};
-constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce,     CollectiveKind::AllGather,
                                                CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
-                                               CollectiveKind::SendRecv};
+                                               CollectiveKind::SendRecv,      CollectiveKind::RingExchange};
 constexpr Stream kStreams[] = {Stream::Compute, Stream::TpComm, Stream::DpComm, Stream::PpComm,
                                Stream::ParamComm};
 constexpr MemCategory kCategories[] = {MemCategory::Weights, MemCategory::Gradients,

@@ -14,9 +14,9 @@ namespace {
 
 constexpr Phase kPhases[] = {Phase::Forward,   Phase::BackwardInput, Phase::BackwardWeight,
                              Phase::Recompute, Phase::Optimizer,     Phase::Sync};
-constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+constexpr CollectiveKind kCollectiveKinds[] = {CollectiveKind::AllReduce,     CollectiveKind::AllGather,
                                                CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
-                                               CollectiveKind::SendRecv};
+                                               CollectiveKind::SendRecv,      CollectiveKind::RingExchange};
 constexpr size_t kNumPhases = sizeof(kPhases) / sizeof(kPhases[0]);
 
 // Nodes a collective's group spans (GPU ids are node-major: gpu / gpus_per_node).

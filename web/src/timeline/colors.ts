@@ -20,6 +20,7 @@ export const KINDS: Record<string, KindInfo> = {
   reduce_scatter: { color: '#ff9d9a', label: 'Reduce-scatter', help: 'Sums tensors across the group, each GPU keeping one shard of the sum.' },
   all_to_all: { color: '#d37295', label: 'All-to-all', help: 'Every GPU sends a different piece to every other GPU (expert routing, context parallelism).' },
   send_recv: { color: '#76b7b2', label: 'Send / receive', help: 'Point-to-point transfer of activations or gradients between pipeline stages.' },
+  ring_exchange: { color: '#59a0a0', label: 'Ring exchange', help: 'One step of a ring: every GPU passes the block it holds to the next while computing on it (context-parallel attention, tensor-parallel overlap).' },
 };
 
 const FALLBACK = ['#86bcb6', '#f1ce63', '#a0cbe8', '#ffbe7d', '#d4a6c8', '#79706e'];
