@@ -91,6 +91,16 @@ std::vector<double> stage_params(const ModelProfile& prof, const std::vector<int
 
 // max over stages of head + work (+ tail), given per-chunk per-micro-batch times and the
 // per-stage totals.
+// Whatever the schedule, a micro-batch's forward passes every chunk in pipeline order and its
+// input gradient comes back through every chunk in reverse, each pass after the one before
+// (the activation or the gradient it needs arrives from there); recompute and weight
+// gradients may run off that path. So the iteration lasts at least the sum of one
+// micro-batch's forward and input-gradient work over the whole model. It is what bounds a
+// pipeline of fewer micro-batches than stages, where the per-stage terms see one stage's share.
+double critical_path_s(const std::vector<double>& chunk_forward_and_input_grad_s) {
+  return std::accumulate(chunk_forward_and_input_grad_s.begin(), chunk_forward_and_input_grad_s.end(), 0.0);
+}
+
 double pipeline_time(const PipelineShape& shape, int pp, const std::vector<double>& head_fwd,
                      const std::vector<double>& tail_bwd, const std::vector<double>& stage_total,
                      const std::vector<double>& stage_before_tail) {
@@ -208,6 +218,7 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
   const double mb = static_cast<double>(s.micro_batch);
   std::vector<double> params_per_stage(pp, 0), head(pp, 0), tail(pp, 0), total(pp, 0), before_tail(pp, 0);
   const PipelineShape shape = pipeline_shape(s.schedule);
+  std::vector<double> chain(static_cast<size_t>(pp * v), 0);
   for (int ch = 0; ch < pp * v; ++ch) {
     const int st = ch % pp;
     double f = 0, bi = 0, bw = 0, r = 0;
@@ -225,6 +236,7 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
     // Seconds for one micro-batch of this chunk on one GPU of its stage.
     const double scale = mb / per_replica_gpus / rate;
     const double all = (f + bi + bw + r) * scale;
+    chain[static_cast<size_t>(ch)] = (f + bi) * scale;
     total[st] += all * micro_batches;
     before_tail[st] += (shape.tail_input_only ? (f + bi + r) * scale : all) * micro_batches;
     if (ch < pp) {
@@ -239,6 +251,7 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
     params = std::accumulate(params_per_stage.begin(), params_per_stage.end(), 0.0) / pp;
     b.time_s = std::accumulate(total.begin(), total.end(), 0.0) / pp;
   }
+  b.time_s = std::max(b.time_s, critical_path_s(chain));
   b.memory_bytes = params / (double(s.tp) * s.ep) * bytes_per_param(c, data_ranks);
   return b;
 }
@@ -463,6 +476,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
         backward_run_s = backward_run_no_w_s = 0;
       }
       if (!mb0) continue;
+      if (forward || t.phase == Phase::BackwardInput) sp.chain_s += time_s;
       sp.per_mb_s += w;
       sp.per_mb_busy_s += time_s;
       if (!weight) {
@@ -518,7 +532,9 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     total[st] = per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);
     before_tail[st] = (shape.tail_input_only ? per_mb_no_w_s : per_mb_s) * micro_batches;
   }
-  b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
+  std::vector<double> chain(static_cast<size_t>(pp));
+  for (int st = 0; st < pp; ++st) chain[static_cast<size_t>(st)] = p.stages[static_cast<size_t>(st)].chain_s;
+  b.time_s = std::max(pipeline_time(shape, pp, head, tail, total, before_tail), critical_path_s(chain));
   return b;
 }
 

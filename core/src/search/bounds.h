@@ -55,6 +55,9 @@ PipelineShape pipeline_shape(Schedule s);
 double pipeline_time(const PipelineShape& shape, int pp, const std::vector<double>& head_fwd,
                      const std::vector<double>& tail_bwd, const std::vector<double>& stage_total,
                      const std::vector<double>& stage_before_tail);
+// At least one micro-batch's forward and input-gradient work over every chunk, in any schedule
+// (bounds.cpp explains), given that work per chunk.
+double critical_path_s(const std::vector<double>& chunk_forward_and_input_grad_s);
 // Schedules that place chunk c on stage c % pp (Megatron's placement); others (the V of
 // zb-v) place them differently, and their per-stage terms fall back to the stages' average.
 bool megatron_placement(Schedule s);
@@ -85,6 +88,10 @@ struct StageProfile {
   // Micro-batch 0's compute alone, without the gaps its collectives force on the stream: what a
   // schedule that runs two micro-batches' passes together (DualPipe) surely pays.
   double per_mb_busy_s = 0, per_mb_no_w_busy_s = 0;
+  // Micro-batch 0's forward and input-gradient compute alone (no recompute, no W, no gaps):
+  // summed over the stages, the least time one micro-batch takes to pass the model forward and
+  // back (critical_path_s).
+  double chain_s = 0;
 };
 struct CompiledProfile {
   std::vector<StageProfile> stages;

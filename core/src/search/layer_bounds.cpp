@@ -57,12 +57,15 @@ void LayerProfileBuilder::add(int stage, int task, int prev, double time_s, doub
   if (t.micro_batch != 0) return;  // micro-batch 0 stands for every micro-batch; once-tasks left out
   const int layer = profile_.layers.empty() ? -1 : layer_of(task);
   const int prev_layer = prev < 0 || profile_.layers.empty() ? -2 : layer_of(prev);
+  const double chain_s = t.phase == Phase::Forward || t.phase == Phase::BackwardInput ? time_s : 0;
   if (layer < 0) {
-    add_pass(&profile_.other[static_cast<size_t>(stage)], t.phase, time_s + (prev_layer == -1 ? gap_s : 0),
-             activation_bytes);
+    PassCosts& o = profile_.other[static_cast<size_t>(stage)];
+    add_pass(&o, t.phase, time_s + (prev_layer == -1 ? gap_s : 0), activation_bytes);
+    o.chain_s += chain_s;
     return;
   }
   LayerCosts& l = profile_.layers[static_cast<size_t>(layer)];
+  l.chain_s += chain_s;
   add_pass(&l, t.phase, time_s + (prev_layer == layer ? gap_s : 0), activation_bytes);
   if (t.phase == Phase::Forward && prev_layer == layer - 1) l.forward_join_s += gap_s;
   if (t.phase == Phase::BackwardWeight && prev_layer == layer + 1) l.weight_join_s += gap_s;
@@ -89,6 +92,7 @@ std::vector<PassCosts> chunk_costs(const LayerProfile& lp, int chunks) {
       cc.weight_s += l.weight_s + (before_last ? l.weight_join_s : 0);
       cc.activation_bytes += l.activation_bytes;
       cc.weight_release_bytes += l.weight_release_bytes;
+      cc.chain_s += l.chain_s;
     }
     first = end;
   }
@@ -99,6 +103,7 @@ std::vector<PassCosts> chunk_costs(const LayerProfile& lp, int chunks) {
     to->weight_s += o.weight_s;
     to->activation_bytes += o.activation_bytes;
     to->weight_release_bytes += o.weight_release_bytes;
+    to->chain_s += o.chain_s;
   }
   return out;
 }
@@ -125,8 +130,10 @@ Bounds layer_bounds(const LayerProfile& lp, const ModelProfile& model, const Con
   const double data_ranks = double(s.dp) * s.cp;
   std::vector<double> head(pp, 0), tail(pp, 0), total(pp, 0), before_tail(pp, 0);
   std::vector<std::vector<double>> kept(pp), w_kept(pp);  // per stage, per local chunk
+  std::vector<double> chain;
   for (size_t ch = 0; ch < chunks.size(); ++ch) {
     const PassCosts& cc = chunks[ch];
+    chain.push_back(cc.chain_s);
     const size_t st = static_cast<size_t>(placement[ch]);
     const double input_only = cc.forward_s + cc.backward_s;
     total[st] += (input_only + cc.weight_s) * micro_batches;
@@ -145,7 +152,7 @@ Bounds layer_bounds(const LayerProfile& lp, const ModelProfile& model, const Con
         b.memory_bytes,
         static_bytes + held_activation_bytes(c, orders[static_cast<size_t>(st)], kept[st], w_kept[st]));
   }
-  b.time_s = pipeline_time(shape, pp, head, tail, total, before_tail);
+  b.time_s = std::max(pipeline_time(shape, pp, head, tail, total, before_tail), critical_path_s(chain));
   return b;
 }
 

@@ -23,6 +23,7 @@ struct PassCosts {
   double forward_s = 0, backward_s = 0, weight_s = 0;
   double activation_bytes = 0;      // what the forward keeps (net)
   double weight_release_bytes = 0;  // what the W tasks free: held from the B pass until them
+  double chain_s = 0;               // forward and input-gradient tasks alone: no recompute, W or gaps
 };
 
 // One transformer layer. A gap whose previous task is the neighbouring layer (the one before
