@@ -205,3 +205,34 @@ TEST_CASE("bandwidth sharing: incremental and full re-solve agree over 10,000 ra
   CHECK(reference_mismatches == 0);
   CHECK(inc.active_flows() == static_cast<int>(live.size()));
 }
+
+TEST_CASE("bandwidth sharing: the changed flows come in increasing id order, dense or sparse") {
+  // 300 flows on one shared link (a ring's hops all change together): removing one changes
+  // the other 299 at once, ids dense in their range (counted into order). Then 150 flows
+  // spread over 3,000 ids (every 20th flow, each alone on its own link) change together, ids
+  // sparse (compared into order). The executor plays changed flows in this order, so it must
+  // not depend on how they were found.
+  std::vector<double> capacity(301, 10.0);  // each flow held to 1 by the shared link
+  capacity[300] = 300.0;
+  BandwidthSharing bw(capacity);
+  std::vector<int> ids;
+  for (int i = 0; i < 300; ++i) ids.push_back(bw.add_flow({{300, 1}, {i, 1}}));
+  CHECK(bw.solve().size() == 300);
+  bw.remove_flow(ids[150]);
+  std::vector<int> changed = bw.solve();
+  CHECK(changed.size() == 299);
+  CHECK(std::is_sorted(changed.begin(), changed.end()));
+  CHECK(std::adjacent_find(changed.begin(), changed.end()) == changed.end());
+  BandwidthSharing spread(std::vector<double>(3000, 10.0));
+  std::vector<int> all;
+  for (int i = 0; i < 3000; ++i) all.push_back(spread.add_flow({{i, 1}}));
+  spread.solve();
+  for (int i = 0; i < 3000; i += 20) {
+    spread.remove_flow(all[static_cast<size_t>(i)]);
+    all[static_cast<size_t>(i)] = spread.add_flow({{i, 0.5}});  // twice the rate on its link
+  }
+  changed = spread.solve();
+  CHECK(changed.size() == 150);
+  CHECK(std::is_sorted(changed.begin(), changed.end()));
+  CHECK(changed.back() - changed.front() > 8 * 150);  // the sparse path
+}

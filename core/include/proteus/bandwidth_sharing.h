@@ -118,6 +118,8 @@ class BandwidthSharing {
   void mark_dirty(int link);
   std::vector<int> dirty_unlinked_;  // added flows that cross no link
   std::vector<int> changed_;
+  void sort_changed();
+  std::vector<uint32_t> changed_count_;  // sort_changed's counts by flow id, zero between calls
   int active_ = 0;
   // Scratch, reused across calls (no allocation in steady state).
   uint64_t stamp_ = 0;

@@ -332,8 +332,34 @@ const std::vector<int>& BandwidthSharing::solve() {
   dirty_links_.clear();
   dirty_unlinked_.clear();
   ++solves_;
-  std::sort(changed_.begin(), changed_.end());
+  sort_changed();
   return changed_;
+}
+
+// changed_ in increasing order. A data-parallel ring over thousands of GPUs changes the rates
+// of most of its hop flows at once, and comparison sorting them was a tenth of such a run
+// (DP 512 on 8,192 V100s: 8.9% of the samples in std::sort). When the ids are dense in their
+// range, counting them sorts in linear time; the result is the same sequence either way.
+void BandwidthSharing::sort_changed() {
+  constexpr size_t kDenseFactor = 8;  // count when the range is at most 8x the ids
+  if (changed_.size() < 64) {
+    std::sort(changed_.begin(), changed_.end());
+    return;
+  }
+  const auto [lo, hi] = std::minmax_element(changed_.begin(), changed_.end());
+  const int first = *lo, last = *hi;
+  const size_t range = static_cast<size_t>(last - first) + 1;
+  if (range > kDenseFactor * changed_.size()) {
+    std::sort(changed_.begin(), changed_.end());
+    return;
+  }
+  if (changed_count_.size() < flows_.size()) changed_count_.resize(flows_.size(), 0);
+  for (int f : changed_) ++changed_count_[static_cast<size_t>(f)];
+  size_t out = 0;
+  for (int f = first; f <= last; ++f) {
+    uint32_t& n = changed_count_[static_cast<size_t>(f)];
+    for (; n > 0; --n) changed_[out++] = f;
+  }
 }
 
 int BandwidthSharing::active_flows() const { return active_; }
