@@ -89,8 +89,6 @@ std::vector<double> stage_params(const ModelProfile& prof, const std::vector<int
   return params;
 }
 
-// max over stages of head + work (+ tail), given per-chunk per-micro-batch times and the
-// per-stage totals.
 // Whatever the schedule, a micro-batch's forward passes every chunk in pipeline order and its
 // input gradient comes back through every chunk in reverse, each pass after the one before
 // (the activation or the gradient it needs arrives from there); recompute and weight
@@ -101,6 +99,8 @@ double critical_path_s(const std::vector<double>& chunk_forward_and_input_grad_s
   return std::accumulate(chunk_forward_and_input_grad_s.begin(), chunk_forward_and_input_grad_s.end(), 0.0);
 }
 
+// max over stages of head + work (+ tail), given per-chunk per-micro-batch times and the
+// per-stage totals.
 double pipeline_time(const PipelineShape& shape, int pp, const std::vector<double>& head_fwd,
                      const std::vector<double>& tail_bwd, const std::vector<double>& stage_total,
                      const std::vector<double>& stage_before_tail) {
