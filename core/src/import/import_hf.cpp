@@ -36,14 +36,15 @@ class HfReader {
     const In& v = root_.at(key);
     // A whole float within int64 (4096.0) counts; casting one outside it (1e300) would be
     // undefined behaviour, so the range is checked first, as is an unsigned above INT64_MAX.
-    const bool whole_float = v.is_number_float() && std::isfinite(v.get<double>()) &&
-                             std::abs(v.get<double>()) < 9.2e18 &&
-                             v.get<double>() == std::trunc(v.get<double>());
+    constexpr double kBelowInt64Limit = 9.2e18;  // under 2^63 = 9.22e18, where the cast is defined
+    const double f = v.is_number_float() ? v.get<double>() : 0;
+    const bool whole_float =
+        v.is_number_float() && std::isfinite(f) && std::abs(f) < kBelowInt64Limit && f == std::trunc(f);
     const bool integer = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX);
     if (!integer && !whole_float) {
       throw Error("invalid_config", key, std::string(key) + " must be an integer, got " + v.dump());
     }
-    const int64_t x = integer ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    const int64_t x = integer ? v.get<int64_t>() : static_cast<int64_t>(f);
     if (x < min || x > max) {
       throw Error("invalid_config", key,
                   std::string(key) + " " + std::to_string(x) + " is out of range [" + std::to_string(min) +
