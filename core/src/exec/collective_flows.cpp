@@ -201,7 +201,6 @@ PlanShape ring_plan(const Topology& t, const std::vector<int>& group, double hop
   }
   const int channels = static_cast<int>(rings.size());
   // Each hop moves hop_share * S / channels bytes.
-  const double scale = hop_share;
   double alpha_s = 0;
   PathIndex paths;
   plan.flows.reserve(static_cast<size_t>(channels) * static_cast<size_t>(n));
@@ -210,7 +209,7 @@ PlanShape ring_plan(const Topology& t, const std::vector<int>& group, double hop
     for (int i = 0; i < n; ++i) {
       const int src = ring[i], dst = ring[(i + 1) % n];
       alpha_s = std::max(alpha_s, t.hop_latency_s(src, dst));
-      add_flow(t, plan, paths, src, dst, scale, channels, own_nic(geo, src));
+      add_flow(t, plan, paths, src, dst, hop_share, channels, own_nic(geo, src));
     }
   }
   plan.latency_s = latency_steps * alpha_s;
