@@ -103,6 +103,15 @@ void set_unfused_masked_softmax(Op& op, double scores, double score_bytes, int64
   op.unfused_bwd_extra_bytes = masked_fill;
 }
 
+UnfusedAttentionScoreBytes unfused_attention_score_bytes(double score_bytes, bool dropout) {
+  const double b = score_bytes;
+  UnfusedAttentionScoreBytes per;
+  per.saved = dropout ? b + kMaskBytes + b : b;
+  per.forward = b + 2 * b + (dropout ? 2 * b + kMaskBytes : 0) + b;
+  per.backward = 2 * b + (dropout ? 2 * b + kMaskBytes : 0) + 3 * b + 2 * b;
+  return per;
+}
+
 void set_gemm_costs(OpGraphBuilder& g, int op, double bias_elements) {
   const double gemm = 2 * g.dims_product(op);
   g.set_costs(op, gemm + bias_elements, gemm, gemm + bias_elements);

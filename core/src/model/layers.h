@@ -99,6 +99,20 @@ void set_unfused_activation(Op& op, bool swiglu, double bias_bytes);
 void set_unfused_masked_softmax(Op& op, double scores, double score_bytes, int64_t keys);
 constexpr int64_t kFusedSoftmaxMaxKeys = 4096;
 
+// HBM bytes per attention score of attention without flash attention, kernel by kernel as
+// Megatron's CoreAttention runs it (baddbmm, FusedScaleMaskSoftmax, attention dropout, bmm) and
+// autograd runs its backward; `score_bytes` the 16-bit score, `dropout` whether the probabilities
+// are dropped out (a 1-byte mask). The forward saves the probabilities (and the mask and the
+// dropped-out probabilities) for the backward.
+struct UnfusedAttentionScoreBytes {
+  double saved = 0;     // written by the forward and kept: part of `forward`
+  double forward = 0;   // QK^T writes; softmax reads, writes; dropout reads, writes + mask; AV reads
+  double backward = 0;  // AV's gradient writes dP and reads P for dV; dropout's gradient reads dP
+                        // and the mask, writes; softmax's reads its gradient and output, writes
+                        // dS; QK^T's gradient reads dS for dQ and again for dK
+};
+UnfusedAttentionScoreBytes unfused_attention_score_bytes(double score_bytes, bool dropout);
+
 // y[batch, out] = x[batch, in] W[out, in]^T (+ b[out]), with the feature dims named as given
 // ("in"/"out" in classifiers and MLPs, so that mapping a mesh axis to "out" in a module makes
 // it tensor (model) parallel there).

@@ -427,19 +427,15 @@ class TransformerBuilder {
     if (m_.attention_sinks) g_.read_weight(attn, g_.weight(mod, "sinks", {a}), {"heads"});
     const int o = g_.write(attn, {b, s, a * z_.v_d}, {"batch", "seq", "heads"});
     const double n2 = static_cast<double>(b * a * s * s);
-    double score_traffic = 0;
     if (m_.flash_attention) {
       g_.save(attn, o, {"batch", "seq", "heads"});
       g_.at(attn).backward_reads_output = true;
       g_.save_new(attn, "logsumexp", {b, a, s}, {"batch", "heads", "seq"}, kFp32Bytes);
     } else {
       g_.save_new(attn, "probs", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, ab);
-      // Scores written by QK^T and read by the softmax; probabilities read by the next step.
-      score_traffic = n2 * ab * 3;
       if (m_.dropout) {
         g_.save_new(attn, "dropout_mask", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, kMaskBytes);
         g_.save_new(attn, "dropped_probs", {b, a, s, s}, {"batch", "heads", "seq", "seq_kv"}, ab);
-        score_traffic += n2 * ab;  // dropped probabilities read by AV
       }
     }
     g_.tag_recompute(attn, RecomputeModule::CoreAttn);
@@ -450,10 +446,16 @@ class TransformerBuilder {
     g_.set_costs(attn, attn_flops, 2 * attn_flops, 0);
     {
       Op& op = g_.at(attn);
-      op.fwd_bytes += score_traffic;
-      // The backward reads what the forward wrote and writes a gradient of each: twice.
+      // Q, K, V read and O written; the backward reads dO, V, K and Q and writes dQ, dK, dV,
+      // and flash attention's backward recomputes the scores in on-chip memory: twice.
       op.bwd_input_bytes = 2 * op.fwd_bytes;
-      if (!m_.flash_attention) set_unfused_masked_softmax(op, n2, ab, s);
+      if (!m_.flash_attention) {
+        const UnfusedAttentionScoreBytes per = unfused_attention_score_bytes(ab, m_.dropout);
+        const double tensors = op.fwd_bytes - n2 * per.saved;
+        op.fwd_bytes = tensors + n2 * per.forward;
+        op.bwd_input_bytes = 2 * tensors + n2 * per.backward;
+        set_unfused_masked_softmax(op, n2, ab, s);
+      }
     }
     return o;
   }
