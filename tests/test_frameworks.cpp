@@ -195,13 +195,33 @@ TEST_CASE(
   // at least 3 in all; gathered last bucket first, down to bucket 0.
   REQUIRE(gathers.size() >= 3);
   for (size_t i = 0; i < gathers.size(); ++i) CHECK(gathers[i] == static_cast<int>(gathers.size() - 1 - i));
-  // Gathers exposed (one node of A100 is slow enough for a 2-layer model): overlapped is faster.
+  // The tied embedding is registered by the embedding, the model's first parameter, so it is in
+  // the last bucket (Megatron buckets in reverse parameters() order) and the first forward op
+  // waits for the first gather alone, not for all of them (as when the output layer, its last
+  // reader, placed it in bucket 0).
+  const std::string first_gather = "param_gather_" + std::to_string(gathers.front());
+  std::vector<std::string> embedding_waits_for;
+  for (size_t t = 0; t < c.exec.tasks.size(); ++t) {
+    const Task& task = c.exec.tasks[t];
+    if (task.rank != 0 || task.phase != Phase::Forward ||
+        c.exec.labels[static_cast<size_t>(task.label)] != "embedding.word_embedding")
+      continue;
+    for (int d = c.exec.dep_offsets[t]; d < c.exec.dep_offsets[t + 1]; ++d) {
+      const std::string& label = c.exec.labels[static_cast<size_t>(c.exec.tasks[c.exec.deps[d]].label)];
+      if (label.rfind("param_gather_", 0) == 0) embedding_waits_for.push_back(label);
+    }
+    break;
+  }
+  CHECK(embedding_waits_for == std::vector<std::string>{first_gather});
+  // Gathers exposed (one node of A100 is slow enough for a 2-layer model): overlapped, the
+  // forward waits for one bucket's gather where the step without overlap ends with all of them
+  // (their sum is about a fifth of this step): faster by well over 5%.
   const double on = simulate(
       small(R"({"dp":8,"micro_batch":1,"zero":1,"grad_bucket_MB":4})"))["summary"]["iteration_time_s"];
   const double off =
       simulate(small(R"({"dp":8,"micro_batch":1,"zero":1,"grad_bucket_MB":4,"overlap_param_gather":false})"))
           ["summary"]["iteration_time_s"];
-  CHECK(on < off);
+  CHECK(on < 0.95 * off);
 }
 
 TEST_CASE(

@@ -77,12 +77,23 @@ void IterationTail::finish_rank() {
   if (!knobs_.overlap_param_gather) param_gathers(false);
 }
 
-// Weight tensors of this stage in the order their last gradient completes (backward order of
-// the stage's chunks, last chunk first), grouped into DDP-like buckets.
+// Weight tensors of this stage in reverse registration order (backward order of the stage's
+// chunks, last chunk first), grouped into DDP-like buckets. A weight is registered by its first
+// use in the forward: Megatron's _ParamAndGradBuffer and PyTorch DDP bucket the parameters in
+// reverse `module.parameters()` order, so a tied embedding, registered by the embedding and read
+// again by the output layer, falls into the last bucket (gathered first for the forward), not
+// the first.
 void IterationTail::plan_buckets() {
   buckets_.clear();
   bucket_of_tensor_.assign(g_.tensors.size(), -1);
   uses_left_.assign(g_.tensors.size(), 0);
+  std::vector<int> registered_by(g_.tensors.size(), -1);  // the op of a weight's first use
+  for (int c = 0; c < tree_.model_chunks(); ++c) {
+    if (!emit_.holds_chunk(c)) continue;
+    for (int op : index_.chunk_ops[c])
+      for (const WeightPlan& w : plans_[op].weights)
+        if (registered_by[w.tensor] < 0) registered_by[w.tensor] = op;
+  }
   const double first_cap = kFirstBucketMB * kBytesPerMB;
   const double cap = knobs_.grad_bucket_MB * kBytesPerMB;
   double filled = 0;
@@ -93,7 +104,7 @@ void IterationTail::plan_buckets() {
     for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
-        if (bucket_of_tensor_[w.tensor] >= 0) continue;
+        if (registered_by[w.tensor] != *it) continue;
         if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
           buckets_.push_back({});
           filled = 0;
