@@ -191,8 +191,8 @@ TEST_CASE(
     if (label.rfind("param_gather_", 0) == 0) gathers.push_back(std::stoi(label.substr(13)));
   }
   // Buckets by hand: a layer holds 12h^2 + 13h = 3.15M parameters (12.6 MB of fp32 gradients),
-  // the tied embedding 8000 x 512 (16.4 MB): the first bucket 1 MB (DDP's), then 4 MB ones,
-  // at least 3 in all; gathered last bucket first, down to bucket 0.
+  // the tied embedding 8000 x 512 (16.4 MB): buckets of 4 MB (Megatron's are all one size), at
+  // least 3 in all; gathered last bucket first, down to bucket 0.
   REQUIRE(gathers.size() >= 3);
   for (size_t i = 0; i < gathers.size(); ++i) CHECK(gathers[i] == static_cast<int>(gathers.size() - 1 - i));
   // The tied embedding is registered by the embedding, the model's first parameter, so it is in
@@ -222,6 +222,30 @@ TEST_CASE(
       simulate(small(R"({"dp":8,"micro_batch":1,"zero":1,"grad_bucket_MB":4,"overlap_param_gather":false})"))
           ["summary"]["iteration_time_s"];
   CHECK(on < 0.95 * off);
+}
+
+// The fp32 bytes of rank 0's gradient bucket `bucket` (its reduction's collective).
+double grad_bucket_bytes(const CompiledModel& c, int bucket) {
+  const std::string label = "grad_bucket_" + std::to_string(bucket);
+  for (const Task& t : c.exec.tasks)
+    if (t.kind == TaskKind::Collective && t.rank == 0 && c.exec.labels[static_cast<size_t>(t.label)] == label)
+      return c.exec.collectives[static_cast<size_t>(t.collective)].bytes;
+  return 0;
+}
+
+TEST_CASE("frameworks: only PyTorch DDP closes its first gradient bucket at 1 MB") {
+  // Backward order: the final norm (2 x 512), fc2's weight (512 x 2048, 4.19 MB of fp32
+  // gradients) and bias, fc1's weight (8.39 MB), ... DDP (framework fsdp, zero 0) closes its
+  // first bucket once it holds 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES): after fc2's weight.
+  // Megatron's _ParamAndGradBuffer and DeepSpeed fill every bucket to the one size, 25 MB.
+  const double norm = 2 * 512 * 4.0, fc2_weight = 512 * 2048 * 4.0;
+  const CompiledModel ddp = test::compile_text(small(R"({"dp":8,"micro_batch":1,"framework":"fsdp"})"));
+  CHECK(grad_bucket_bytes(ddp, 0) == doctest::Approx(norm + fc2_weight));
+  for (const char* framework : {"megatron", "deepspeed"}) {
+    const CompiledModel c = test::compile_text(
+        small(std::string(R"({"dp":8,"micro_batch":1,"framework":")") + framework + "\"}"));
+    CHECK(grad_bucket_bytes(c, 0) >= 25e6);
+  }
 }
 
 TEST_CASE(

@@ -165,33 +165,37 @@ TEST_CASE("symmetry: NCCL's double binary tree over four nodes loads its interio
 TEST_CASE("symmetry: beside an uneven tree a stage's ranks differ, and the reduced run says it may differ") {
   // gpt2-1.5b-proteus as TP16 x PP2 x DP2 on 8 DGX-1 (stage 1 on nodes 4-7; 2 NICs per node,
   // 12.5 GB/s at bus efficiency 0.9: C = 11.25e9 B/s), with compute_slowdown_with_comm 1.189
-  // (Lee et al.'s average; the V100 preset keeps 1.1). Stage 1's last gradient bucket ends
-  // with a 38,400 B all-reduce over all 32 of its GPUs (tensor x data parallel), NCCL's double
-  // binary tree over nodes 4-7: nodes 5 and 6 send 4 flows per channel, nodes 4 and 7 two
-  // (test above), each of S / 2c = 9,600 B. At this slowdown it starts while stage 1 sends
-  // its last micro-batch's input gradient (6,553,600 B per GPU, GPUs 0-3 of a node through
-  // NIC 0). On NIC 0 of nodes 4 and 7: 4 sends + 2 tree flows, C/6 each, and the tree flows
-  // end after 9,600 / (C/6) = 5.12 us; on nodes 5 and 6: 4 + 4, C/8, for 6.83 us; then the
-  // sends run at C/4. Over those 6.83 us a send of node 4 moves 9,600 + 4,800 B, one of node 5
-  // 9,600 B: it ends 4,800 / (C/4) = 1.707 us later, and stage 0 waits for it.
-  const std::string extra =
-      R"(,"strategy":{"tp":16,"pp":2,"dp":2,"micro_batch":1},"cluster":{"gpu":{"compute_slowdown_with_comm":1.189}})";
+  // (Lee et al.'s average; the V100 preset keeps 1.1) and gradient buckets of 29 MB. Filled
+  // from the back of stage 1 (the output layer's 20.1 MB shard first), its last bucket holds
+  // layers 24-26 from the fc2 bias of layer 26 down: the replicated vectors among them (the
+  // row-parallel biases and the LayerNorms, 6h = 9,600 fp32 each layer) are a 115,200 B
+  // all-reduce over all 32 of the stage's GPUs (tensor x data parallel), NCCL's double binary
+  // tree over nodes 4-7: nodes 5 and 6 send 4 flows per channel, nodes 4 and 7 two (test
+  // above), each of S / 2c = 28,800 B. At this slowdown it starts while stage 1 sends its last
+  // micro-batch's input gradient (6,553,600 B per GPU, GPUs 0-3 of a node through NIC 0). On
+  // NIC 0 of nodes 4 and 7: 4 sends + 2 tree flows, C/6 each, and the tree flows end after
+  // 28,800 / (C/6) = 15.36 us; on nodes 5 and 6: 4 + 4, C/8, for 20.48 us; then the sends run
+  // at C/4. Over those 20.48 us a send of node 4 moves 28,800 + 14,400 B, one of node 5
+  // 28,800 B: it ends 14,400 / (C/4) = 5.12 us later, and stage 0 waits for it.
+  const std::string extra = R"(,"strategy":{"tp":16,"pp":2,"dp":2,"micro_batch":1,"grad_bucket_MB":29},)"
+                            R"("cluster":{"gpu":{"compute_slowdown_with_comm":1.189}})";
   const auto full = run("gpt2-1.5b-proteus", false, extra);
   REQUIRE(full["ok"] == true);
   std::map<int, double> pp_comm_s;
   for (const auto& d : full["devices"]) pp_comm_s[d["rank"].get<int>()] = d["busy_s"]["pp_comm"];
   const double C = 12.5e9 * 0.9;
-  CHECK(pp_comm_s.at(40) - pp_comm_s.at(32) == doctest::Approx(4800 / (C / 4)).epsilon(1e-6));
+  CHECK(pp_comm_s.at(40) - pp_comm_s.at(32) == doctest::Approx(14400 / (C / 4)).epsilon(1e-6));
   CHECK(pp_comm_s.at(48) == pp_comm_s.at(40));  // node 6, interior as node 5
   CHECK(pp_comm_s.at(56) == pp_comm_s.at(32));  // node 7, a root and a leaf as node 4
   CHECK(full["stats"]["symmetry_uneven_overlaps"] == 0);
 
   // The reduced run simulates node 4's rank for the whole stage (its siblings' flows are
-  // weights on its own links), so it misses the 1.7 us of nodes 5 and 6: 3.3e-7 of the
-  // iteration, and it counts the collectives that started beside such a tree. The count says
-  // where the result may differ, not that it does: at the preset's 1.1 the same trees run
-  // beside the tensor-parallel rings, whose ends see mirrored loads, and the runs agree to
-  // the last bit (the 1e-9 case above).
+  // weights on its own links), so it misses the later sends of nodes 5 and 6 (its iteration
+  // comes out 1.7 us, 3.3e-7 of it, shorter than the full run's), and it counts the
+  // collectives that started beside such a tree. The count says where the
+  // result may differ, not that it does: at the preset's 1.1 the same trees run beside the
+  // tensor-parallel rings, whose ends see mirrored loads, and the runs agree to the last bit
+  // (the 1e-9 case above).
   const auto reduced = run("gpt2-1.5b-proteus", true, extra);
   REQUIRE(reduced["ok"] == true);
   const double t_full = full["summary"]["iteration_time_s"];

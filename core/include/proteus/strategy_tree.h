@@ -58,6 +58,10 @@ struct ParallelConfig {
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;
+  // PyTorch DDP's first gradient bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES), the later
+  // ones grad_bucket_MB; Megatron's and DeepSpeed's buckets are all one size (framework fsdp,
+  // zero 0: DDP; compile/iteration_tail.cpp).
+  bool ddp_first_bucket = false;
   bool fp8_param_gather = false;        // FP8 weights gathered in FP8 (root)
   bool store_param_remainders = false;  // master weights as 16-bit remainders of the bf16 weights (root)
   // The precision-aware optimizer's state dtypes (root; strategy_spec.h).

@@ -16,7 +16,7 @@ constexpr double kFp8AmaxBytes = 4;  // one fp32 amax per FP8 weight
 // (Megatron --grad-reduce-in-bf16, NeMo optim.grad_sync_dtype bf16, FSDP2 reduce_dtype bf16).
 double grad_bytes(const ParallelConfig& knobs) { return grad_bytes_per_element(knobs.grad_reduce_in_fp32); }
 // PyTorch DDP's first bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES); later ones grad_bucket_MB.
-constexpr double kFirstBucketMB = 1;
+constexpr double kDdpFirstBucketMB = 1;
 
 // ZeRO-1/2 keep 1/d of the updated weights after the step; they are gathered again. ZeRO-3
 // gathers before each use instead (pass_derivation.h).
@@ -94,8 +94,8 @@ void IterationTail::plan_buckets() {
       for (const WeightPlan& w : plans_[op].weights)
         if (registered_by[w.tensor] < 0) registered_by[w.tensor] = op;
   }
-  const double first_cap = kFirstBucketMB * kBytesPerMB;
   const double cap = knobs_.grad_bucket_MB * kBytesPerMB;
+  const double first_cap = knobs_.ddp_first_bucket ? kDdpFirstBucketMB * kBytesPerMB : cap;
   double filled = 0;
   const bool per_mb = knobs_.grad_sync == GradSync::PerMicroBatch;
   for (int c = tree_.model_chunks() - 1; c >= 0; --c) {
