@@ -104,7 +104,7 @@ void IterationTail::plan_buckets() {
     for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
-        if (registered_by[w.tensor] != *it) continue;
+        if (registered_by[w.tensor] != *it || bucket_of_tensor_[w.tensor] >= 0) continue;
         if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
           buckets_.push_back({});
           filled = 0;
