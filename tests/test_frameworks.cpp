@@ -224,13 +224,11 @@ TEST_CASE(
   CHECK(on < 0.95 * off);
 }
 
-// The fp32 bytes of rank 0's gradient bucket `bucket` (its reduction's collective).
-double grad_bucket_bytes(const CompiledModel& c, int bucket) {
-  const std::string label = "grad_bucket_" + std::to_string(bucket);
-  for (const Task& t : c.exec.tasks)
-    if (t.kind == TaskKind::Collective && t.rank == 0 && c.exec.labels[static_cast<size_t>(t.label)] == label)
-      return c.exec.collectives[static_cast<size_t>(t.collective)].bytes;
-  return 0;
+// The fp32 bytes of rank 0's first gradient bucket: the all-reduce of grad_bucket_0.
+double first_grad_bucket_bytes(const CompiledModel& c) {
+  return test::count_collectives(c, CollectiveKind::AllReduce, axis_bit(kAxisDp), Phase::Sync,
+                                 "grad_bucket_0")
+      .bytes;
 }
 
 TEST_CASE("frameworks: only PyTorch DDP closes its first gradient bucket at 1 MB") {
@@ -240,11 +238,11 @@ TEST_CASE("frameworks: only PyTorch DDP closes its first gradient bucket at 1 MB
   // Megatron's _ParamAndGradBuffer and DeepSpeed fill every bucket to the one size, 25 MB.
   const double norm = 2 * 512 * 4.0, fc2_weight = 512 * 2048 * 4.0;
   const CompiledModel ddp = test::compile_text(small(R"({"dp":8,"micro_batch":1,"framework":"fsdp"})"));
-  CHECK(grad_bucket_bytes(ddp, 0) == doctest::Approx(norm + fc2_weight));
+  CHECK(first_grad_bucket_bytes(ddp) == doctest::Approx(norm + fc2_weight));
   for (const char* framework : {"megatron", "deepspeed"}) {
     const CompiledModel c = test::compile_text(
         small(std::string(R"({"dp":8,"micro_batch":1,"framework":")") + framework + "\"}"));
-    CHECK(grad_bucket_bytes(c, 0) >= 25e6);
+    CHECK(first_grad_bucket_bytes(c) >= 25e6);
   }
 }
 

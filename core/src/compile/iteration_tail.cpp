@@ -87,12 +87,14 @@ void IterationTail::plan_buckets() {
   buckets_.clear();
   bucket_of_tensor_.assign(g_.tensors.size(), -1);
   uses_left_.assign(g_.tensors.size(), 0);
-  std::vector<int> registered_by(g_.tensors.size(), -1);  // the op of a weight's first use
+  // Which weight plan describes each tensor: its first use, the one that registers it (tied
+  // uses share layouts per stage).
+  weight_plan_of_tensor_.assign(g_.tensors.size(), nullptr);
   for (int c = 0; c < tree_.model_chunks(); ++c) {
     if (!emit_.holds_chunk(c)) continue;
     for (int op : index_.chunk_ops[c])
       for (const WeightPlan& w : plans_[op].weights)
-        if (registered_by[w.tensor] < 0) registered_by[w.tensor] = op;
+        if (!weight_plan_of_tensor_[w.tensor]) weight_plan_of_tensor_[w.tensor] = &w;
   }
   const double cap = knobs_.grad_bucket_MB * kBytesPerMB;
   const double first_cap = knobs_.ddp_first_bucket ? kDdpFirstBucketMB * kBytesPerMB : cap;
@@ -104,7 +106,7 @@ void IterationTail::plan_buckets() {
     for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
-        if (registered_by[w.tensor] != *it || bucket_of_tensor_[w.tensor] >= 0) continue;
+        if (weight_plan_of_tensor_[w.tensor] != &w) continue;  // bucketed at its registering use
         if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
           buckets_.push_back({});
           filled = 0;
@@ -123,14 +125,6 @@ void IterationTail::plan_buckets() {
   uses_per_mb_ = uses_left_;
   mb_uses_left_ = uses_left_;
   for (Bucket& b : buckets_) b.mb_pending = static_cast<int>(b.tensors.size());
-  // Which weight plan describes each tensor (first use wins; tied uses share layouts per stage).
-  weight_plan_of_tensor_.assign(g_.tensors.size(), nullptr);
-  for (int c = 0; c < tree_.model_chunks(); ++c) {
-    if (!emit_.holds_chunk(c)) continue;
-    for (int op : index_.chunk_ops[c])
-      for (const WeightPlan& w : plans_[op].weights)
-        if (!weight_plan_of_tensor_[w.tensor]) weight_plan_of_tensor_[w.tensor] = &w;
-  }
 }
 
 void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
