@@ -25,7 +25,8 @@ double bytes_of(const CompiledModel& c, const std::string& label, Phase phase) {
 
 }  // namespace
 
-TEST_CASE("eager kernels: TorchTitan's eager ops move 9x (RMSNorm), 5x (rotary), 5/3 (SwiGLU) the bytes") {
+TEST_CASE(
+    "eager kernels: TorchTitan's eager ops move 9x (RMSNorm), 5x (rotary), 5/3 (SwiGLU) the forward bytes") {
   const CompiledModel eager = compile_text(llama_config(",\"framework\":\"fsdp\""));
   const CompiledModel compiled = compile_text(llama_config(",\"framework\":\"fsdp\",\"torch_compile\":true"));
   const CompiledModel megatron = compile_text(llama_config(""));
@@ -38,8 +39,6 @@ TEST_CASE("eager kernels: TorchTitan's eager ops move 9x (RMSNorm), 5x (rotary),
   // Eager: x.float() 2+4, pow 4+4, mean 4, mul 4+4, type_as 4+2, * weight 2+2 = 36 B per
   // element against the fused 4: 9 x 8,390,656 = 75,515,904 B.
   CHECK(bytes_of(eager, ln1, Phase::Forward) == doctest::Approx(75'515'904.0));
-  CHECK(bytes_of(eager, ln1, Phase::BackwardInput) ==
-        doctest::Approx(9 * bytes_of(compiled, ln1, Phase::BackwardInput)));
   // rotary_q: queries [1, 2048, 8 x 128] read and written, 2 x 4,194,304 B fused; eager 20 B per
   // element (float 2+4, complex multiply 4+4, type_as 4+2) against 4: 5 x 8,388,608 = 41,943,040.
   const std::string rotary = "layers.0.attention.rotary_q";
@@ -56,6 +55,37 @@ TEST_CASE("eager kernels: TorchTitan's eager ops move 9x (RMSNorm), 5x (rotary),
   CHECK(bytes_of(eager, add, Phase::Forward) == bytes_of(compiled, add, Phase::Forward));
   // The eager iteration is slower by exactly that traffic, nothing else changes.
   CHECK(eager.exec.works.size() == compiled.exec.works.size());
+}
+
+// The backward, autograd node by node (tools/autograd/derivatives.yaml, FunctionsManual.cpp),
+// per element of x [1, 2048, 1024] (E = 2,097,152) in 16 bits:
+// - RMSNorm input gradient: grad * weight 2+2; _to_copy to fp32 2+4; grad * rsqrt 4+4; rsqrt's
+//   gradient grad * x 4+4+4 and its row sum 4; mean_backward's expand / n 4; pow_backward
+//   x.pow(1) (a copy) 4+4, 2 * that 4+4, grad * that 4+4+4; the engine's sum of x.float()'s two
+//   gradients 4+4+4; _to_copy to bf16 4+2 = 84 B (fused: read grad and x, write 2+2+2 = 6).
+//   Weight gradient: grad * output 2+2+2, summed over tokens 2 = 8 B (fused: 4).
+// - rotary: _to_copy 2+4, grad * conj(freqs) 4+4, _to_copy 4+2 = 20 B (fused: 2+2).
+// - SwiGLU, per output element [1, 2048, 4096]: grad * up 2+2+2, grad * silu(gate) 2+2+2,
+//   silu_backward 2+2+2 = 18 B (fused: read grad, gate, up, write both gradients: 10).
+TEST_CASE("eager kernels: autograd's backward of TorchTitan's eager ops, counted node by node") {
+  const CompiledModel eager = compile_text(llama_config(",\"framework\":\"fsdp\""));
+  const CompiledModel compiled = compile_text(llama_config(",\"framework\":\"fsdp\",\"torch_compile\":true"));
+  const double e = 2048.0 * 1024;
+  const std::string ln1 = "layers.0.attention.ln1";
+  // Fused: 6 B per element (4 for the weight gradient), plus the gathered weight's few KB.
+  const double fused_dx = bytes_of(compiled, ln1, Phase::BackwardInput);
+  const double fused_dw = bytes_of(compiled, ln1, Phase::BackwardWeight);
+  CHECK(fused_dx == doctest::Approx(6 * e).epsilon(1e-3));
+  CHECK(fused_dw == doctest::Approx(4 * e).epsilon(1e-3));
+  CHECK(bytes_of(eager, ln1, Phase::BackwardInput) == doctest::Approx(fused_dx * 84 / 6));
+  CHECK(bytes_of(eager, ln1, Phase::BackwardWeight) == doctest::Approx(fused_dw * 8 / 4));
+  const std::string rotary = "layers.0.attention.rotary_q";
+  CHECK(bytes_of(compiled, rotary, Phase::BackwardInput) == doctest::Approx(4 * e));
+  CHECK(bytes_of(eager, rotary, Phase::BackwardInput) == doctest::Approx(20 * e));
+  const std::string act = "layers.0.mlp.act";
+  const double out = 2048.0 * 4096;
+  CHECK(bytes_of(compiled, act, Phase::BackwardInput) == doctest::Approx(10 * out));
+  CHECK(bytes_of(eager, act, Phase::BackwardInput) == doctest::Approx(18 * out));
 }
 
 TEST_CASE("eager kernels: torch_compile outside framework fsdp is an error naming the field") {

@@ -116,6 +116,12 @@ TEST_CASE("Megatron fusions: SwiGLU and rotary unfused move what eager PyTorch's
   // SwiGLU: F.silu (2 + 2) then the multiply (2 + 2 + 2) = 10 B per output element against 6.
   CHECK(bytes_of(off, "layers.0.mlp.act", Phase::Forward) ==
         doctest::Approx(bytes_of(fused, "layers.0.mlp.act", Phase::Forward) * 10 / 6));
+  // Its backward, per output element ([1, 2048, 4096]): autograd's 18 B as eager PyTorch's
+  // (test_eager_kernels.cpp), plus the gradient of glu's torch.chunk, a cat of the two halves'
+  // gradients (read 2 + 2, write 2 + 2); the fused bias_swiglu backward moves 10.
+  const double out = 2048.0 * 4096;
+  CHECK(bytes_of(fused, "layers.0.mlp.act", Phase::BackwardInput) == doctest::Approx(10 * out));
+  CHECK(bytes_of(off, "layers.0.mlp.act", Phase::BackwardInput) == doctest::Approx((18 + 8) * out));
   // Rotary: 20 B per element against 4 (layers.h).
   CHECK(bytes_of(off, "layers.0.attention.rotary_q", Phase::Forward) ==
         doctest::Approx(bytes_of(fused, "layers.0.attention.rotary_q", Phase::Forward) * 5));

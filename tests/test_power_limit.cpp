@@ -95,6 +95,9 @@ TEST_CASE("power limit: a compute-bound run slows by the fraction, its communica
   CHECK(matmul_capped / matmul_full == approx(1 / kH100At500W).epsilon(0.01));
   CHECK(b["summary"]["iteration_time_s"].get<double>() >
         1.05 * a["summary"]["iteration_time_s"].get<double>());
+  // The links keep their rates. Not to the last digit: the prefetched all-gathers and the
+  // reduce-scatters share NVLink where they overlap, and how long they overlap follows the
+  // compute's timing (here 2e-8 s of 0.09 s); a slower link would move it by the fraction.
   CHECK(b["devices"][0]["busy_s"]["dp_comm"].get<double>() ==
-        approx(a["devices"][0]["busy_s"]["dp_comm"].get<double>()).epsilon(1e-9));
+        approx(a["devices"][0]["busy_s"]["dp_comm"].get<double>()).epsilon(1e-6));
 }

@@ -97,18 +97,25 @@ struct Op {
   double bwd_weight_bytes = 0;
   // The fused kernel the bytes above count; when the run has it off (ParallelConfig::unfused:
   // eager PyTorch, or a Megatron --no-*-fusion flag) the op moves what separate kernels move:
-  //  - eager_bytes_factor times its forward and input-gradient bytes (eager PyTorch's kernels
-  //    over the fused one's; 1: the same traffic);
+  //  - eager_fwd_bytes_factor, eager_bwd_input_bytes_factor and eager_bwd_weight_bytes_factor
+  //    times its forward, input-gradient and weight-gradient bytes (eager PyTorch's kernels, or
+  //    autograd's for their backward, over the fused kernel's; 1: the same traffic);
   //  - unfused_fwd_extra_bytes / unfused_bwd_extra_bytes more (intermediates written and read
   //    back: bias-dropout-add's dropped-out tensor, unfused attention's masked scores);
   //  - separate_bias_add_bytes more in the forward, Megatron only: its skip_bias_add linears
   //    leave the bias to the fused kernel that follows, so without that fusion an `x + bias`
-  //    kernel runs (eager PyTorch's nn.Linear adds its bias inside the GEMM instead).
+  //    kernel runs (eager PyTorch's nn.Linear adds its bias inside the GEMM instead);
+  //  - glu_chunk_bwd_bytes more in the input gradient, Megatron only: its unfused GLU splits
+  //    fc1's output with torch.chunk, whose gradient is a cat of the two halves' gradients
+  //    (TorchTitan's w1 and w3 are two linears, nothing to join).
   KernelFusion fusion = KernelFusion::None;
-  double eager_bytes_factor = 1;
+  double eager_fwd_bytes_factor = 1;
+  double eager_bwd_input_bytes_factor = 1;
+  double eager_bwd_weight_bytes_factor = 1;
   double unfused_fwd_extra_bytes = 0;
   double unfused_bwd_extra_bytes = 0;
   double separate_bias_add_bytes = 0;
+  double glu_chunk_bwd_bytes = 0;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

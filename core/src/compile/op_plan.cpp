@@ -60,16 +60,23 @@ ComputeWork make_work(const Op& op, double flops, double bytes_global, double tr
 
 // An op whose kernel fusion the run has off (Op::fusion): the separate kernels' traffic, as a
 // ratio to the fused kernel's so that the op's per-rank share is kept. Megatron's separate bias
-// add runs only where Megatron leaves the bias out of the GEMM (not under eager PyTorch).
+// add and its GLU's chunk run only under Megatron (eager PyTorch's nn.Linear adds the bias inside
+// the GEMM, and TorchTitan's SwiGLU has two linears).
 void apply_unfused_kernels(const Op& op, bool eager, OpPlan* p) {
-  const double bias_add =
-      eager || op.fwd_bytes <= 0 ? 0 : op.separate_bias_add_bytes * p->fwd.bytes / op.fwd_bytes;
-  if (op.fwd_bytes > 0) p->fwd.bytes *= (op.fwd_bytes + op.unfused_fwd_extra_bytes) / op.fwd_bytes;
-  if (op.bwd_input_bytes > 0)
-    p->bwd_input.bytes *= (op.bwd_input_bytes + op.unfused_bwd_extra_bytes) / op.bwd_input_bytes;
-  p->fwd.bytes *= op.eager_bytes_factor;
-  p->bwd_input.bytes *= op.eager_bytes_factor;
-  p->fwd.bytes += bias_add;  // its own kernel: not one of the eager chain's
+  const auto share = [](double op_bytes, double plan_bytes) {
+    return op_bytes > 0 ? plan_bytes / op_bytes : 0;
+  };
+  const double fwd_share = share(op.fwd_bytes, p->fwd.bytes);
+  const double bwd_share = share(op.bwd_input_bytes, p->bwd_input.bytes);
+  const double bias_add = eager ? 0 : op.separate_bias_add_bytes * fwd_share;
+  const double glu_chunk = eager ? 0 : op.glu_chunk_bwd_bytes * bwd_share;
+  p->fwd.bytes += op.unfused_fwd_extra_bytes * fwd_share;
+  p->bwd_input.bytes += op.unfused_bwd_extra_bytes * bwd_share;
+  p->fwd.bytes *= op.eager_fwd_bytes_factor;
+  p->bwd_input.bytes *= op.eager_bwd_input_bytes_factor;
+  p->bwd_weight.bytes *= op.eager_bwd_weight_bytes_factor;
+  p->fwd.bytes += bias_add;         // its own kernel: not one of the eager chain's
+  p->bwd_input.bytes += glu_chunk;  // likewise
 }
 
 // The layout an input is kept in for the backward: where the forward all-gathered it (the

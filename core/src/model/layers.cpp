@@ -77,18 +77,24 @@ int dropout_residual(OpGraphBuilder& g, int module, const std::string& dropout_n
 
 void set_unfused_norm(Op& op) {
   op.fusion = KernelFusion::Norm;
-  op.eager_bytes_factor = kEagerRmsNormBytesFactor;
+  op.eager_fwd_bytes_factor = kEagerRmsNormBytesFactor;
+  op.eager_bwd_input_bytes_factor = kEagerRmsNormBwdInputBytesFactor;
+  op.eager_bwd_weight_bytes_factor = kEagerRmsNormBwdWeightBytesFactor;
 }
 
 void set_unfused_rope(Op& op) {
   op.fusion = KernelFusion::Rope;
-  op.eager_bytes_factor = kEagerRotaryBytesFactor;
+  op.eager_fwd_bytes_factor = kEagerRotaryBytesFactor;
+  op.eager_bwd_input_bytes_factor = kEagerRotaryBytesFactor;
 }
 
-void set_unfused_activation(Op& op, bool swiglu, double bias_bytes) {
+void set_unfused_activation(Op& op, bool swiglu, double bias_bytes, double output_bytes) {
   op.fusion = KernelFusion::BiasActivation;
-  if (swiglu) op.eager_bytes_factor = kEagerSwigluBytesFactor;  // F.gelu: one kernel
   op.separate_bias_add_bytes = 2 * bias_bytes;
+  if (!swiglu) return;  // F.gelu: one kernel, and gelu_backward one
+  op.eager_fwd_bytes_factor = kEagerSwigluBytesFactor;
+  op.eager_bwd_input_bytes_factor = kEagerSwigluBwdBytesFactor;
+  op.glu_chunk_bwd_bytes = kGluChunkBwdBytesPerOutputByte * output_bytes;
 }
 
 void set_unfused_masked_softmax(Op& op, double scores, double score_bytes, int64_t keys) {

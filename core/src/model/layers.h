@@ -40,19 +40,36 @@ constexpr double kSoftmaxLossBwdFlops = 2;  // softmax - onehot, scale
 // HBM traffic of TorchTitan's eager modules (torchtitan/models/norms.py RMSNorm,
 // torchtitan/models/llama/model.py apply_rotary_emb and FeedForward, at the commit of its
 // docs/performance.md runs) over the fused kernel's, per element of 16-bit activations; each
-// eager op is one kernel reading and writing whole tensors:
-// - RMSNorm: x.float() (read 2, write 4), pow(2) (4 + 4), mean(-1) (4), x * rsqrt(..) (4 + 4),
-//   .type_as(x) (4 + 2), * weight (2 + 2) = 36 bytes; the fused kernel reads 2, writes 2: 9x.
+// eager op is one kernel reading and writing whole tensors, and so is each autograd node of its
+// backward (tools/autograd/derivatives.yaml, torch/csrc/autograd/FunctionsManual.cpp):
+// - RMSNorm forward: x.float() (read 2, write 4), pow(2) (4 + 4), mean(-1) (4), x * rsqrt(..)
+//   (4 + 4), .type_as(x) (4 + 2), * weight (2 + 2) = 36 bytes; the fused kernel reads 2,
+//   writes 2: 9x. Its input gradient, node by node: grad * weight (2 + 2); type_as's
+//   _to_copy back to fp32 (2 + 4); the multiply by rsqrt: grad * r (4 + 4), and r's gradient
+//   grad * x summed over the row (4 + 4 + 4, then 4); mean_backward's expand / n, a full fp32
+//   tensor (4); pow_backward, grad * (2 * x.pow(1)), where pow with exponent 1 is a copy
+//   (4 + 4, 4 + 4, then 4 + 4 + 4); the two gradients of x.float() summed by the engine
+//   (4 + 4 + 4); x.float()'s _to_copy back to 16 bits (4 + 2) = 84 bytes against the fused
+//   kernel's 6 (read the gradient and x, write the input gradient): 14x. The weight gradient:
+//   grad * output (2 + 2 + 2) then sum over the tokens (2) = 8 against 4: 2x.
 // - rotary: x.float() (2 + 4), complex multiply by freqs_cis (4 + 4; view_as_complex and
-//   view_as_real are views), .type_as(x) (4 + 2) = 20 bytes against 2 + 2: 5x.
+//   view_as_real are views), .type_as(x) (4 + 2) = 20 bytes against 2 + 2: 5x; the backward the
+//   same three in reverse (freqs_cis needs no gradient): 20 against 4, 5x.
 // - SwiGLU: F.silu(gate) (2 + 2) then * up (2 + 2 + 2) = 10 bytes per output element against
-//   the fused kernel's 2 + 2 + 2 = 6: 5/3.
-// Residual adds, F.gelu and nn.LayerNorm are one kernel either way (1). The backward gets the
-// same factor: autograd runs at least one kernel of like traffic per forward op
-// (tools/autograd/derivatives.yaml), so it is a lower bound there.
+//   the fused kernel's 2 + 2 + 2 = 6: 5/3. Backward: the product's two gradients, grad * up
+//   and grad * silu(gate) (2 + 2 + 2 each), then silu_backward (2 + 2 + 2) = 18 against the
+//   fused kernel's 10 (read the gradient and both inputs, write both gradients): 9/5.
+// Residual adds, F.gelu and nn.LayerNorm are one kernel either way (1).
 constexpr double kEagerRmsNormBytesFactor = 36.0 / 4;
+constexpr double kEagerRmsNormBwdInputBytesFactor = 84.0 / 6;
+constexpr double kEagerRmsNormBwdWeightBytesFactor = 8.0 / 4;
 constexpr double kEagerRotaryBytesFactor = 20.0 / 4;
 constexpr double kEagerSwigluBytesFactor = 10.0 / 6;
+constexpr double kEagerSwigluBwdBytesFactor = 18.0 / 10;
+// Megatron's unfused GLU (megatron/core/transformer/mlp.py, glu: torch.chunk(x, 2, dim=-1)):
+// chunk's gradient is a cat of the two halves' gradients, each the output's size, read and
+// written joined: 4x the output's bytes (8 per element of 16-bit activations).
+constexpr double kGluChunkBwdBytesPerOutputByte = 4;
 
 double cross_entropy_fwd_bytes_per_logit(double logit_bytes);
 double cross_entropy_bwd_bytes_per_logit(double logit_bytes);
@@ -89,8 +106,9 @@ void set_unfused_norm(Op& op);
 //   (cat of rotate_half and two multiplies and an add on fp32 freqs: like traffic);
 void set_unfused_rope(Op& op);
 // - GeLU / SwiGLU: SwiGLU as F.silu then a multiply; `bias_bytes` (the input's bytes when the
-//   linear before has a bias, else 0) read and written again by Megatron's separate bias add;
-void set_unfused_activation(Op& op, bool swiglu, double bias_bytes);
+//   linear before has a bias, else 0) read and written again by Megatron's separate bias add,
+//   and Megatron's chunk of the SwiGLU input joined again in the backward (`output_bytes`);
+void set_unfused_activation(Op& op, bool swiglu, double bias_bytes, double output_bytes);
 // - unfused attention's mask and softmax (`scores` elements of `score_bytes` each over `keys`
 //   keys): a masked_fill (read the scores and the 1-byte mask, write) before the softmax, in the
 //   forward and again in the backward (its gradient is a masked_fill of the softmax's).

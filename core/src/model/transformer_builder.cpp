@@ -489,7 +489,7 @@ class TransformerBuilder {
     const double n = static_cast<double>(g_.tensor(y).elements());
     const double f = swiglu ? kSwigluFlops : kGeluFlops;
     g_.set_costs(op, f * n, 2 * f * n, 0);
-    set_unfused_activation(g_.at(op), swiglu, m_.bias ? g_.tensor(x).bytes() : 0);
+    set_unfused_activation(g_.at(op), swiglu, m_.bias ? g_.tensor(x).bytes() : 0, g_.tensor(y).bytes());
     return y;
   }
 
