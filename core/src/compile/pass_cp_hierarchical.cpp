@@ -49,6 +49,7 @@ int PassDeriver::hierarchical_cp_attention(int op, int mb, Phase phase, int whic
       op, mb, phase, ring_deps, mem,
       {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes, ring_block_work(op, which, r), "activation", ring_group},
       nullptr);
+  last = te_cp_ring_work(op, mb, phase, which, r, kv_bytes, last);
   if (a > 1)
     last = emit_.collective(CollectiveKind::AllToAll, axis_bit(kAxisCp), after, Stream::TpComm, phase, mb,
                             label, {last}, "activation", a2a_group);

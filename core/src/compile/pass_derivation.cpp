@@ -6,6 +6,7 @@
 #include "fsdp_copies.h"
 #include "iteration_tail.h"
 #include "proteus/error.h"
+#include "te_cp_ring.h"
 #include "torch_cp_merge.h"
 #include "userbuffers.h"
 
@@ -237,10 +238,33 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
       kv_bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
   if (tree_.nodes[o.module].config.cp_comm_type == CpCommType::A2aP2p)
     return hierarchical_cp_attention(op, mb, phase, which, deps, mem, kv_bytes);
-  return ring_compute(op, mb, phase, deps, mem,
-                      {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes,
-                       ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"},
-                      nullptr);
+  const int last = ring_compute(op, mb, phase, deps, mem,
+                                {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes,
+                                 ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"},
+                                nullptr);
+  return te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
+}
+
+// Transformer Engine's ring (te_cp_ring.h): the K/V copies, the output corrections and the
+// dQ, dK/dV accumulation beside the attention blocks, on the compute stream after the last
+// block. PyTorch's context parallelism has its own (torch_cp_merge).
+int PassDeriver::te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes,
+                                 int attention) {
+  if (tree_.root().torch_cp || ring <= 1) return attention;
+  int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
+  if (id < 0) {
+    const Op& o = g_.ops[op];
+    const double out_bytes =
+        o.output.tensor < 0 ? 0
+                            : tensor_bytes_per_rank(g_.tensors[o.output.tensor], plans_[op].output, mesh_);
+    const TeCpRingBytes bytes = te_cp_ring_bytes(out_bytes, kv_bytes, ring);
+    ComputeWork w;
+    w.op_kind = OpKind::Elementwise;
+    w.bytes = which == 0 ? bytes.forward : bytes.backward;
+    id = emit_.exec().add_work(w);
+  }
+  const int label = emit_.exec().label_id(which == 0 ? "cp_ring_out_correction" : "cp_ring_grad_accumulate");
+  return emit_.compute(emit_.compute_task(label, phase, mb, id), {attention}, {});
 }
 
 // PyTorch CP (torch_cp_merge.h): after the attention's SDPA calls, the fused fp32 merge of the

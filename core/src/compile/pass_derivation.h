@@ -48,6 +48,7 @@ class PassDeriver {
                     bool keep_gathered = false);
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention);
+  int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
   void note_weight_compute(int task);
   // The op's compute task (which: 0 forward, 1 input gradient); an attention core under the
   // context-parallel ring as cp blocks with the K/V passes between them. Returns the last task.
@@ -112,7 +113,9 @@ class PassDeriver {
   std::vector<KeptGather> kept_gather_;
   std::vector<int> copy_out_work_ids_;  // per op: its FSDP2 copy-out work (fsdp_copy_out)
   int copy_out_label_ = -1;
-  std::vector<int> cp_merge_work_ids_;  // per op and direction: PyTorch CP's merge (torch_cp_merge)
+  // Per op and direction: the context-parallel bookkeeping beside the attention kernels,
+  // PyTorch's merge (torch_cp_merge) or Transformer Engine's ring (te_cp_ring_work).
+  std::vector<int> cp_merge_work_ids_;
   Fp8AmaxPlan amax_;
   int amax_label_ = -1;
 };
