@@ -1,11 +1,14 @@
 // PyTorch context parallelism's fp32 merge and gradient accumulation per step (framework fsdp;
 // compile/torch_cp_merge.h, docs/fidelity.md "PyTorch CP's output merge and dK/dV ring"),
-// counted by hand on a small model. Megatron's CP (Transformer Engine) has none of it.
+// counted by hand on a small model. Megatron's CP (Transformer Engine) has none of it (its ring
+// has its own: test_te_cp_ring.cpp).
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include "compile_fixtures.h"
 #include "proteus/compile.h"
+#include "proteus/error.h"
 
 using namespace proteus;
 
@@ -53,4 +56,34 @@ TEST_CASE("torch cp merge: Megatron's context parallelism has none") {
   const CompiledModel c = test::compile_text(cp_config("megatron"));
   CHECK(tasks(c, "cp_sdpa_merge", Phase::Forward).count == 0);
   CHECK(tasks(c, "cp_grad_accumulate", Phase::BackwardInput).count == 0);
+}
+
+// _templated_ring_attention merges the same whichever way K/V travel: PyTorch's all-to-all
+// rotation (cp_comm_type p2p) pays what its all-gather does, for the same local shards.
+TEST_CASE("torch cp merge: the p2p rotation merges and accumulates as the all-gather does") {
+  const CompiledModel ag = test::compile_text(cp_config("fsdp"));
+  std::string p2p_config = cp_config("fsdp");
+  p2p_config.replace(p2p_config.find("all_gather"), std::string("all_gather").size(), "p2p");
+  const CompiledModel p2p = test::compile_text(p2p_config);
+  for (const auto& [label, phase] :
+       {std::pair{"cp_sdpa_merge", Phase::Forward}, std::pair{"cp_grad_accumulate", Phase::BackwardInput}}) {
+    CAPTURE(label);
+    const Found a = tasks(ag, label, phase), r = tasks(p2p, label, phase);
+    CHECK(r.count == 2);
+    CHECK(r.bytes == doctest::Approx(a.bytes));
+  }
+}
+
+TEST_CASE("torch cp merge: TE's all-to-all flavours are an error under framework fsdp") {
+  for (const char* type : {"a2a", "a2a+p2p"}) {
+    CAPTURE(type);
+    std::string config = cp_config("fsdp");
+    config.replace(config.find("all_gather"), std::string("all_gather").size(), type);
+    try {
+      test::compile_text(config);
+      FAIL("parsed");
+    } catch (const Error& e) {
+      CHECK(e.path == "strategy.cp_comm_type");
+    }
+  }
 }

@@ -228,7 +228,10 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
   if (!is_ring_attention(op)) {
     const int t =
         emit_.compute(emit_.compute_task(index_.labels[op], phase, mb, work_id(op, which)), deps, mem);
-    return tree_.root().torch_cp && gathered_kv_bytes(op) > 0 ? torch_cp_merge(op, mb, phase, which, t) : t;
+    const double gathered = gathered_kv_bytes(op);
+    return tree_.root().torch_cp && gathered > 0
+               ? torch_cp_merge(op, mb, phase, which, t, gathered / mesh_.size[kAxisCp])
+               : t;
   }
   const Op& o = g_.ops[op];
   const int seq_kv = o.find_dim("seq_kv");
@@ -242,7 +245,8 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
                                 {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes,
                                  ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"},
                                 nullptr);
-  return te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
+  return tree_.root().torch_cp ? torch_cp_merge(op, mb, phase, which, last, kv_bytes)
+                               : te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
 }
 
 // Transformer Engine's ring (te_cp_ring.h): the K/V copies, the output corrections and the
@@ -250,7 +254,7 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
 // block. PyTorch's context parallelism has its own (torch_cp_merge).
 int PassDeriver::te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes,
                                  int attention) {
-  if (tree_.root().torch_cp || ring <= 1) return attention;
+  if (ring <= 1) return attention;
   int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
   if (id < 0) {
     const Op& o = g_.ops[op];
@@ -268,8 +272,11 @@ int PassDeriver::te_cp_ring_work(int op, int mb, Phase phase, int which, int rin
 }
 
 // PyTorch CP (torch_cp_merge.h): after the attention's SDPA calls, the fused fp32 merge of the
-// outputs (forward, recompute) or accumulation of dQ, dK, dV (backward), on the compute stream.
-int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int attention) {
+// outputs (forward, recompute) or accumulation of dQ, dK, dV (backward), on the compute stream,
+// whichever way K/V travel (_templated_ring_attention merges the same under both rotate
+// methods). `local_kv_bytes`: the rank's own K/V shard, whose dK/dV it accumulates.
+int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int attention,
+                                double local_kv_bytes) {
   int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
   if (id < 0) {
     const Op& o = g_.ops[op];
@@ -277,8 +284,7 @@ int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int atte
     const double out_elements = tensor_bytes_per_rank(out, plans_[op].output, mesh_) / out.bytes() *
                                 static_cast<double>(out.elements());
     const int cp = mesh_.size[kAxisCp];
-    // dK/dV are accumulated for the local K/V shard: the gathered K/V (gathered_kv_bytes) / cp.
-    const double kv_elements = gathered_kv_bytes(op) / cp / out.bytes() * static_cast<double>(out.elements());
+    const double kv_elements = local_kv_bytes / out.bytes() * static_cast<double>(out.elements());
     ComputeWork w;
     w.op_kind = OpKind::Elementwise;
     w.bytes = which == 0 ? torch_cp_forward_merge_bytes(out_elements, cp)

@@ -47,7 +47,7 @@ class PassDeriver {
   int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,
                     bool keep_gathered = false);
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
-  int torch_cp_merge(int op, int mb, Phase phase, int which, int attention);
+  int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
   int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
   void note_weight_compute(int task);
   // The op's compute task (which: 0 forward, 1 input gradient); an attention core under the

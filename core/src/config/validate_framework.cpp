@@ -87,6 +87,17 @@ void check_overlaps(const Config& c) {
                          "the amax reduction group applies to FP8 training only; precision is \"" +
                              std::string(to_string(c.training.precision)) + "\"");
   }
+  // PyTorch's context_parallel (framework fsdp) passes K/V around the ring, by all-gather or by
+  // all-to-all rotation (torch/distributed/tensor/experimental/_attention.py, _RotateMethod):
+  // cp_comm_type all_gather or p2p. Scattering heads by all-to-all (Ulysses) is Transformer
+  // Engine's, which the framework does not run.
+  if (s.framework == Framework::Fsdp &&
+      (s.cp_comm_type == CpCommType::A2a || s.cp_comm_type == CpCommType::A2aP2p)) {
+    throw invalid_config("strategy.cp_comm_type",
+                         std::string("\"") + to_string(s.cp_comm_type) +
+                             "\" is Transformer Engine's all-to-all of heads; PyTorch's context_parallel "
+                             "(framework \"fsdp\") passes K/V around the ring: \"all_gather\" or \"p2p\"");
+  }
   if (s.cp_a2a_size > 0 && s.cp_comm_type != CpCommType::A2aP2p) {
     throw invalid_config("strategy.cp_a2a_size",
                          "cp_a2a_size is the inner group of cp_comm_type \"a2a+p2p\"; "
