@@ -26,7 +26,7 @@ const char* kUsage =
     "  search CONFIG [--json] [--top K] [--threads N] [--shard K/N] [--tp 1,2,..] ...\n"
     "                                  the fastest strategies that fit, ranked (docs/search.md)\n"
     "  search --merge FILES...         combine the --json results of the shards of one search\n"
-    "  validate FILE                   simulate every case of a validation file (tests/validation/published.json),\n"
+    "  validate FILE [--json]          simulate every case of a validation file (tests/validation/published.json),\n"
     "                                  print predicted vs published and the mean error; exit 1 if targets are missed\n"
     "  import megatron|hf FILE|- [--cluster PRESET|JSON] [--nodes N]\n"
     "                                  print the config of a Megatron-LM launch script / arguments or of a\n"
@@ -86,16 +86,23 @@ void write_output(const std::string& text, const std::string& path) {
   f << text << "\n";
 }
 
-// `validate FILE`: a table of predicted vs published per case, then the mean error; exit 1 if
-// the file's targets are missed.
+// `validate FILE [--json]`: a table of predicted vs published per case, then the mean error
+// (with --json, validate_json's result as it is, for scripts); exit 1 if the file's targets are
+// missed.
 int validate(const std::vector<std::string>& args) {
-  if (args.size() != 2) {
-    std::cerr << "proteus validate: expects exactly one FILE\n" << kUsage;
+  const bool json = args.size() == 3 && args[2] == "--json";
+  if (args.size() != 2 && !json) {
+    std::cerr << "proteus validate: expects FILE [--json]\n" << kUsage;
     return 2;
   }
   std::ifstream f(args[1], std::ios::binary);
   if (!f) throw proteus::Error("invalid_request", "", "cannot read validation file '" + args[1] + "'");
-  const auto r = nlohmann::json::parse(proteus::validate_json(read_stream(f)));
+  const std::string text = proteus::validate_json(read_stream(f));
+  const auto r = nlohmann::json::parse(text);
+  if (json) {
+    std::cout << text << "\n";
+    return r["targets_met"].get<bool>() ? 0 : 1;
+  }
   char line[512];
   std::printf("%-36s %-10s %12s %12s %9s\n", "case", "group", "published_s", "predicted_s", "error");
   for (const auto& c : r["cases"]) {

@@ -132,5 +132,25 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 check "100 MiB on stdin refused in under 0.5 s (took ${elapsed_ms} ms)" test $elapsed_ms -lt 500
 rm -f "$tmp/huge.json"
 
+# validate: the table, or validate_json's result with --json; exit 1 when a target is missed
+# (this one case, 1 s published, simulates in milliseconds).
+cat >"$tmp/validation.json" <<'JSON'
+{"cases": [{"id": "tiny", "source": "cli test", "gpu": "A100",
+  "config": {"model": {"preset": "gpt3-1.3b", "layers": 2, "hidden": 1024, "heads": 16, "seq_len": 512},
+             "cluster": {"preset": "dgx-a100-80g", "nodes": 1}, "training": {"global_batch": 8, "seq_len": 512},
+             "strategy": {"dp": 8}},
+  "expect": {"iteration_time_s": 1.0}}]}
+JSON
+"$proteus" validate "$tmp/validation.json" >"$tmp/validate.txt"
+check "validate exits 1 when the targets are missed" test $? -eq 1
+check "validate prints the case row" grep -q '^tiny ' "$tmp/validate.txt"
+check "validate says the targets are missed" grep -q 'targets MISSED' "$tmp/validate.txt"
+"$proteus" validate "$tmp/validation.json" --json >"$tmp/validate.json"
+check "validate --json exits 1 when the targets are missed" test $? -eq 1
+check "validate --json prints the result JSON" grep -q '"targets_met": false' "$tmp/validate.json"
+check "validate --json has the case" grep -q '"id": "tiny"' "$tmp/validate.json"
+"$proteus" validate "$tmp/validation.json" --csv >/dev/null 2>&1
+check "validate with an unknown option exits 2" test $? -eq 2
+
 echo "cli: $passes passed, $failures failed"
 exit $((failures > 0))
