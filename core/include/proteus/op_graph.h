@@ -108,6 +108,10 @@ struct Op {
   //  - glu_chunk_bwd_bytes more in the input gradient, Megatron only: its unfused GLU splits
   //    fc1's output with torch.chunk, whose gradient is a cat of the two halves' gradients
   //    (TorchTitan's w1 and w3 are two linears, nothing to join).
+  // Megatron-Core's attention splits Q, K and V out of linear_qkv's output as views, and TE's
+  // DotProductAttention copies the ones whose layout it cannot take; the gradients are joined
+  // again by a cat (layers.h, split_qkv_copy_bytes). Megatron only, as side kernels of the
+  // attention op: split_qkv_fwd_bytes, split_qkv_bwd_bytes.
   KernelFusion fusion = KernelFusion::None;
   double eager_fwd_bytes_factor = 1;
   double eager_bwd_input_bytes_factor = 1;
@@ -116,6 +120,8 @@ struct Op {
   double unfused_bwd_extra_bytes = 0;
   double separate_bias_add_bytes = 0;
   double glu_chunk_bwd_bytes = 0;
+  double split_qkv_fwd_bytes = 0;
+  double split_qkv_bwd_bytes = 0;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

@@ -58,6 +58,9 @@ struct ParallelConfig {
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;
+  // Megatron-Core's attention splits Q, K, V out of linear_qkv's output and TE copies the views
+  // it cannot take (Op::split_qkv_fwd_bytes; framework megatron).
+  bool megatron_split_qkv = false;
   // PyTorch DDP's first gradient bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES), the later
   // ones grad_bucket_MB; Megatron's and DeepSpeed's buckets are all one size (framework fsdp,
   // zero 0: DDP; compile/iteration_tail.cpp).

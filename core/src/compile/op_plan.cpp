@@ -79,6 +79,15 @@ void apply_unfused_kernels(const Op& op, bool eager, OpPlan* p) {
   p->bwd_input.bytes += glu_chunk;  // likewise
 }
 
+// Megatron-Core's Q/K/V views and TE's copies of them (Op::split_qkv_fwd_bytes): side kernels
+// of the attention, at the op's per-rank share of its bytes.
+void apply_split_qkv_copies(const Op& op, OpPlan* p) {
+  if (op.split_qkv_fwd_bytes <= 0 || op.fwd_bytes <= 0) return;
+  const double share = p->fwd.bytes / op.fwd_bytes;
+  p->fwd.side_bytes += op.split_qkv_fwd_bytes * share;
+  p->bwd_input.side_bytes += op.split_qkv_bwd_bytes * share;
+}
+
 // The layout an input is kept in for the backward: where the forward all-gathered it (the
 // producer had it sharded, the op needs it whole), the shard is kept and gathered again later.
 Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
@@ -211,6 +220,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.bwd_weight =
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
     if (cfg.unfused(op.fusion)) apply_unfused_kernels(op, cfg.eager_elementwise, &p);
+    if (cfg.megatron_split_qkv) apply_split_qkv_copies(op, &p);
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
     if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
 

@@ -118,6 +118,16 @@ UnfusedAttentionScoreBytes unfused_attention_score_bytes(double score_bytes, boo
   return per;
 }
 
+SplitQkvCopyBytes split_qkv_copy_bytes(double q_bytes, double kv_bytes, bool gqa, bool new_q_and_k) {
+  SplitQkvCopyBytes b;
+  if (!gqa && !new_q_and_k) return b;  // sbh3d: the kernel reads the buffer, dQKV lands in one
+  const double q_reshape = gqa ? 2 * q_bytes : 0;
+  const double strided_views = new_q_and_k ? kv_bytes / 2 : kv_bytes;  // V, or K and V
+  b.forward = q_reshape + 2 * strided_views;
+  b.backward = 2 * (q_bytes + kv_bytes);  // torch.cat of dQ, dK, dV
+  return b;
+}
+
 void set_gemm_costs(OpGraphBuilder& g, int op, double bias_elements) {
   const double gemm = 2 * g.dims_product(op);
   g.set_costs(op, gemm + bias_elements, gemm, gemm + bias_elements);

@@ -131,6 +131,22 @@ struct UnfusedAttentionScoreBytes {
 };
 UnfusedAttentionScoreBytes unfused_attention_score_bytes(double score_bytes, bool dropout);
 
+// The copies around Megatron-Core's attention with TE's fused kernel (sbhd):
+// SelfAttention.get_query_key_value_tensors views linear_qkv's output as [s, b, ng, (np/ng + 2) hn]
+// and splits Q, K and V off the last dim as views (TE's SplitAlongDim); under GQA (np > ng)
+// `query.reshape(s, b, np, hn)` cannot be a view and copies Q. TE's get_qkv_layout then takes
+// Q, K, V as they are when they still lie interleaved in that one buffer (sbh3d: no rotary and
+// no QK norm, multi-head), else `.contiguous()` copies each that is still a strided view: V
+// behind a rotary embedding or QK norm (which write new Q and K), K and V under GQA without
+// them. The backward joins dQ, dK and dV with torch.cat (SplitAlongDim.backward: a no-op only
+// when they already share one buffer, i.e. sbh3d). Bytes read and written over the attention's
+// Q (`q_bytes`) and K + V (`kv_bytes`):
+struct SplitQkvCopyBytes {
+  double forward = 0;
+  double backward = 0;
+};
+SplitQkvCopyBytes split_qkv_copy_bytes(double q_bytes, double kv_bytes, bool gqa, bool new_q_and_k);
+
 // y[batch, out] = x[batch, in] W[out, in]^T (+ b[out]), with the feature dims named as given
 // ("in"/"out" in classifiers and MLPs, so that mapping a mesh axis to "out" in a module makes
 // it tensor (model) parallel there).

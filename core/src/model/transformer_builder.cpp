@@ -449,6 +449,12 @@ class TransformerBuilder {
       // Q, K, V read and O written; the backward reads dO, V, K and Q and writes dQ, dK, dV,
       // and flash attention's backward recomputes the scores in on-chip memory: twice.
       op.bwd_input_bytes = 2 * op.fwd_bytes;
+      if (m_.flash_attention && !m_.mla.enabled()) {
+        const SplitQkvCopyBytes copies = split_qkv_copy_bytes(
+            g_.tensor(q).bytes(), g_.tensor(kv).bytes(), z_.kvh < a, !m_.learned_positions || m_.qk_norm);
+        op.split_qkv_fwd_bytes = copies.forward;
+        op.split_qkv_bwd_bytes = copies.backward;
+      }
       if (!m_.flash_attention) {
         const UnfusedAttentionScoreBytes per = unfused_attention_score_bytes(ab, m_.dropout);
         const double tensors = op.fwd_bytes - n2 * per.saved;
