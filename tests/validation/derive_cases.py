@@ -26,13 +26,17 @@ GPT3_20B = dict(kind="transformer", name="GPT-3 20B (NeMo gpt3 20b)", layers=44,
 GPT3_175B = dict(preset="gpt3-175b", flash_attention=True)
 LLAMA2_13B = dict(kind="transformer", name="Llama 2 13B", layers=40, hidden=5120, heads=40, kv_heads=40,
                   ffn_hidden=13824, seq_len=4096, vocab=32000, mlp="swiglu", norm="rmsnorm",
-                  tied_embeddings=False, bias=False, dropout=False, flash_attention=True)
+                  tied_embeddings=False, bias=False, dropout=False, flash_attention=True,
+                  learned_positions=False)
 # Nemotron: NeMo nemo/collections/llm/gpt/model/nemotron.py (Nemotron3Config8B/22B,
 # Nemotron4Config340B); vocab 256000; squared-ReLU MLP without a gate, which has the GEMMs of
-# a GELU MLP ("gelu" here); layernorm.
+# a GELU MLP ("gelu" here); layernorm; rotary position embedding (NemotronConfig
+# position_embedding_type "rope", on half of each head: rotary_percent 0.5, costed as rotary
+# over the whole head, as the nemotron-4-340b preset does), no learned position table.
 NEMOTRON_8B = dict(kind="transformer", name="Nemotron-3 8B", layers=32, hidden=4096, heads=32,
                    ffn_hidden=16384, seq_len=4096, vocab=256000, mlp="gelu", norm="layernorm",
-                   tied_embeddings=False, bias=False, dropout=False, flash_attention=True)
+                   tied_embeddings=False, bias=False, dropout=False, flash_attention=True,
+                   learned_positions=False)
 NEMOTRON_22B = dict(NEMOTRON_8B, name="Nemotron-3 22B", layers=40, hidden=6144, heads=48, ffn_hidden=24576)
 NEMOTRON_340B = dict(NEMOTRON_8B, name="Nemotron-4 340B", layers=96, hidden=18432, heads=96, kv_heads=8,
                      ffn_hidden=73728)
