@@ -31,6 +31,19 @@ inline CollCount count_collectives(const CompiledModel& c, CollectiveKind kind, 
   return out;
 }
 
+// Compute tasks on the compute stream of simulated rank 0 labelled exactly `label` in `phase`:
+// how many, and the bytes of the last one's work.
+inline CollCount count_compute_tasks(const CompiledModel& c, const std::string& label, Phase phase) {
+  CollCount out;
+  for (const Task& t : c.exec.tasks) {
+    if (t.rank != 0 || t.phase != phase || c.exec.labels[t.label] != label) continue;
+    CHECK(t.stream == Stream::Compute);
+    ++out.count;
+    out.bytes = c.exec.works[t.work].bytes;
+  }
+  return out;
+}
+
 // A GPT-style model: `layers` layers, hidden h, `heads` heads, seq s, vocab v, with dropout.
 inline std::string gpt_model(int layers, int h, int heads, int s, int vocab) {
   return "{\"kind\":\"transformer\",\"name\":\"test-gpt\",\"layers\":" + std::to_string(layers) +

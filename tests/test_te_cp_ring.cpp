@@ -13,22 +13,6 @@ using namespace proteus;
 
 namespace {
 
-struct Found {
-  int count = 0;
-  double bytes = 0;  // of one task
-};
-
-Found tasks(const CompiledModel& c, const std::string& label, Phase phase) {
-  Found f;
-  for (const Task& t : c.exec.tasks) {
-    if (t.rank != 0 || t.phase != phase || c.exec.labels[t.label] != label) continue;
-    CHECK(t.stream == Stream::Compute);
-    ++f.count;
-    f.bytes = c.exec.works[t.work].bytes;
-  }
-  return f;
-}
-
 // 2 layers, hidden 512, 8 heads (MHA), seq 256, one DGX A100; `strategy` adds cp and the rest.
 std::string cp_config(const std::string& strategy) {
   return test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 4,
@@ -72,11 +56,11 @@ TEST_CASE("te cp ring: Megatron's p2p ring charges it once per attention and dir
   const CompiledModel c = test::compile_text(cp_config(R"("dp":4,"cp":2,"zero":1)"));
   // Per rank 128 of the 256 tokens: output 128 x 512 x 2 B = 131,072 B; K and V 262,144 B.
   const TeCpRingBytes expect = te_cp_ring_bytes(131072, 262144, 2);
-  const Found fwd = tasks(c, "cp_ring_out_correction", Phase::Forward);
+  const test::CollCount fwd = test::count_compute_tasks(c, "cp_ring_out_correction", Phase::Forward);
   CHECK(fwd.count == 2);  // one attention per layer
   CHECK(fwd.bytes == doctest::Approx(expect.forward));
   CHECK(fwd.bytes == doctest::Approx(1474560.0));
-  const Found bwd = tasks(c, "cp_ring_grad_accumulate", Phase::BackwardInput);
+  const test::CollCount bwd = test::count_compute_tasks(c, "cp_ring_grad_accumulate", Phase::BackwardInput);
   CHECK(bwd.count == 2);
   CHECK(bwd.bytes == doctest::Approx(expect.backward));
   CHECK(bwd.bytes == doctest::Approx(3244032.0));
@@ -88,13 +72,15 @@ TEST_CASE("te cp ring: a2a+p2p charges the ring across its a2a groups, PyTorch's
   const CompiledModel h =
       test::compile_text(cp_config(R"("dp":2,"cp":4,"zero":1,"cp_comm_type":"a2a+p2p","cp_a2a_size":2)"));
   const TeCpRingBytes ring2 = te_cp_ring_bytes(65536, 131072, 2);
-  CHECK(tasks(h, "cp_ring_out_correction", Phase::Forward).bytes == doctest::Approx(ring2.forward));
-  CHECK(tasks(h, "cp_ring_grad_accumulate", Phase::BackwardInput).bytes == doctest::Approx(ring2.backward));
+  CHECK(test::count_compute_tasks(h, "cp_ring_out_correction", Phase::Forward).bytes ==
+        doctest::Approx(ring2.forward));
+  CHECK(test::count_compute_tasks(h, "cp_ring_grad_accumulate", Phase::BackwardInput).bytes ==
+        doctest::Approx(ring2.backward));
   // The all-gather flavour of TE and PyTorch's ring under framework fsdp have none of it.
   const CompiledModel ag =
       test::compile_text(cp_config(R"("dp":4,"cp":2,"zero":1,"cp_comm_type":"all_gather")"));
-  CHECK(tasks(ag, "cp_ring_out_correction", Phase::Forward).count == 0);
+  CHECK(test::count_compute_tasks(ag, "cp_ring_out_correction", Phase::Forward).count == 0);
   const CompiledModel torch =
       test::compile_text(cp_config(R"("dp":4,"cp":2,"zero":3,"framework":"fsdp","cp_comm_type":"p2p")"));
-  CHECK(tasks(torch, "cp_ring_out_correction", Phase::Forward).count == 0);
+  CHECK(test::count_compute_tasks(torch, "cp_ring_out_correction", Phase::Forward).count == 0);
 }

@@ -22,40 +22,24 @@ std::string cp_config(const std::string& framework) {
                                R"(,"framework":")" + framework + "\"}");
 }
 
-struct Found {
-  int count = 0;
-  double bytes = 0;  // of one task
-};
-
-Found tasks(const CompiledModel& c, const std::string& label, Phase phase) {
-  Found f;
-  for (const Task& t : c.exec.tasks) {
-    if (t.rank != 0 || t.phase != phase || c.exec.labels[t.label] != label) continue;
-    CHECK(t.stream == Stream::Compute);
-    ++f.count;
-    f.bytes = c.exec.works[t.work].bytes;
-  }
-  return f;
-}
-
 }  // namespace
 
 TEST_CASE("torch cp merge: fused fp32 merge and accumulation bytes, by hand, once per attention") {
   const CompiledModel c = test::compile_text(cp_config("fsdp"));
   // Per rank: 128 of the 256 tokens. Output (= query) 128 x 512 = 65,536 elements; K and V
   // 2 x 128 x 512 = 131,072. Per element: first step 2 + 4, one merge 4 + 2 + 4, cast back 4 + 2.
-  const Found fwd = tasks(c, "cp_sdpa_merge", Phase::Forward);
+  const test::CollCount fwd = test::count_compute_tasks(c, "cp_sdpa_merge", Phase::Forward);
   CHECK(fwd.count == 2);  // one attention per layer
   CHECK(fwd.bytes == doctest::Approx(65536.0 * (6 + 10 + 6)));
-  const Found bwd = tasks(c, "cp_grad_accumulate", Phase::BackwardInput);
+  const test::CollCount bwd = test::count_compute_tasks(c, "cp_grad_accumulate", Phase::BackwardInput);
   CHECK(bwd.count == 2);
   CHECK(bwd.bytes == doctest::Approx((65536.0 + 131072.0) * (6 + 10 + 6)));
 }
 
 TEST_CASE("torch cp merge: Megatron's context parallelism has none") {
   const CompiledModel c = test::compile_text(cp_config("megatron"));
-  CHECK(tasks(c, "cp_sdpa_merge", Phase::Forward).count == 0);
-  CHECK(tasks(c, "cp_grad_accumulate", Phase::BackwardInput).count == 0);
+  CHECK(test::count_compute_tasks(c, "cp_sdpa_merge", Phase::Forward).count == 0);
+  CHECK(test::count_compute_tasks(c, "cp_grad_accumulate", Phase::BackwardInput).count == 0);
 }
 
 // _templated_ring_attention merges the same whichever way K/V travel: PyTorch's all-to-all
@@ -68,7 +52,8 @@ TEST_CASE("torch cp merge: the p2p rotation merges and accumulates as the all-ga
   for (const auto& [label, phase] :
        {std::pair{"cp_sdpa_merge", Phase::Forward}, std::pair{"cp_grad_accumulate", Phase::BackwardInput}}) {
     CAPTURE(label);
-    const Found a = tasks(ag, label, phase), r = tasks(p2p, label, phase);
+    const test::CollCount a = test::count_compute_tasks(ag, label, phase),
+                          r = test::count_compute_tasks(p2p, label, phase);
     CHECK(r.count == 2);
     CHECK(r.bytes == doctest::Approx(a.bytes));
   }
