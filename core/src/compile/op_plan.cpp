@@ -58,16 +58,17 @@ ComputeWork make_work(const Op& op, double flops, double bytes_global, double tr
   return w;
 }
 
+// The rank's share of an op's bytes: what its plan moves over what the whole op moves (0 for
+// an op that moves none).
+double per_rank_share(double op_bytes, double plan_bytes) { return op_bytes > 0 ? plan_bytes / op_bytes : 0; }
+
 // An op whose kernel fusion the run has off (Op::fusion): the separate kernels' traffic, as a
 // ratio to the fused kernel's so that the op's per-rank share is kept. Megatron's separate bias
 // add and its GLU's chunk run only under Megatron (eager PyTorch's nn.Linear adds the bias inside
 // the GEMM, and TorchTitan's SwiGLU has two linears).
 void apply_unfused_kernels(const Op& op, bool eager, OpPlan* p) {
-  const auto share = [](double op_bytes, double plan_bytes) {
-    return op_bytes > 0 ? plan_bytes / op_bytes : 0;
-  };
-  const double fwd_share = share(op.fwd_bytes, p->fwd.bytes);
-  const double bwd_share = share(op.bwd_input_bytes, p->bwd_input.bytes);
+  const double fwd_share = per_rank_share(op.fwd_bytes, p->fwd.bytes);
+  const double bwd_share = per_rank_share(op.bwd_input_bytes, p->bwd_input.bytes);
   const double bias_add = eager ? 0 : op.separate_bias_add_bytes * fwd_share;
   const double glu_chunk = eager ? 0 : op.glu_chunk_bwd_bytes * bwd_share;
   p->fwd.bytes += op.unfused_fwd_extra_bytes * fwd_share;
@@ -82,8 +83,7 @@ void apply_unfused_kernels(const Op& op, bool eager, OpPlan* p) {
 // Megatron-Core's Q/K/V views and TE's copies of them (Op::split_qkv_fwd_bytes): side kernels
 // of the attention, at the op's per-rank share of its bytes.
 void apply_split_qkv_copies(const Op& op, OpPlan* p) {
-  if (op.split_qkv_fwd_bytes <= 0 || op.fwd_bytes <= 0) return;
-  const double share = p->fwd.bytes / op.fwd_bytes;
+  const double share = per_rank_share(op.fwd_bytes, p->fwd.bytes);
   p->fwd.side_bytes += op.split_qkv_fwd_bytes * share;
   p->bwd_input.side_bytes += op.split_qkv_bwd_bytes * share;
 }
