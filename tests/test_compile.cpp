@@ -185,6 +185,30 @@ TEST_CASE("full recompute re-runs the layer's tensor-parallel collectives") {
   }
 }
 
+// Full recompute checkpoints the transformer layers only (Megatron-Core's
+// TransformerBlock._checkpointed_forward; torch.utils.checkpoint around TorchTitan's blocks):
+// the embedding, the final norm, the output layer and the loss run once. Until session 24 every
+// module was replayed, the output layer's GEMM and the loss included.
+TEST_CASE("full recompute replays the layers, not the embedding, the output layer or the loss") {
+  const int h = 1024, s = 512, vocab = 32000, layers = 2;
+  const std::string model = gpt_model(layers, h, 16, s, vocab);
+  const std::string cluster = R"({"preset":"dgx-a100-80g","nodes":1})";
+  const CompiledModel none = compile_text(config_json(model, cluster, 8, R"({"dp":8,"micro_batch":1})"));
+  const CompiledModel full =
+      compile_text(config_json(model, cluster, 8, R"({"dp":8,"micro_batch":1,"recompute":"full"})"));
+  for (const Task& t : full.exec.tasks)
+    if (t.kind == TaskKind::Compute && t.phase == Phase::Recompute)
+      CHECK(full.exec.labels[t.label].rfind("layers.", 0) == 0);
+  // The replay is the layers' forward: per token and layer 24 h^2 GEMM flops (QKV, projection,
+  // the 4h MLP) and 4 s h of attention, plus the layer's memory-bound ops' few flops.
+  const double tokens = 8.0 * s;
+  const double gemm_and_attention = layers * tokens * (24.0 * h * h + 4.0 * s * h);
+  const double extra = full.stats.hardware_flops_per_iteration - none.stats.hardware_flops_per_iteration;
+  CHECK(extra >= gemm_and_attention);
+  // The output layer alone would add 2 h V a token, 1.2 times the two layers' replay.
+  CHECK(extra < 1.01 * gemm_and_attention);
+}
+
 TEST_CASE(
     "data-parallel gradients: all-reduce of parameters x 4 bytes; ZeRO-2/3 reduce-scatter per micro-batch; ZeRO-3 "
     "weight gathers") {

@@ -122,6 +122,13 @@ void keep_kv_local(const OpGraph& g, const std::vector<OpPlan>& plans, const Op&
   }
 }
 
+// A transformer layer (or a CNN stage) or a multi-token prediction module, at any depth.
+bool in_repeated_block(const OpGraph& g, int module) {
+  for (int m = module; m >= 0; m = m > 0 ? g.modules[m].parent : -1)
+    if (g.modules[m].layer >= 0 || g.modules[m].kind == "mtp") return true;
+  return false;
+}
+
 // tp_comm_overlap, TE's bulk overlaps (userbuffers.h): a linear in a transformer layer (TE's
 // linears; not Megatron's output layer) whose input is kept as the
 // sequence-parallel shard gathers it again during its data-gradient GEMM, and one whose input
@@ -156,6 +163,11 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.op = static_cast<int>(i);
     p.chunk = cfg.chunk;
     p.recompute = cfg.recompute;
+    // Full recompute checkpoints the repeated blocks only: Megatron-Core's
+    // TransformerBlock._checkpointed_forward runs over its layers (the embedding, the final norm,
+    // the output layer and the loss run once), as torch.utils.checkpoint around TorchTitan's
+    // and Hugging Face's decoder layers.
+    if (cfg.recompute == Recompute::Full && !in_repeated_block(g, op.module)) p.recompute = Recompute::None;
     if (cfg.recompute == Recompute::Selective)
       p.recompute_modules = op.recompute_modules & cfg.recompute_modules;
     p.axis_dim = resolve_op_axis_dims(op, cfg, mesh);
