@@ -299,6 +299,42 @@ TEST_CASE("frameworks: ZeRO-3 gathers on their own stream, twice per micro-batch
   CHECK(on <= off);
 }
 
+// FSDPParamGroup.pre_backward unshards a block and prefetches the next one in backward order
+// (_backward_prefetch): under recompute, layer 0's weights are gathered (issued) before layer 1's
+// replay starts, and no gather waits for a replayed op (the replay reads what the prefetch kept).
+// Megatron's and DeepSpeed's ZeRO-3 keep gathering each op's weights before its replay.
+TEST_CASE("frameworks: FSDP2 gathers a checkpointed block's weights while the next block runs its backward") {
+  for (const std::string framework : {"fsdp", "megatron"}) {
+    CAPTURE(framework);
+    const CompiledModel c = test::compile_text(
+        small(R"({"dp":8,"micro_batch":1,"zero":3,"recompute":"full","framework":")" + framework + R"("})"));
+    int first_layer1_replay = -1, last_layer0_gather = -1, recompute_gathers = 0;
+    for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
+      const Task& t = c.exec.tasks[i];
+      if (t.rank != 0 || t.micro_batch != 0) continue;
+      const std::string& label = c.exec.labels[static_cast<size_t>(t.label)];
+      if (t.kind == TaskKind::Compute && t.phase == Phase::Recompute && label.rfind("layers.1.", 0) == 0 &&
+          first_layer1_replay < 0)
+        first_layer1_replay = static_cast<int>(i);
+      if (t.kind != TaskKind::Collective ||
+          c.exec.collectives[static_cast<size_t>(t.collective)].kind != CollectiveKind::AllGather)
+        continue;
+      if (t.phase == Phase::Recompute) ++recompute_gathers;
+      if (t.phase != Phase::Forward && label.rfind("layers.0.", 0) == 0)
+        last_layer0_gather = static_cast<int>(i);
+    }
+    REQUIRE(first_layer1_replay >= 0);
+    REQUIRE(last_layer0_gather >= 0);
+    if (framework == "fsdp") {
+      CHECK(last_layer0_gather < first_layer1_replay);
+      CHECK(recompute_gathers == 0);
+    } else {
+      CHECK(last_layer0_gather > first_layer1_replay);
+      CHECK(recompute_gathers > 0);
+    }
+  }
+}
+
 TEST_CASE("frameworks: context parallelism p2p passes K/V blocks around the ring between attention blocks") {
   // 2 layers, hidden 512 (MHA: K/V = 2 x 512 wide), seq 256, micro-batch 1; dp 2 x cp 4 on one
   // A100 node. Local K/V shard B = 1 x 256/4 x 1024 x 2 bytes = 131072 bytes.

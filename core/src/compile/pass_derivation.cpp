@@ -115,34 +115,76 @@ void PassDeriver::note_weight_compute(int task) {
 // their own stream (ParamComm), apart from the gradient reduce-scatters, and are prefetched:
 // a gather waits only for the weight-using compute two before its user, as FSDP's rate
 // limiter keeps two gathered units in flight (PyTorch FSDP notes, "FSDP Prefetch Nuances").
-int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps,
-                               std::vector<MemEvent>* frees, bool keep_gathered) {
+// The all-gathers of an op's sharded weights (storage to use) on the parameter stream, after
+// task `after` (-1: none). Returns the last, -1 when nothing is sharded; *gathered_bytes: the
+// gathered copy, *moved_bytes: what the gathers move per rank.
+int PassDeriver::gather_weights(int op, int mb, Phase phase, int after, double* gathered_bytes,
+                                double* moved_bytes) {
   std::vector<CollectiveStep> merged;
-  double gathered_bytes = 0, moved_bytes = 0;
+  *gathered_bytes = *moved_bytes = 0;
   for (const WeightPlan& w : plans_[op].weights) {
     if (w.storage == w.use) continue;
     // The gathered copy: 16-bit, or FP8 plus the transpose its GEMMs make (same 2 bytes).
-    gathered_bytes += w.local_params * index_.weight_bytes;
+    *gathered_bytes += w.local_params * index_.weight_bytes;
     const double element_bytes =
         gather_bytes_per_element(w, index_.weight_bytes, tree_.root().fp8_param_gather);
-    moved_bytes += w.local_params * element_bytes;
+    *moved_bytes += w.local_params * element_bytes;
     add_steps(&merged,
               redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_));
   }
   if (merged.empty()) return -1;
   std::vector<int> gdeps;
-  if (state_.prev_weight_compute >= 0) gdeps.push_back(state_.prev_weight_compute);
+  if (after >= 0) gdeps.push_back(after);
   for (const CollectiveStep& step : merged)
     gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::ParamComm, phase, mb,
                               index_.labels[op], gdeps, "weight")};
-  if (tree_.root().fsdp2_copies) gdeps = {fsdp_copy_out(op, mb, phase, gdeps.back(), moved_bytes)};
-  deps->push_back(gdeps.back());
+  return gdeps.back();
+}
+
+int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps,
+                               std::vector<MemEvent>* frees, bool keep_gathered) {
+  double gathered_bytes = 0, moved_bytes = 0;
+  int last = gather_weights(op, mb, phase, state_.prev_weight_compute, &gathered_bytes, &moved_bytes);
+  if (last < 0) return -1;
+  if (tree_.root().fsdp2_copies) last = fsdp_copy_out(op, mb, phase, last, moved_bytes);
+  deps->push_back(last);
   if (keep_gathered)
-    kept_gather_[static_cast<size_t>(op)] = {gdeps.back(), mb, gathered_bytes};
+    kept_gather_[static_cast<size_t>(op)] = {last, mb, gathered_bytes, 0};
   else
     frees->push_back({MemCategory::Weights, true, -gathered_bytes});
   pending_weight_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
-  return gdeps.back();
+  return last;
+}
+
+// FSDP2's backward unshards a block's parameters in its pre-backward hook and prefetches the
+// next block's (FSDPParamGroup.pre_backward, _backward_prefetch): under recompute the replay of
+// a checkpointed block finds them gathered, and the next block's gather runs during this
+// block's backward. `seg`'s gathers are issued now and kept for its replay and backward; the
+// copy-out waits for the op that uses them (FSDPParamGroup.wait_for_unshard). The gathered
+// copies are allocated with the next replayed op.
+void PassDeriver::prefetch_segment_gathers(int seg, int mb) {
+  for (int r : index_.segments[static_cast<size_t>(seg)].ops) {
+    const KeptGather& kept = kept_gather_[static_cast<size_t>(r)];
+    if (kept.task >= 0 && kept.mb == mb) continue;
+    double gathered_bytes = 0, moved_bytes = 0;
+    const int last = gather_weights(r, mb, Phase::BackwardInput, state_.prev_weight_compute, &gathered_bytes,
+                                    &moved_bytes);
+    if (last < 0) continue;
+    kept_gather_[static_cast<size_t>(r)] = {last, mb, gathered_bytes, moved_bytes};
+    prefetched_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
+  }
+}
+
+// The gather kept for op's micro-batch mb (a recompute's or a prefetch's), its copy-out emitted
+// now when the prefetch left it; -1 when none is kept.
+int PassDeriver::use_kept_gather(int op, int mb, Phase phase) {
+  KeptGather& kept = kept_gather_[static_cast<size_t>(op)];
+  if (kept.task < 0 || kept.mb != mb) return -1;
+  if (kept.copy_out_bytes > 0) {
+    kept.task = fsdp_copy_out(op, mb, phase, kept.task, kept.copy_out_bytes);
+    kept.copy_out_bytes = 0;
+  }
+  return kept.task;
 }
 
 // FSDP2's all-gather copy-out (fsdp_copies.h): on the compute stream once the gather is done,
@@ -335,7 +377,14 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   // Under full recompute the replayed forward's gather serves the backward that follows it:
   // two gathers per micro-batch (forward; recompute + backward), as FSDP and DeepSpeed do.
   const bool for_backward = ns == kRecompute && index_.seg_of_op[op] >= 0;
-  zero3_gathers(op, mb, ns == kFwd ? Phase::Forward : Phase::Recompute, &deps, &mem, for_backward);
+  if (const int kept = for_backward ? use_kept_gather(op, mb, phase) : -1; kept >= 0)
+    deps.push_back(kept);
+  else
+    zero3_gathers(op, mb, phase, &deps, &mem, for_backward);
+  if (ns == kRecompute) {
+    mem.insert(mem.end(), prefetched_alloc_.begin(), prefetched_alloc_.end());
+    prefetched_alloc_.clear();
+  }
   const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.replay_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
@@ -467,9 +516,15 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   for (int gi : index_.groups.triggered_by[op])
     for (int r : index_.groups.groups[gi].ops) forward_op(r, mb, kRecompute);
   const int seg = index_.seg_of_op[op];
-  if (seg >= 0 && index_.segments[seg].ops.back() == op)
+  if (seg >= 0 && index_.segments[seg].ops.back() == op) {
+    if (tree_.root().fsdp2_copies) {
+      prefetch_segment_gathers(seg, mb);
+      const int next = seg - 1;  // the block whose backward follows, if in this chunk
+      if (next >= 0 && plans_[index_.segments[next].ops.front()].chunk == p.chunk)
+        prefetch_segment_gathers(next, mb);
+    }
     for (int r : index_.segments[seg].ops) forward_op(r, mb, kRecompute);
-  else if (seg < 0 && index_.drops_extra(op))
+  } else if (seg < 0 && index_.drops_extra(op))
     forward_op(op, mb, kRecompute);
 
   std::vector<int> grad_deps;
@@ -480,8 +535,9 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
   KeptGather& kept = kept_gather_[static_cast<size_t>(op)];
-  if (kept.task >= 0 && kept.mb == mb) {  // gathered by this micro-batch's recompute
-    deps.push_back(kept.task);
+  if (const int task = use_kept_gather(op, mb, Phase::BackwardInput); task >= 0) {
+    // gathered by this micro-batch's recompute (or prefetched for it)
+    deps.push_back(task);
     mem.push_back({MemCategory::Weights, true, -kept.bytes});
     kept = {};
   } else {

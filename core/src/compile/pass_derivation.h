@@ -46,6 +46,9 @@ class PassDeriver {
   // gathered copy is not freed when the task ends (a recompute whose backward follows).
   int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,
                     bool keep_gathered = false);
+  int gather_weights(int op, int mb, Phase phase, int after, double* gathered_bytes, double* moved_bytes);
+  void prefetch_segment_gathers(int seg, int mb);
+  int use_kept_gather(int op, int mb, Phase phase);
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
   int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
@@ -109,9 +112,11 @@ class PassDeriver {
   struct KeptGather {
     int task = -1, mb = -1;
     double bytes = 0;
+    double copy_out_bytes = 0;  // > 0: prefetched, its FSDP2 copy-out not emitted yet
   };
   std::vector<KeptGather> kept_gather_;
-  std::vector<int> copy_out_work_ids_;  // per op: its FSDP2 copy-out work (fsdp_copy_out)
+  std::vector<MemEvent> prefetched_alloc_;  // gathered copies the next replayed op allocates
+  std::vector<int> copy_out_work_ids_;      // per op: its FSDP2 copy-out work (fsdp_copy_out)
   int copy_out_label_ = -1;
   // Per op and direction: the context-parallel bookkeeping beside the attention kernels,
   // PyTorch's merge (torch_cp_merge) or Transformer Engine's ring (te_cp_ring_work).
