@@ -97,7 +97,9 @@ TEST_CASE("power limit: a compute-bound run slows by the fraction, its communica
         1.05 * a["summary"]["iteration_time_s"].get<double>());
   // The links keep their rates. Not to the last digit: the prefetched all-gathers and the
   // reduce-scatters share NVLink where they overlap, and how long they overlap follows the
-  // compute's timing (here 2e-8 s of 0.09 s); a slower link would move it by the fraction.
+  // compute's timing (here 0.3% of 0.096 s: FSDP2 gathers a checkpointed block's weights during
+  // the next block's backward, beside its reduce-scatters); a slower link would move it by the
+  // fraction, 9%.
   CHECK(b["devices"][0]["busy_s"]["dp_comm"].get<double>() ==
-        approx(a["devices"][0]["busy_s"]["dp_comm"].get<double>()).epsilon(1e-6));
+        approx(a["devices"][0]["busy_s"]["dp_comm"].get<double>()).epsilon(0.01));
 }

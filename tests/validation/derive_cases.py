@@ -323,8 +323,9 @@ TITAN_SRC = ("pytorch/torchtitan docs/performance.md (commit eaea6f6), Llama 3.1
              "against 54% of 1000 TF/s on a 700 W H200 of the same die, 491 / 540 (docs/fidelity.md, 'Power "
              "limits'). FSDP2 is ZeRO-3 with prefetch (framework fsdp, zero 3, overlapped); its modules "
              "run as eager PyTorch ops unless the row uses torch.compile (strategy torch_compile). Its selective "
-             "AC (op policy: every second matmul recomputed, attention saved) is modelled as Megatron's selective "
-             "recompute.")
+             "AC is the op policy (every second aten.mm of a block recomputed, attention and the other mm outputs "
+             "saved), framework fsdp's recompute 'selective' (docs/frameworks.md, 'TorchTitan's selective "
+             "activation checkpointing'); full AC checkpoints each TransformerBlock.")
 
 # The share of a 700 W H100's compute throughput the source's 500 W part sustains (docs/fidelity.md,
 # "Power limits": a GEMM measurement of that part, not these runs).

@@ -140,7 +140,7 @@ export const SECTIONS: Section[] = [
           ['selective', 'selective: recompute attention'],
           ['full', 'full: keep only layer inputs'],
         ],
-        help: 'Drops activations in the forward pass and recomputes them in the backward: saves memory for extra compute (full costs about one more forward).',
+        help: 'Drops activations in the forward pass and recomputes them in the backward: saves memory for extra compute (full costs about one more forward). Selective is Megatron\'s attention recompute, or under the FSDP framework TorchTitan\'s op policy: every second linear of a layer and its cheap ops again, attention kept.',
       },
     ],
   },

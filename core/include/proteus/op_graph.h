@@ -88,6 +88,10 @@ struct Op {
   // Its backward reads its own output (flash attention's O), which the consumer saves: a
   // consumer keeping only an FP8 copy (an FP8 linear) leaves the 16-bit tensor held too.
   bool backward_reads_output = false;
+  // The nn.Linear calls a PyTorch model makes for this op, in order, each one aten.mm (what
+  // TorchTitan's op-level selective checkpointing counts, compile/torch_op_sac.h): 2 for
+  // kv_proj (Llama's wk, wv) and a gated fc1 (w1, w3), equal halves of the op; else 1.
+  int torch_linears = 1;
   // Cost, for the whole global op (the compiler divides by the shards of its dims).
   double fwd_flops = 0;
   double fwd_bytes = 0;        // HBM traffic (reads + writes)

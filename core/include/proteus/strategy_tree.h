@@ -58,6 +58,9 @@ struct ParallelConfig {
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;
+  // Selective recompute is TorchTitan's op-level policy (compile/torch_op_sac.h), not
+  // Megatron's recompute modules (framework fsdp).
+  bool torch_op_sac = false;
   // Megatron-Core's attention splits Q, K, V out of linear_qkv's output and TE copies the views
   // it cannot take (Op::split_qkv_fwd_bytes; framework megatron).
   bool megatron_split_qkv = false;

@@ -13,12 +13,13 @@ namespace proteus {
 namespace {
 
 // Recompute adds forward work before the backward: the layer's whole forward under full
-// recompute, the ops of the recomputed modules under selective recompute (each once).
+// recompute (less what op-level checkpointing saves, torch_op_sac.h), the ops of the recomputed
+// modules under selective recompute (each once).
 double recompute_flops(const OpGraph& graph, const std::vector<OpPlan>& plans) {
   double f = 0;
   for (size_t i = 0; i < graph.ops.size(); ++i) {
     if (plans[i].recompute == Recompute::Full)
-      f += graph.ops[i].fwd_flops;
+      f += graph.ops[i].fwd_flops * (1 - plans[i].sac_saved_share);
     else if (plans[i].recompute_modules != 0)
       f += graph.ops[i].fwd_flops;
   }

@@ -65,11 +65,13 @@ void OpIndex::build_segments() {
       prev_key = key;
     }
   }
-  // Checkpoint = the inputs a segment reads from outside itself, stored once.
+  // Checkpoint = the inputs a segment reads from outside itself, stored once, and the outputs
+  // an op-level checkpointing policy saves (torch_op_sac.h).
   for (Segment& s : segments) {
     std::vector<int> seen;
     for (int op : s.ops) {
       const Op& o = g_.ops[op];
+      s.checkpoint_bytes += cached_output_bytes(op);
       for (size_t k = 0; k < o.inputs.size(); ++k) {
         const int t = o.inputs[k].tensor;
         const int prod = g_.tensors[t].producer;
@@ -80,6 +82,37 @@ void OpIndex::build_segments() {
       }
     }
   }
+}
+
+// What the forward keeps of an op's output under op-level checkpointing: the saved share of
+// it, and a wholly saved op's own saved tensors (the SDPA kernel's logsumexp).
+double OpIndex::cached_output_bytes(int op) const {
+  const OpPlan& p = plans_[op];
+  const int out = g_.ops[op].output.tensor;
+  if (p.sac_saved_share <= 0 || out < 0) return 0;
+  const double extra = p.sac_saved_share >= 1 ? p.saved_extra_bytes : 0;
+  return p.sac_saved_share * tensor_bytes_per_rank(g_.tensors[out], p.output, tree_.mesh) + extra;
+}
+
+bool OpIndex::replay_served_from_cache(int op) const {
+  return seg_of_op[op] >= 0 && plans_[op].sac_saved_share >= 1;
+}
+
+// What a segment's op keeps from the replay for its backward: its saved inputs and tensors,
+// less what the forward already keeps (cached_output_bytes): a saved output the op would save
+// again as its input is the cached tensor itself (an FP8 linear's FP8 copy of it is not).
+double OpIndex::segment_replay_bytes(int op) const {
+  const OpPlan& p = plans_[op];
+  const Op& o = g_.ops[op];
+  double bytes = p.saved_input_bytes + (p.sac_saved_share >= 1 ? 0 : p.saved_extra_bytes);
+  for (size_t k = 0; k < o.inputs.size() && k < p.first_saves_input.size(); ++k) {
+    const int prod = g_.tensors[o.inputs[k].tensor].producer;
+    if (!p.first_saves_input[k] || prod < 0 || seg_of_op[prod] != seg_of_op[op]) continue;
+    if (k == 0 && p.fp8_input_bytes_per_element > 0) continue;
+    bytes -= plans_[prod].sac_saved_share *
+             tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], p.input_saved[k], tree_.mesh);
+  }
+  return std::max(0.0, bytes);
 }
 
 bool OpIndex::drops_extra(int op) const {
@@ -98,7 +131,7 @@ double OpIndex::fwd_alloc(int op) const {
 
 double OpIndex::recompute_alloc(int op) const {
   const OpPlan& p = plans_[op];
-  if (seg_of_op[op] >= 0) return p.saved_input_bytes + p.saved_extra_bytes;
+  if (seg_of_op[op] >= 0) return segment_replay_bytes(op);
   if (!groups.groups.empty()) return groups.memory.replay[op];
   return drops_extra(op) ? p.saved_extra_bytes : 0;
 }

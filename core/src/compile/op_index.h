@@ -23,7 +23,10 @@ class OpIndex {
   std::vector<std::vector<std::pair<int, int>>> consumers;  // per tensor: (op, input index)
   std::vector<int> labels;                                  // per op: ExecGraph label id
   std::vector<Segment> segments;
-  std::vector<int> seg_of_op;                   // -1: not under full recompute
+  std::vector<int> seg_of_op;  // -1: not under full recompute
+  // Under TorchTitan's op-level checkpointing (torch_op_sac.h): an op of a segment whose
+  // output the forward saved whole is not run again; the replay serves it from the cache.
+  bool replay_served_from_cache(int op) const;
   RecomputeGroups groups;                       // selective recompute by module (recompute_groups.h)
   std::vector<std::vector<int>> weight_stages;  // stages that hold each weight tensor
   // Per parameter (strategy/optimizer_state.h): optimizer states, the step's HBM traffic and
@@ -43,6 +46,8 @@ class OpIndex {
 
  private:
   void build_segments();
+  double cached_output_bytes(int op) const;
+  double segment_replay_bytes(int op) const;
   const OpGraph& g_;
   const StrategyTree& tree_;
   const std::vector<OpPlan>& plans_;

@@ -5,6 +5,7 @@
 
 #include "fp8_plan.h"
 #include "proteus/error.h"
+#include "torch_op_sac.h"
 #include "userbuffers.h"
 
 namespace proteus {
@@ -156,6 +157,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
   std::vector<char> fp8_cast(g.tensors.size(), 0);
   const bool fp8 = ctx.training.precision == Precision::Fp8;
   const std::vector<char> fp8_only = fp8 ? tensors_read_only_by_fp8_linears(g) : std::vector<char>{};
+  const std::vector<double> sac_shares =
+      ctx.tree.root().torch_op_sac ? torch_op_sac_saved_shares(g) : std::vector<double>(g.ops.size(), -1.0);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
     const ParallelConfig& cfg = ctx.tree.nodes[op.module].config;
@@ -168,8 +171,14 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     // the output layer and the loss run once), as torch.utils.checkpoint around TorchTitan's
     // and Hugging Face's decoder layers.
     if (cfg.recompute == Recompute::Full && !in_repeated_block(g, op.module)) p.recompute = Recompute::None;
-    if (cfg.recompute == Recompute::Selective)
+    if (cfg.recompute == Recompute::Selective && cfg.torch_op_sac) {
+      // TorchTitan checkpoints each transformer block whole, keeping what its policy saves.
+      const bool in_block = sac_shares[i] >= 0;
+      p.recompute = in_block ? Recompute::Full : Recompute::None;
+      p.sac_saved_share = in_block ? sac_shares[i] : 0;
+    } else if (cfg.recompute == Recompute::Selective) {
       p.recompute_modules = op.recompute_modules & cfg.recompute_modules;
+    }
     p.axis_dim = resolve_op_axis_dims(op, cfg, mesh);
 
     double work_shards = 1;
@@ -237,12 +246,14 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
 
     // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
+    p.first_saves_input.assign(op.inputs.size(), 0);
     if (op.saves_inputs) {
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         const int t = op.inputs[k].tensor;
         auto& chunks = saved_in_chunks[t];
         if (std::find(chunks.begin(), chunks.end(), p.chunk) != chunks.end()) continue;
         chunks.push_back(p.chunk);
+        p.first_saves_input[k] = 1;
         const double bytes = tensor_bytes_per_rank(g.tensors[t], p.input_saved[k], mesh);
         p.saved_input_bytes += k == 0 && p.fp8_input_bytes_per_element > 0
                                    ? fp8_saved_input_bytes(g, plans, op, p, bytes)

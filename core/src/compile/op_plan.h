@@ -36,6 +36,10 @@ struct OpPlan {
   // The op's selective recompute modules this run recomputes: Op::recompute_modules within
   // strategy.recompute_modules under selective recompute, else none.
   RecomputeModules recompute_modules = 0;
+  // TorchTitan's op-level checkpointing (torch_op_sac.h): the op is in its block's
+  // full-recompute segment, and this share of its output is saved in the forward instead of
+  // made again (1: the replay serves it from the cache).
+  double sac_saved_share = 0;
   std::array<int, kNumMeshAxes> axis_dim{-1, -1, -1, -1, -1};
   std::vector<Layout> input_required;  // forward: layout each input must have
   // How each input is kept for the backward: what arrived before an all-gather (Megatron keeps
@@ -46,8 +50,9 @@ struct OpPlan {
   Layout output_grad_required;     // backward: layout of d(output) this op needs
   std::vector<WeightPlan> weights;
   ComputeWork fwd, bwd_input, bwd_weight;
-  double saved_input_bytes = 0;  // per rank, inputs first saved by this op (deduplicated)
-  double saved_extra_bytes = 0;  // per rank, saved_extra (what selective recompute drops)
+  double saved_input_bytes = 0;         // per rank, inputs first saved by this op (deduplicated)
+  double saved_extra_bytes = 0;         // per rank, saved_extra (what selective recompute drops)
+  std::vector<char> first_saves_input;  // per input: counted in saved_input_bytes here
   // FP8 amax reductions (docs/frameworks.md "FP8 amax reduction"). Delayed scaling: the GEMMs
   // whose amaxes this op's Transformer Engine module registers in TE's global amax buffer (set
   // on the module's first op, the one that casts its input; experts per rank for a grouped

@@ -1,6 +1,7 @@
 #include "pass_derivation.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "collective_steps.h"
 #include "fsdp_copies.h"
@@ -30,7 +31,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       state_(*state),
       tail_(*tail),
       stats_(*stats),
-      work_ids_(3 * in.graph.ops.size(), -1),
+      work_ids_(kWorkKinds * in.graph.ops.size(), -1),
       ring_work_ids_(2 * in.graph.ops.size(), -1),
       ub_work_ids_(3 * in.graph.ops.size(), -1),
       kept_gather_(in.graph.ops.size()),
@@ -201,15 +202,31 @@ int PassDeriver::fsdp_copy_out(int op, int mb, Phase phase, int gather, double m
   return emit_.compute(emit_.compute_task(copy_out_label_, phase, mb, id), {gather}, {});
 }
 
-// Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work in
-// ExecGraph::works, added on first use: all micro-batches and ranks share it.
+// Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work, or of its
+// op-level checkpointing replays (kPartialReplay, kCachedReplay), in ExecGraph::works, added on
+// first use: all micro-batches and ranks share it.
 int PassDeriver::work_id(int op, int which) {
-  int& id = work_ids_[static_cast<size_t>(3 * op + which)];
+  int& id = work_ids_[static_cast<size_t>(kWorkKinds * op + which)];
   if (id < 0) {
     const OpPlan& p = plans_[op];
-    id = emit_.exec().add_work(which == 0 ? p.fwd : which == 1 ? p.bwd_input : p.bwd_weight);
+    id = emit_.exec().add_work(which == kPartialReplay ? partial_replay_work(p)
+                               : which == 0            ? p.fwd
+                               : which == 1            ? p.bwd_input
+                                                       : p.bwd_weight);
   }
   return id;
+}
+
+// The unsaved share of a partly saved op's forward (torch_op_sac.h): its GEMMs are equal halves
+// along the output (wk and wv, w1 and w3), so the replay is a GEMM of that share of N.
+ComputeWork PassDeriver::partial_replay_work(const OpPlan& p) {
+  ComputeWork w = p.fwd;
+  const double share = 1 - p.sac_saved_share;
+  w.flops *= share;
+  w.bytes *= share;
+  w.side_bytes *= share;
+  if (w.gemm_n > 0) w.gemm_n = std::max<int64_t>(1, std::llround(static_cast<double>(w.gemm_n) * share));
+  return w;
 }
 
 bool PassDeriver::is_ring_attention(int op) const {
@@ -355,14 +372,45 @@ double PassDeriver::gathered_kv_bytes(int op) const {
   return bytes;
 }
 
+// Op-level checkpointing (torch_op_sac.h): a wholly saved op's replay is served from the
+// cache, no kernel; its consumers read the forward's output. What its backward keeps from the
+// replay (its saved inputs, made again by the ops before it) is allocated here, and its weights
+// are gathered here for the backward, as for the ops replayed (FSDP2 gathers the block's
+// parameters before the block's backward, recompute included).
+void PassDeriver::replay_from_cache(int op, int mb) {
+  int& id = work_ids_[static_cast<size_t>(kWorkKinds * op + kCachedReplay)];
+  if (id < 0) {
+    ComputeWork none;
+    none.kernels = 0;
+    id = emit_.exec().add_work(none);
+  }
+  std::vector<int> deps;
+  std::vector<MemEvent> mem = prefetched_alloc_;
+  prefetched_alloc_.clear();
+  pending_weight_alloc_.clear();
+  if (const int kept = use_kept_gather(op, mb, Phase::Recompute); kept >= 0)
+    deps.push_back(kept);
+  else
+    zero3_gathers(op, mb, Phase::Recompute, &deps, &mem, true);
+  if (const double keep = index_.replay_alloc(op); keep > 0)
+    mem.push_back({MemCategory::Activations, true, keep});
+  mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+  state_.last_compute =
+      emit_.compute(emit_.compute_task(index_.labels[op], Phase::Recompute, mb, id), deps, mem);
+}
+
 void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
+  if (ns == kRecompute && index_.replay_served_from_cache(op)) return replay_from_cache(op, mb);
+  // ... and a partly saved one (Llama's kv_proj: wk again, wv from the cache) runs the rest.
+  const bool partial_replay = ns == kRecompute && index_.seg_of_op[op] >= 0 && p.sac_saved_share > 0;
   std::vector<int> deps;
   double ring_shard_bytes = 0;
   size_t ring_input = 0;
   for (size_t k = 0; k < o.inputs.size(); ++k) {
-    if (ring_shard_bytes == 0 && (ring_shard_bytes = ring_exchange_input(op, mb, ns, k, &deps)) > 0) {
+    if (!partial_replay && ring_shard_bytes == 0 &&
+        (ring_shard_bytes = ring_exchange_input(op, mb, ns, k, &deps)) > 0) {
       ring_input = k;
       continue;
     }
@@ -393,10 +441,11 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     mem.push_back({MemCategory::Activations, true, -kv});
   }
   Layout scattered;
-  const double rs_bytes = ring_shard_bytes > 0 ? 0 : pipelined_rs_target(op, &scattered);
+  const double rs_bytes = ring_shard_bytes > 0 || partial_replay ? 0 : pipelined_rs_target(op, &scattered);
   int gathered = -1, reduced = -1;
   const int id = rs_bytes > 0 ? pipelined_reduce_scatter(op, mb, phase, deps, mem, rs_bytes, &reduced)
-                              : compute_op(op, mb, phase, 0, deps, mem, ring_shard_bytes, &gathered);
+                              : compute_op(op, mb, phase, partial_replay ? kPartialReplay : 0, deps, mem,
+                                           ring_shard_bytes, &gathered);
   if (gathered >= 0)  // the other GEMMs reading the input use the gathered copy
     state_.set_provider(provider_key(mb, ns, o.inputs[ring_input].tensor, p.input_required[ring_input]),
                         gathered);

@@ -81,7 +81,12 @@ class PassDeriver {
   double pipelined_rs_target(int op, Layout* want) const;
   int pipelined_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
                                const std::vector<MemEvent>& mem, double rs_bytes, int* last_rs);
+  // Work kinds beside 0 forward, 1 input gradient, 2 weight gradient: op-level checkpointing's
+  // replay of an op's unsaved share, and its cache-served replay (torch_op_sac.h).
+  static constexpr int kPartialReplay = 3, kCachedReplay = 4, kWorkKinds = 5;
   int work_id(int op, int which);
+  static ComputeWork partial_replay_work(const OpPlan& p);
+  void replay_from_cache(int op, int mb);
   void forward_op(int op, int mb, Namespace ns);
   void output_grad_deps(int op, int mb, std::vector<int>* deps, double* ring_shard_bytes = nullptr);
   void backward_op(int op, int mb, bool split_w);
@@ -102,7 +107,7 @@ class PassDeriver {
   PassState& state_;
   IterationTail& tail_;
   CompileStats& stats_;
-  std::vector<int> work_ids_;       // by 3 * op + (0 forward, 1 input gradient, 2 weight gradient)
+  std::vector<int> work_ids_;       // by kWorkKinds * op + which (work_id)
   std::vector<int> ring_work_ids_;  // by 2 * op + which: one cp ring block's work
   std::vector<int> ub_work_ids_;    // by 3 * op + which + kind: a userbuffers split GEMM's chunk
   std::vector<MemEvent> pending_weight_alloc_;

@@ -312,6 +312,7 @@ class TransformerBuilder {
     const int64_t h = z_.h, a = z_.a, d = z_.d, kvh = z_.kvh;
     q = token_linear(mod, "q_proj", n1, "heads", a * d, "hidden", h, m_.bias);
     kv = token_linear(mod, "kv_proj", n1, "kv_heads", 2 * kvh * d, "hidden", h, m_.bias);
+    g_.at(g_.num_ops() - 1).torch_linears = 2;  // wk, wv
     if (m_.qk_norm) {
       q = head_norm(mod, "q_norm", q, "heads", a, 1.0);
       kv = head_norm(mod, "k_norm", kv, "kv_heads", 2 * kvh, 0.5);  // the K half of [K | V]
@@ -474,6 +475,7 @@ class TransformerBuilder {
     const int first = g_.num_ops();
     const int n2 = norm(mod, "ln2", x);
     const int up = token_linear(mod, "fc1", n2, "ffn", swiglu ? 2 * f : f, "hidden", h, m_.bias);
+    if (swiglu) g_.at(g_.num_ops() - 1).torch_linears = 2;  // w1, w3
     const int act = activation(mod, "act", up, {"batch", "seq", "ffn"}, {z_.b, z_.s, f});
     int y = token_linear(mod, "fc2", act, "hidden", h, "ffn", f, m_.bias);
     g_.tag_recompute(first, RecomputeModule::Mlp);
@@ -551,6 +553,7 @@ class TransformerBuilder {
       const int first_shared = g_.num_ops();
       const int up_s =
           token_linear(shared, "shared_fc1", n2, "ffn", swiglu ? 2 * fs : fs, "hidden", h, false);
+      if (swiglu) g_.at(g_.num_ops() - 1).torch_linears = 2;
       const int act_s = activation(shared, "shared_act", up_s, {"batch", "seq", "ffn"}, {b, s, fs});
       const int down_s = token_linear(shared, "shared_fc2", act_s, "hidden", h, "ffn", fs, false);
       g_.tag_recompute(first_shared, RecomputeModule::SharedExperts);

@@ -22,6 +22,7 @@
 #include <map>
 #include <numeric>
 
+#include "../compile/torch_op_sac.h"
 #include "../strategy/optimizer_state.h"
 #include "proteus/collective_flows.h"
 #include "proteus/compile.h"
@@ -173,6 +174,8 @@ ModelProfile profile_model(const Config& base) {
   p.bwd_input_flops.assign(n, 0);
   p.bwd_weight_flops.assign(n, 0);
   p.selective_flops.assign(n, {});
+  p.torch_op_sac_flops.assign(n, 0);
+  const std::vector<double> sac_shares = torch_op_sac_saved_shares(g);
   std::vector<bool> weight_seen(g.tensors.size(), false);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
@@ -196,6 +199,7 @@ ModelProfile profile_model(const Config& base) {
     p.bwd_weight_flops[u] += op.bwd_weight_flops;
     if (op.recompute_modules != 0)
       add_selective_flops(&p.selective_flops[u], op.recompute_modules, op.fwd_flops);
+    if (sac_shares[i] >= 0) p.torch_op_sac_flops[u] += op.fwd_flops * (1 - sac_shares[i]);
   }
   return p;
 }
@@ -227,10 +231,11 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
       f += prof.fwd_flops[u];
       bi += prof.bwd_input_flops[u];
       bw += prof.bwd_weight_flops[u];
-      r += s.recompute == Recompute::Full ? prof.fwd_flops[u]
-           : s.recompute == Recompute::Selective
-               ? selective_recompute_flops(prof.selective_flops[u], s.recompute_modules)
-               : 0;
+      r += s.recompute == Recompute::Full        ? prof.fwd_flops[u]
+           : s.recompute != Recompute::Selective ? 0
+           : s.framework == Framework::Fsdp
+               ? prof.torch_op_sac_flops[u]
+               : selective_recompute_flops(prof.selective_flops[u], s.recompute_modules);
     }
     if (rate <= 0) continue;
     // Seconds for one micro-batch of this chunk on one GPU of its stage.

@@ -25,6 +25,9 @@ struct ModelProfile {
   // The forward FLOPs of the ops of each set of selective recompute modules (Op::
   // recompute_modules), run again when the strategy selects any of the set's modules.
   std::vector<std::vector<std::pair<RecomputeModules, double>>> selective_flops;
+  // What TorchTitan's op-level checkpointing runs again (framework fsdp's selective recompute,
+  // compile/torch_op_sac.h): each op's forward FLOPs less the share its policy saves.
+  std::vector<double> torch_op_sac_flops;
   double total_compute_flops = 0;  // per sample, fwd + bwd, every op (models without units)
 };
 

@@ -90,6 +90,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.fsdp_pp_post_backward = s.framework == Framework::Fsdp && s.pp > 1;
   c.torch_optimizer = s.framework == Framework::Fsdp;
   c.torch_cp = s.framework == Framework::Fsdp;
+  c.torch_op_sac = s.framework == Framework::Fsdp;
   c.megatron_split_qkv = s.framework == Framework::Megatron;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
   c.fp8_param_gather = s.fp8_param_gather;
