@@ -299,6 +299,40 @@ TEST_CASE("frameworks: ZeRO-3 gathers on their own stream, twice per micro-batch
   CHECK(on <= off);
 }
 
+// FSDP2 gathers a block's parameters as one unit, the next block's while this one computes
+// (fully_shard per TransformerBlock; implicit forward prefetch): layer 1's forward gathers are
+// issued before layer 0's first op runs; per-op ZeRO-3 (Megatron's) gathers each op's weights
+// one op ahead.
+TEST_CASE("frameworks: FSDP2's forward gathers the next block's weights while this block computes") {
+  for (const std::string framework : {"fsdp", "megatron"}) {
+    CAPTURE(framework);
+    const CompiledModel c =
+        test::compile_text(small(R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + R"("})"));
+    int first_layer0_compute = -1, last_layer1_gather = -1;
+    for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
+      const Task& t = c.exec.tasks[i];
+      if (t.rank != 0 || t.micro_batch != 0 || t.phase != Phase::Forward) continue;
+      const std::string& label = c.exec.labels[static_cast<size_t>(t.label)];
+      if (t.kind == TaskKind::Compute && label.rfind("layers.0.", 0) == 0 && first_layer0_compute < 0)
+        first_layer0_compute = static_cast<int>(i);
+      if (t.kind == TaskKind::Collective && label.rfind("layers.1.", 0) == 0 &&
+          c.exec.collectives[static_cast<size_t>(t.collective)].kind == CollectiveKind::AllGather)
+        last_layer1_gather = static_cast<int>(i);
+    }
+    REQUIRE(first_layer0_compute >= 0);
+    REQUIRE(last_layer1_gather >= 0);
+    CHECK((last_layer1_gather < first_layer0_compute) == (framework == "fsdp"));
+  }
+  // Llama 3 8B over 16 nodes (FSDP 128, local batch 2 of 8K tokens): a block's 0.44 GB gather
+  // takes about 11 ms at the 40 GB/s a GPU's NIC carries, its forward about 25 ms: FSDP2 hides
+  // the gathers (TorchTitan's 128-GPU rows run 2% slower than its 8-GPU rows, not more).
+  const json r = simulate(
+      R"({"model": "llama3-8b", "training": {"global_batch": 256, "seq_len": 8192, "precision": "bf16"},
+          "strategy": {"dp": 128, "micro_batch": 2, "zero": 3, "framework": "fsdp", "torch_compile": true},
+          "cluster": {"preset": "dgx-h100", "nodes": 16}})");
+  CHECK(r["summary"]["exposed_comm_fraction"].get<double>() < 0.01);
+}
+
 // FSDPParamGroup.pre_backward unshards a block and prefetches the next one in backward order
 // (_backward_prefetch): under recompute, layer 0's weights are gathered (issued) before layer 1's
 // replay starts, and no gather waits for a replayed op (the replay reads what the prefetch kept).

@@ -25,6 +25,7 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
     labels[i] = exec->label_id(path.empty() ? g_.ops[i].name : path + "." + g_.ops[i].name);
   }
   build_segments();
+  build_fsdp_units();
   std::vector<int> seg_last(g_.ops.size(), -1);
   for (size_t i = 0; i < g_.ops.size(); ++i)
     if (seg_of_op[i] >= 0) seg_last[i] = segments[seg_of_op[i]].ops.back();
@@ -113,6 +114,21 @@ double OpIndex::segment_replay_bytes(int op) const {
              tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], p.input_saved[k], tree_.mesh);
   }
   return std::max(0.0, bytes);
+}
+
+void OpIndex::build_fsdp_units() {
+  unit_of_op.assign(g_.ops.size(), -1);
+  if (!tree_.root().fsdp2_copies) return;
+  for (const auto& ops : chunk_ops) {
+    int prev_layer = -2;
+    for (int op : ops) {
+      const int layer = std::max(-1, g_.modules[g_.ops[op].module].layer);
+      if (layer != prev_layer) fsdp_units.push_back({});
+      fsdp_units.back().push_back(op);
+      unit_of_op[op] = static_cast<int>(fsdp_units.size()) - 1;
+      prev_layer = layer;
+    }
+  }
 }
 
 bool OpIndex::drops_extra(int op) const {

@@ -24,6 +24,11 @@ class OpIndex {
   std::vector<int> labels;                                  // per op: ExecGraph label id
   std::vector<Segment> segments;
   std::vector<int> seg_of_op;  // -1: not under full recompute
+  // FSDP2's units (framework fsdp; fully_shard per TransformerBlock, the root module's
+  // embedding, final norm and output layer): the ops of one layer, or a run of ops outside the
+  // layers, in a chunk, forward order; what FSDP2 gathers and prefetches as one.
+  std::vector<std::vector<int>> fsdp_units;
+  std::vector<int> unit_of_op;  // -1: none (another framework)
   // Under TorchTitan's op-level checkpointing (torch_op_sac.h): an op of a segment whose
   // output the forward saved whole is not run again; the replay serves it from the cache.
   bool replay_served_from_cache(int op) const;
@@ -46,6 +51,7 @@ class OpIndex {
 
  private:
   void build_segments();
+  void build_fsdp_units();
   double cached_output_bytes(int op) const;
   double segment_replay_bytes(int op) const;
   const OpGraph& g_;

@@ -157,19 +157,33 @@ int PassDeriver::zero3_gathers(int op, int mb, Phase phase, std::vector<int>* de
   return last;
 }
 
-// FSDP2's backward unshards a block's parameters in its pre-backward hook and prefetches the
-// next block's (FSDPParamGroup.pre_backward, _backward_prefetch): under recompute the replay of
-// a checkpointed block finds them gathered, and the next block's gather runs during this
-// block's backward. `seg`'s gathers are issued now and kept for its replay and backward; the
-// copy-out waits for the op that uses them (FSDPParamGroup.wait_for_unshard). The gathered
-// copies are allocated with the next replayed op.
-void PassDeriver::prefetch_segment_gathers(int seg, int mb) {
-  for (int r : index_.segments[static_cast<size_t>(seg)].ops) {
+// FSDP2 gathers by unit (OpIndex::fsdp_units), each unit's parameters in one all-gather group
+// per pass: the forward unshards a block in its pre-forward hook and the next block's gather is
+// issued while this one computes (implicit forward prefetch: the CPU runs ahead, all-gathers on
+// their own stream); the backward unshards a block in FSDPParamGroup.pre_backward, before its
+// recompute, and prefetches the next one in backward order (_backward_prefetch). At a unit's
+// first op in the pass (forward: its first, backward: its last) its gathers are issued unless a
+// prefetch issued them, and the next unit's, and kept; each op's copy-out runs before it
+// (FSDPParamGroup.wait_for_unshard). The gathered copies are allocated with the next compute task.
+void PassDeriver::fsdp_unit_gathers(int op, int mb, bool forward) {
+  const int u = index_.unit_of_op[op];
+  if (u < 0) return;
+  const std::vector<int>& ops = index_.fsdp_units[static_cast<size_t>(u)];
+  if (op != (forward ? ops.front() : ops.back())) return;
+  const Phase phase = forward ? Phase::Forward : Phase::BackwardInput;
+  prefetch_unit_gathers(u, mb, phase);
+  const int next = forward ? u + 1 : u - 1;
+  if (next >= 0 && next < static_cast<int>(index_.fsdp_units.size()) &&
+      plans_[index_.fsdp_units[static_cast<size_t>(next)].front()].chunk == plans_[op].chunk)
+    prefetch_unit_gathers(next, mb, phase);
+}
+
+void PassDeriver::prefetch_unit_gathers(int unit, int mb, Phase phase) {
+  for (int r : index_.fsdp_units[static_cast<size_t>(unit)]) {
     const KeptGather& kept = kept_gather_[static_cast<size_t>(r)];
     if (kept.task >= 0 && kept.mb == mb) continue;
     double gathered_bytes = 0, moved_bytes = 0;
-    const int last = gather_weights(r, mb, Phase::BackwardInput, state_.prev_weight_compute, &gathered_bytes,
-                                    &moved_bytes);
+    const int last = gather_weights(r, mb, phase, state_.prev_weight_compute, &gathered_bytes, &moved_bytes);
     if (last < 0) continue;
     kept_gather_[static_cast<size_t>(r)] = {last, mb, gathered_bytes, moved_bytes};
     prefetched_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
@@ -402,6 +416,7 @@ void PassDeriver::replay_from_cache(int op, int mb) {
 void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
+  if (ns == kFwd) fsdp_unit_gathers(op, mb, true);
   if (ns == kRecompute && index_.replay_served_from_cache(op)) return replay_from_cache(op, mb);
   // ... and a partly saved one (Llama's kv_proj: wk again, wv from the cache) runs the rest.
   const bool partial_replay = ns == kRecompute && index_.seg_of_op[op] >= 0 && p.sac_saved_share > 0;
@@ -425,14 +440,18 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   // Under full recompute the replayed forward's gather serves the backward that follows it:
   // two gathers per micro-batch (forward; recompute + backward), as FSDP and DeepSpeed do.
   const bool for_backward = ns == kRecompute && index_.seg_of_op[op] >= 0;
-  if (const int kept = for_backward ? use_kept_gather(op, mb, phase) : -1; kept >= 0)
+  if (const int kept = for_backward || ns == kFwd ? use_kept_gather(op, mb, phase) : -1; kept >= 0) {
     deps.push_back(kept);
-  else
+    if (ns == kFwd) {  // resharded after the forward (FSDP2's reshard_after_forward)
+      KeptGather& used = kept_gather_[static_cast<size_t>(op)];
+      mem.push_back({MemCategory::Weights, true, -used.bytes});
+      used = {};
+    }
+  } else {
     zero3_gathers(op, mb, phase, &deps, &mem, for_backward);
-  if (ns == kRecompute) {
-    mem.insert(mem.end(), prefetched_alloc_.begin(), prefetched_alloc_.end());
-    prefetched_alloc_.clear();
   }
+  mem.insert(mem.end(), prefetched_alloc_.begin(), prefetched_alloc_.end());
+  prefetched_alloc_.clear();
   const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.replay_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
@@ -560,20 +579,15 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, doubl
 void PassDeriver::backward_op(int op, int mb, bool split_w) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
+  fsdp_unit_gathers(op, mb, false);  // before the unit's recompute, as FSDP2's pre_backward
   // Recompute what the backward needs: the recompute groups due here (recompute_groups.h),
   // then the full-recompute segment or the attention core.
   for (int gi : index_.groups.triggered_by[op])
     for (int r : index_.groups.groups[gi].ops) forward_op(r, mb, kRecompute);
   const int seg = index_.seg_of_op[op];
-  if (seg >= 0 && index_.segments[seg].ops.back() == op) {
-    if (tree_.root().fsdp2_copies) {
-      prefetch_segment_gathers(seg, mb);
-      const int next = seg - 1;  // the block whose backward follows, if in this chunk
-      if (next >= 0 && plans_[index_.segments[next].ops.front()].chunk == p.chunk)
-        prefetch_segment_gathers(next, mb);
-    }
+  if (seg >= 0 && index_.segments[seg].ops.back() == op)
     for (int r : index_.segments[seg].ops) forward_op(r, mb, kRecompute);
-  } else if (seg < 0 && index_.drops_extra(op))
+  else if (seg < 0 && index_.drops_extra(op))
     forward_op(op, mb, kRecompute);
 
   std::vector<int> grad_deps;
@@ -594,6 +608,8 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   }
   if (!index_.input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardInput, &deps);
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
+  mem.insert(mem.end(), prefetched_alloc_.begin(), prefetched_alloc_.end());
+  prefetched_alloc_.clear();
   const double held = index_.held(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});

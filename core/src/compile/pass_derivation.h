@@ -47,7 +47,8 @@ class PassDeriver {
   int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,
                     bool keep_gathered = false);
   int gather_weights(int op, int mb, Phase phase, int after, double* gathered_bytes, double* moved_bytes);
-  void prefetch_segment_gathers(int seg, int mb);
+  void fsdp_unit_gathers(int op, int mb, bool forward);
+  void prefetch_unit_gathers(int unit, int mb, Phase phase);
   int use_kept_gather(int op, int mb, Phase phase);
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
@@ -120,7 +121,7 @@ class PassDeriver {
     double copy_out_bytes = 0;  // > 0: prefetched, its FSDP2 copy-out not emitted yet
   };
   std::vector<KeptGather> kept_gather_;
-  std::vector<MemEvent> prefetched_alloc_;  // gathered copies the next replayed op allocates
+  std::vector<MemEvent> prefetched_alloc_;  // gathered copies the next compute task allocates
   std::vector<int> copy_out_work_ids_;      // per op: its FSDP2 copy-out work (fsdp_copy_out)
   int copy_out_label_ = -1;
   // Per op and direction: the context-parallel bookkeeping beside the attention kernels,
