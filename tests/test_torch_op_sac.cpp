@@ -136,6 +136,41 @@ TEST_CASE("torch op SAC: FSDP2's prefetched gathers serve the replay, cached ops
   CHECK(recompute_gathers == 0);
 }
 
+TEST_CASE("torch op SAC under tensor parallelism: the saved reduce-scatters are not run again") {
+  // TorchTitan's TP plan (wo and w2 RowwiseParallel with Shard(1) output: a functional
+  // reduce-scatter, in the save list; the attention and feed-forward inputs all-gathered by
+  // PrepareModuleInput, not in it). Full recompute runs both again; the policy the gathers only.
+  auto config = [](const std::string& recompute, const std::string& overlap) {
+    return test::config_json(
+        test::tiny_llama_model(R"(,"flash_attention":true)"), R"({"preset":"dgx-h100","nodes":1})", 8,
+        R"({"dp":4,"tp":2,"micro_batch":1,"zero":3,"framework":"fsdp","sequence_parallel":true,)"
+        R"("recompute":")" +
+            recompute + R"(")" + overlap + "}");
+  };
+  const AxisMask tp = axis_bit(kAxisTp);
+  for (const std::string overlap : {"", R"(,"tp_comm_overlap":true,"torch_compile":true)"}) {
+    CAPTURE(overlap);
+    const CompiledModel full = test::compile_text(config("full", overlap));
+    const CompiledModel sac = test::compile_text(config("selective", overlap));
+    auto recomputed = [&](const CompiledModel& c, CollectiveKind kind) {
+      return test::count_collectives(c, kind, tp, Phase::Recompute, "layers.0.").count;
+    };
+    CHECK(recomputed(full, CollectiveKind::ReduceScatter) > 0);
+    CHECK(recomputed(sac, CollectiveKind::ReduceScatter) == 0);
+    if (overlap.empty())
+      CHECK(recomputed(sac, CollectiveKind::AllGather) == recomputed(full, CollectiveKind::AllGather));
+  }
+  // What the forward keeps beyond full recompute's block input, per rank and layer (2048 tokens,
+  // tp 2, bf16, MiB): q 2, v 0.5, the attention output 2 and its logsumexp (4 heads, fp32), w1's
+  // output 8, w2's partial sums 4, and the reduce-scattered outputs of wo and w2, 2 each.
+  const double mib = 1024.0 * 1024.0, per_layer = (2 + 0.5 + 2 + 8 + 4 + 2 + 2) * mib + 4.0 * 2048 * 4;
+  const CompiledModel full = test::compile_text(config("full", ""));
+  const CompiledModel sac = test::compile_text(config("selective", ""));
+  CHECK(sac.stats.activation_bytes_per_microbatch_per_stage[0] -
+            full.stats.activation_bytes_per_microbatch_per_stage[0] ==
+        doctest::Approx(2 * per_layer));
+}
+
 TEST_CASE("torch op SAC: the search's analytic bound counts its recompute and stays below") {
   // Long sequences make Megatron's recompute (the attention core) far larger than TorchTitan's
   // (three linears and the memory-bound ops): the bound must take the latter.

@@ -90,9 +90,23 @@ void OpIndex::build_segments() {
 double OpIndex::cached_output_bytes(int op) const {
   const OpPlan& p = plans_[op];
   const int out = g_.ops[op].output.tensor;
-  if (p.sac_saved_share <= 0 || out < 0) return 0;
+  if (!p.op_sac || out < 0) return 0;
   const double extra = p.sac_saved_share >= 1 ? p.saved_extra_bytes : 0;
-  return p.sac_saved_share * tensor_bytes_per_rank(g_.tensors[out], p.output, tree_.mesh) + extra;
+  const Tensor& t = g_.tensors[out];
+  double bytes = p.sac_saved_share * tensor_bytes_per_rank(t, p.output, tree_.mesh) + extra;
+  // The policy saves the functional reduce-scatter's result too (a row-parallel linear's
+  // output under sequence parallelism), once per layout.
+  std::vector<Layout> scattered;
+  for (const auto& [c, k] : consumers[out]) {
+    const Layout& want = plans_[c].input_required[k];
+    if (plans_[c].chunk != p.chunk || std::find(scattered.begin(), scattered.end(), want) != scattered.end())
+      continue;
+    const auto steps = redistribute(p.output, want, t.bytes(), tree_.mesh);
+    if (steps.size() != 1 || steps[0].kind != CollectiveKind::ReduceScatter) continue;
+    scattered.push_back(want);
+    bytes += tensor_bytes_per_rank(t, want, tree_.mesh);
+  }
+  return bytes;
 }
 
 bool OpIndex::replay_served_from_cache(int op) const {

@@ -176,6 +176,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
       const bool in_block = sac_shares[i] >= 0;
       p.recompute = in_block ? Recompute::Full : Recompute::None;
       p.sac_saved_share = in_block ? sac_shares[i] : 0;
+      p.op_sac = in_block;
     } else if (cfg.recompute == Recompute::Selective) {
       p.recompute_modules = op.recompute_modules & cfg.recompute_modules;
     }

@@ -40,6 +40,7 @@ struct OpPlan {
   // full-recompute segment, and this share of its output is saved in the forward instead of
   // made again (1: the replay serves it from the cache).
   double sac_saved_share = 0;
+  bool op_sac = false;  // under that policy (its reduce-scatters' results are saved too)
   std::array<int, kNumMeshAxes> axis_dim{-1, -1, -1, -1, -1};
   std::vector<Layout> input_required;  // forward: layout each input must have
   // How each input is kept for the backward: what arrived before an all-gather (Megatron keeps

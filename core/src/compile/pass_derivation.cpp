@@ -72,6 +72,14 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   if (src == want) return src_task;
   int last = src_task;
   std::vector<CollectiveStep> steps = redistribute(src, want, g_.tensors[t].bytes(), mesh_);
+  // Op-level checkpointing saves the functional reduce-scatter's result (torch_op_sac.h): the
+  // replay reads the forward's.
+  if (ns == kRecompute && plans_[prod].op_sac && steps.size() == 1 &&
+      steps[0].kind == CollectiveKind::ReduceScatter)
+    if (const int* cached = state_.provider(mb, provider_key(mb, kFwd, t, want))) {
+      state_.set_provider(provider_key(mb, ns, t, want), *cached);
+      return *cached;
+    }
   // An FP8 copy is what a gather moves (TE casts before its sequence-parallel all-gather);
   // reductions of partial sums stay 16-bit.
   const bool gathers_only = std::all_of(steps.begin(), steps.end(), [](const CollectiveStep& s) {
@@ -460,7 +468,9 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     mem.push_back({MemCategory::Activations, true, -kv});
   }
   Layout scattered;
-  const double rs_bytes = ring_shard_bytes > 0 || partial_replay ? 0 : pipelined_rs_target(op, &scattered);
+  const bool rs_cached = ns == kRecompute && p.op_sac;  // the reduce-scatter's result is saved
+  const double rs_bytes =
+      ring_shard_bytes > 0 || partial_replay || rs_cached ? 0 : pipelined_rs_target(op, &scattered);
   int gathered = -1, reduced = -1;
   const int id = rs_bytes > 0 ? pipelined_reduce_scatter(op, mb, phase, deps, mem, rs_bytes, &reduced)
                               : compute_op(op, mb, phase, partial_replay ? kPartialReplay : 0, deps, mem,
