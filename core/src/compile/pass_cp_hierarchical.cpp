@@ -12,6 +12,7 @@
 //             dQ, dK, dV.
 // Each all-to-all moves (a-1)/a of its tensors inside the node; only the ring crosses nodes.
 #include "pass_derivation.h"
+#include "te_cp_copies.h"
 
 namespace proteus {
 
@@ -50,9 +51,21 @@ int PassDeriver::hierarchical_cp_attention(int op, int mb, Phase phase, int whic
       {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes, ring_block_work(op, which, r), "activation", ring_group},
       nullptr);
   last = te_cp_ring_work(op, mb, phase, which, r, kv_bytes, last);
-  if (a > 1)
+  if (a > 1) {
+    // flash_attn_a2a_communicate's copies around both exchanges (te_cp_copies.h), on the
+    // compute stream before the last.
+    int& id = cp_a2a_copy_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
+    if (id < 0) {
+      ComputeWork w;
+      w.op_kind = OpKind::Elementwise;
+      w.bytes = te_cp_a2a_exchange_copy_bytes(before) + te_cp_a2a_exchange_copy_bytes(after);
+      id = emit_.exec().add_work(w);
+    }
+    last =
+        emit_.compute(emit_.compute_task(emit_.exec().label_id("cp_a2a_copies"), phase, mb, id), {last}, {});
     last = emit_.collective(CollectiveKind::AllToAll, axis_bit(kAxisCp), after, Stream::TpComm, phase, mb,
                             label, {last}, "activation", a2a_group);
+  }
   return last;
 }
 

@@ -7,6 +7,7 @@
 #include "fsdp_copies.h"
 #include "iteration_tail.h"
 #include "proteus/error.h"
+#include "te_cp_copies.h"
 #include "te_cp_ring.h"
 #include "torch_cp_merge.h"
 #include "userbuffers.h"
@@ -37,6 +38,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       kept_gather_(in.graph.ops.size()),
       copy_out_work_ids_(in.graph.ops.size(), -1),
       cp_merge_work_ids_(2 * in.graph.ops.size(), -1),
+      cp_a2a_copy_work_ids_(2 * in.graph.ops.size(), -1),
       amax_(plan_fp8_amax(in.graph, in.plans, in.tree, index)) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
@@ -310,9 +312,9 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
     const int t =
         emit_.compute(emit_.compute_task(index_.labels[op], phase, mb, work_id(op, which)), deps, mem);
     const double gathered = gathered_kv_bytes(op);
-    return tree_.root().torch_cp && gathered > 0
-               ? torch_cp_merge(op, mb, phase, which, t, gathered / mesh_.size[kAxisCp])
-               : t;
+    if (tree_.root().torch_cp)
+      return gathered > 0 ? torch_cp_merge(op, mb, phase, which, t, gathered / mesh_.size[kAxisCp]) : t;
+    return te_cp_copy_work(op, mb, phase, which, t);
   }
   const Op& o = g_.ops[op];
   const int seq_kv = o.find_dim("seq_kv");
@@ -350,6 +352,65 @@ int PassDeriver::te_cp_ring_work(int op, int mb, Phase phase, int which, int rin
   }
   const int label = emit_.exec().label_id(which == 0 ? "cp_ring_out_correction" : "cp_ring_grad_accumulate");
   return emit_.compute(emit_.compute_task(label, phase, mb, id), {attention}, {});
+}
+
+// Transformer Engine's all_gather and a2a context parallelism (te_cp_copies.h): their copies
+// beside the attention kernels, on the compute stream after the attention.
+int PassDeriver::te_cp_copy_work(int op, int mb, Phase phase, int which, int attention) {
+  const Op& o = g_.ops[op];
+  const int cp = mesh_.size[kAxisCp];
+  const CpCommType flavour = tree_.nodes[o.module].config.cp_comm_type;
+  if (o.kind != OpKind::Attention || cp <= 1 ||
+      (flavour != CpCommType::AllGather && flavour != CpCommType::A2a))
+    return attention;
+  int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
+  if (id < 0) {
+    const OpPlan& p = plans_[op];
+    double q_bytes = 0, kv_bytes = 0;
+    for (size_t k = 0; k < o.inputs.size(); ++k)
+      (k == 0 ? q_bytes : kv_bytes) +=
+          tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], p.input_required[k], mesh_);
+    const double out_bytes =
+        o.output.tensor < 0 ? 0 : tensor_bytes_per_rank(g_.tensors[o.output.tensor], p.output, mesh_);
+    ComputeWork w;
+    w.op_kind = OpKind::Elementwise;
+    if (flavour == CpCommType::AllGather) {
+      // The gathered K/V are the attention's inputs; the shards were 1/cp of them.
+      const TeCpCopyBytes b = te_cp_all_gather_copy_bytes(q_bytes, out_bytes, kv_bytes / cp, cp);
+      w.bytes = which == 0 ? b.forward : b.backward;
+    } else {
+      w.bytes = which == 0 ? te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes) +
+                                 te_cp_a2a_exchange_copy_bytes(out_bytes)
+                           : 2 * te_cp_a2a_exchange_copy_bytes(out_bytes) +
+                                 te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes);
+    }
+    id = emit_.exec().add_work(w);
+  }
+  const char* name = flavour == CpCommType::AllGather ? "cp_all_gather_copies" : "cp_a2a_copies";
+  return emit_.compute(emit_.compute_task(emit_.exec().label_id(name), phase, mb, id), {attention}, {});
+}
+
+// TE's a2a backward exchanges the saved output again, to the head split, beside dO
+// (AttnFuncWithCPAndQKVOA2A.backward: flash_attn_a2a_communicate([out, dout], ...)). Returns the
+// exchange's last task, -1 when there is none.
+int PassDeriver::te_cp_a2a_saved_output_exchange(int op, int mb) {
+  const Op& o = g_.ops[op];
+  if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 || tree_.root().torch_cp ||
+      tree_.nodes[o.module].config.cp_comm_type != CpCommType::A2a || o.output.tensor < 0)
+    return -1;
+  const OpPlan& p = plans_[op];
+  for (const auto& [c_op, k] : index_.consumers[o.output.tensor]) {
+    if (plans_[c_op].chunk != p.chunk) continue;
+    const auto steps =
+        redistribute(plans_[c_op].input_required[k], p.output, g_.tensors[o.output.tensor].bytes(), mesh_);
+    int last = -1;
+    for (const CollectiveStep& step : steps)
+      last = emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb,
+                              index_.labels[op], last < 0 ? std::vector<int>{} : std::vector<int>{last},
+                              "activation");
+    return last;
+  }
+  return -1;
 }
 
 // PyTorch CP (torch_cp_merge.h): after the attention's SDPA calls, the fused fp32 merge of the
@@ -604,6 +665,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   double ring_shard_bytes = 0;
   output_grad_deps(op, mb, &grad_deps, &ring_shard_bytes);
   std::vector<int> deps = grad_deps;
+  if (const int out = te_cp_a2a_saved_output_exchange(op, mb); out >= 0) deps.push_back(out);
   if (p.fp8_amax_tp_bwd) current_amax_reduction(op, mb, Phase::BackwardInput, &deps);
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();

@@ -53,6 +53,8 @@ class PassDeriver {
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
   int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
+  int te_cp_copy_work(int op, int mb, Phase phase, int which, int attention);
+  int te_cp_a2a_saved_output_exchange(int op, int mb);
   void note_weight_compute(int task);
   // The op's compute task (which: 0 forward, 1 input gradient); an attention core under the
   // context-parallel ring as cp blocks with the K/V passes between them. Returns the last task.
@@ -125,8 +127,10 @@ class PassDeriver {
   std::vector<int> copy_out_work_ids_;      // per op: its FSDP2 copy-out work (fsdp_copy_out)
   int copy_out_label_ = -1;
   // Per op and direction: the context-parallel bookkeeping beside the attention kernels,
-  // PyTorch's merge (torch_cp_merge) or Transformer Engine's ring (te_cp_ring_work).
+  // PyTorch's merge (torch_cp_merge), Transformer Engine's ring (te_cp_ring_work) or its
+  // all_gather and a2a copies (te_cp_copy_work); the copies around a2a+p2p's all-to-alls.
   std::vector<int> cp_merge_work_ids_;
+  std::vector<int> cp_a2a_copy_work_ids_;
   Fp8AmaxPlan amax_;
   int amax_label_ = -1;
 };
