@@ -16,11 +16,12 @@ namespace {
 
 // The tiny Llama (hidden 1024, 8 heads of 128, 2 KV heads, SwiGLU 4096, 2 layers) with flash
 // attention, 8 GPUs of one micro-batch of 2048 tokens each, FSDP2 (zero 3).
-std::string llama_config(const std::string& recompute, const std::string& framework = "fsdp") {
-  return test::config_json(test::tiny_llama_model(R"(,"flash_attention":true)"),
-                           R"({"preset":"dgx-h100","nodes":1})", 8,
-                           R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework +
-                               R"(","recompute":")" + recompute + R"("})");
+std::string llama_config(const std::string& recompute, const std::string& framework = "fsdp",
+                         bool compiled = false) {
+  return test::config_json(
+      test::tiny_llama_model(R"(,"flash_attention":true)"), R"({"preset":"dgx-h100","nodes":1})", 8,
+      R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + R"(","recompute":")" + recompute +
+          R"(")" + (compiled ? R"(,"torch_compile":true})" : "}"));
 }
 
 int op_named(const OpGraph& g, const std::string& path) {
@@ -86,6 +87,12 @@ TEST_CASE("torch op SAC: the replay is full recompute less the saved ops' forwar
         doctest::Approx(task_flops(sac, "layers.0.attention.kv_proj", Phase::Forward) / 2));
   CHECK(task_flops(sac, "layers.0.attention.o_proj", Phase::Recompute) ==
         doctest::Approx(task_flops(sac, "layers.0.attention.o_proj", Phase::Forward)));
+  // The block's last add feeds only the next block, which kept its own input: eager replays it,
+  // torch.compile's partitioner does not (no backward reads it).
+  const CompiledModel compiled = test::compile_text(llama_config("selective", "fsdp", true));
+  CHECK(task_flops(sac, "layers.0.mlp.mlp_residual", Phase::Recompute) > 0);
+  CHECK(task_flops(compiled, "layers.0.mlp.mlp_residual", Phase::Recompute) == 0);
+  CHECK(task_flops(compiled, "layers.0.attention.attn_residual", Phase::Recompute) > 0);  // ln2 reads it
 }
 
 TEST_CASE("torch op SAC: the forward keeps the block's input and the saved outputs") {
@@ -159,6 +166,13 @@ TEST_CASE("torch op SAC under tensor parallelism: the saved reduce-scatters are 
     CHECK(recomputed(sac, CollectiveKind::ReduceScatter) == 0);
     if (overlap.empty())
       CHECK(recomputed(sac, CollectiveKind::AllGather) == recomputed(full, CollectiveKind::AllGather));
+    // wo's output then feeds only the saved reduce-scatter: eager PyTorch replays wo all the
+    // same, torch.compile's partitioner drops it.
+    const double wo_replay = task_flops(sac, "layers.0.attention.o_proj", Phase::Recompute);
+    if (overlap.empty())
+      CHECK(wo_replay == doctest::Approx(task_flops(sac, "layers.0.attention.o_proj", Phase::Forward)));
+    else
+      CHECK(wo_replay == 0);
   }
   // What the forward keeps beyond full recompute's block input, per rank and layer (2048 tokens,
   // tp 2, bf16, MiB): q 2, v 0.5, the attention output 2 and its logsumexp (4 heads, fp32), w1's

@@ -25,6 +25,7 @@ OpIndex::OpIndex(const ProgramInputs& in, ExecGraph* exec) : g_(in.graph), tree_
     labels[i] = exec->label_id(path.empty() ? g_.ops[i].name : path + "." + g_.ops[i].name);
   }
   build_segments();
+  mark_dropped_replays();
   build_fsdp_units();
   std::vector<int> seg_last(g_.ops.size(), -1);
   for (size_t i = 0; i < g_.ops.size(); ++i)
@@ -110,7 +111,41 @@ double OpIndex::cached_output_bytes(int op) const {
 }
 
 bool OpIndex::replay_served_from_cache(int op) const {
-  return seg_of_op[op] >= 0 && plans_[op].sac_saved_share >= 1;
+  return seg_of_op[op] >= 0 && (plans_[op].sac_saved_share >= 1 || replay_dropped_[op]);
+}
+
+// Consumer input k reads producer's output through a reduce-scatter op-level checkpointing saved.
+bool OpIndex::reads_cached_reduce_scatter(int producer, int consumer, int k) const {
+  const OpPlan& p = plans_[producer];
+  if (!p.op_sac) return false;
+  const Tensor& t = g_.tensors[g_.ops[producer].output.tensor];
+  const auto steps = redistribute(p.output, plans_[consumer].input_required[k], t.bytes(), tree_.mesh);
+  return steps.size() == 1 && steps[0].kind == CollectiveKind::ReduceScatter;
+}
+
+// torch.compile traces the checkpointed block with the policy's tags and its partitioner
+// recomputes only what the backward reads: an op is run again if an op of its block reads its
+// output for its own backward (a saved input) or to be run again itself, not through a saved
+// reduce-scatter. Eager PyTorch replays the whole block. Walks each segment from its end.
+void OpIndex::mark_dropped_replays() {
+  replay_dropped_.assign(g_.ops.size(), 0);
+  if (!tree_.root().torch_op_sac || tree_.root().eager_elementwise) return;
+  for (const Segment& seg : segments) {
+    if (!plans_[seg.ops.front()].op_sac) continue;
+    for (auto it = seg.ops.rbegin(); it != seg.ops.rend(); ++it) {
+      const int op = *it;
+      const int out = g_.ops[op].output.tensor;
+      // Its own backward reads what its forward made beside the output (a norm's statistics,
+      // a dropout mask) or the output itself.
+      bool needed = !g_.ops[op].saved_extra.empty() || g_.ops[op].backward_reads_output;
+      for (const auto& [c, k] : out < 0 ? std::vector<std::pair<int, int>>{} : consumers[out]) {
+        if (seg_of_op[c] != seg_of_op[op] || reads_cached_reduce_scatter(op, c, k)) continue;
+        const bool replayed = plans_[c].sac_saved_share < 1 && !replay_dropped_[c];
+        needed = needed || g_.ops[c].saves_inputs || replayed;
+      }
+      replay_dropped_[op] = plans_[op].sac_saved_share < 1 && !needed;
+    }
+  }
 }
 
 // What a segment's op keeps from the replay for its backward: its saved inputs and tensors,

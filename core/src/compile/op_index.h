@@ -31,6 +31,8 @@ class OpIndex {
   std::vector<int> unit_of_op;  // -1: none (another framework)
   // Under TorchTitan's op-level checkpointing (torch_op_sac.h): an op of a segment whose
   // output the forward saved whole is not run again; the replay serves it from the cache.
+  // Compiled (torch.compile's partitioner), an op whose output no backward needs is not run
+  // again either (a row-parallel linear whose reduce-scatter is saved, the block's last add).
   bool replay_served_from_cache(int op) const;
   RecomputeGroups groups;                       // selective recompute by module (recompute_groups.h)
   std::vector<std::vector<int>> weight_stages;  // stages that hold each weight tensor
@@ -53,6 +55,9 @@ class OpIndex {
   void build_segments();
   void build_fsdp_units();
   double cached_output_bytes(int op) const;
+  bool reads_cached_reduce_scatter(int producer, int consumer, int k) const;
+  void mark_dropped_replays();
+  std::vector<char> replay_dropped_;  // per op: compiled, its replay is dead code
   double segment_replay_bytes(int op) const;
   const OpGraph& g_;
   const StrategyTree& tree_;

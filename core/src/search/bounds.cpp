@@ -234,7 +234,9 @@ Bounds analytic_bounds(const ModelProfile& prof, const Config& c) {
       r += s.recompute == Recompute::Full        ? prof.fwd_flops[u]
            : s.recompute != Recompute::Selective ? 0
            : s.framework == Framework::Fsdp
-               ? prof.torch_op_sac_flops[u]
+               // torch.compile drops a row-parallel linear's replay under tp (OpIndex::
+               // mark_dropped_replays): the bound then counts none.
+               ? (s.torch_compile && s.tp > 1 ? 0 : prof.torch_op_sac_flops[u])
                : selective_recompute_flops(prof.selective_flops[u], s.recompute_modules);
     }
     if (rate <= 0) continue;
