@@ -79,8 +79,9 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   if (ns == kRecompute && plans_[prod].op_sac && steps.size() == 1 &&
       steps[0].kind == CollectiveKind::ReduceScatter)
     if (const int* cached = state_.provider(mb, provider_key(mb, kFwd, t, want))) {
-      state_.set_provider(provider_key(mb, ns, t, want), *cached);
-      return *cached;
+      const int task = *cached;  // set_provider may rehash the map `cached` points into
+      state_.set_provider(provider_key(mb, ns, t, want), task);
+      return task;
     }
   // An FP8 copy is what a gather moves (TE casts before its sequence-parallel all-gather);
   // reductions of partial sums stay 16-bit.
