@@ -180,6 +180,11 @@ void OpIndex::build_fsdp_units() {
   }
 }
 
+bool OpIndex::keeps_gather_to_backward(int op) const {
+  return unit_of_op[op] >= 0 && tree_.stages == 1 && g_.num_layers > 0 &&
+         g_.modules[g_.ops[op].module].layer == g_.num_layers - 1;
+}
+
 bool OpIndex::drops_extra(int op) const {
   return (plans_[op].recompute_modules & recompute_bit(RecomputeModule::CoreAttn)) != 0;
 }

@@ -29,6 +29,9 @@ class OpIndex {
   // layers, in a chunk, forward order; what FSDP2 gathers and prefetches as one.
   std::vector<std::vector<int>> fsdp_units;
   std::vector<int> unit_of_op;  // -1: none (another framework)
+  // TorchTitan's apply_fsdp does not reshard the last block after its forward ("FSDP would
+  // prefetch it immediately"): its gathered weights stay for its backward (framework fsdp, no pp).
+  bool keeps_gather_to_backward(int op) const;
   // Under TorchTitan's op-level checkpointing (torch_op_sac.h): an op of a segment whose
   // output the forward saved whole is not run again; the replay serves it from the cache.
   // Compiled (torch.compile's partitioner), an op whose output no backward needs is not run

@@ -512,7 +512,7 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const bool for_backward = ns == kRecompute && index_.seg_of_op[op] >= 0;
   if (const int kept = for_backward || ns == kFwd ? use_kept_gather(op, mb, phase) : -1; kept >= 0) {
     deps.push_back(kept);
-    if (ns == kFwd) {  // resharded after the forward (FSDP2's reshard_after_forward)
+    if (ns == kFwd && !index_.keeps_gather_to_backward(op)) {  // FSDP2's reshard_after_forward
       KeptGather& used = kept_gather_[static_cast<size_t>(op)];
       mem.push_back({MemCategory::Weights, true, -used.bytes});
       used = {};
