@@ -102,8 +102,7 @@ double OpIndex::cached_output_bytes(int op) const {
     const Layout& want = plans_[c].input_required[k];
     if (plans_[c].chunk != p.chunk || std::find(scattered.begin(), scattered.end(), want) != scattered.end())
       continue;
-    const auto steps = redistribute(p.output, want, t.bytes(), tree_.mesh);
-    if (steps.size() != 1 || steps[0].kind != CollectiveKind::ReduceScatter) continue;
+    if (!reads_cached_reduce_scatter(op, c, k)) continue;
     scattered.push_back(want);
     bytes += tensor_bytes_per_rank(t, want, tree_.mesh);
   }
