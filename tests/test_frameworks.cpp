@@ -259,10 +259,11 @@ TEST_CASE(
   // ... and holds only its 1/d shard of the fp32 gradient (ZeRO paper 5.2: 2 + (4 + 12)/d per parameter).
   const int grads = static_cast<int>(MemCategory::Gradients);
   CHECK(eight.stats.static_bytes_per_stage[0][grads] == doctest::Approx(4 * P / 8));
-  // FSDP no_sync / at the boundary: one reduce-scatter per bucket, a full fp32 gradient buffer.
+  // FSDP no_sync / at the boundary: one reduce-scatter per parameter group (FSDP2's
+  // post_backward: the root module's and each of the 2 blocks'), a full fp32 gradient buffer.
   const CompiledModel boundary = test::compile_text(
       small(R"({"dp":8,"micro_batch":1,"zero":2,"framework":"fsdp","grad_sync":"at_boundary"})", 64));
-  CHECK(stat(boundary, "reduce_scatter", "gradient").count == stat(one, "reduce_scatter", "gradient").count);
+  CHECK(stat(boundary, "reduce_scatter", "gradient").count == 1 + boundary.graph.num_layers);
   CHECK(stat(boundary, "reduce_scatter", "gradient").bytes == doctest::Approx(4 * P));
   CHECK(boundary.stats.static_bytes_per_stage[0][grads] == doctest::Approx(4 * P));
 }
@@ -324,13 +325,19 @@ TEST_CASE("frameworks: FSDP2's forward gathers the next block's weights while th
     CHECK((last_layer1_gather < first_layer0_compute) == (framework == "fsdp"));
   }
   // Llama 3 8B over 16 nodes (FSDP 128, local batch 2 of 8K tokens): a block's 0.44 GB gather
-  // takes about 11 ms at the 40 GB/s a GPU's NIC carries, its forward about 25 ms: FSDP2 hides
-  // the gathers (TorchTitan's 128-GPU rows run 2% slower than its 8-GPU rows, not more).
+  // takes under 11 ms at the 40 GB/s a GPU's NIC carries, its forward about 25 ms: FSDP2 hides
+  // the blocks' gathers (TorchTitan's 128-GPU rows run 2% slower than its 8-GPU rows, not more).
+  // What it cannot hide is the root group's: its bf16 gather (embedding and output layer,
+  // 2 x 128256 x 4096) before the first block and its fp32 reduce-scatter after the last
+  // backward, ring traffic (n - 1)/n of them over the node's 8 NICs.
   const json r = simulate(
       R"({"model": "llama3-8b", "training": {"global_batch": 256, "seq_len": 8192, "precision": "bf16"},
           "strategy": {"dp": 128, "micro_batch": 2, "zero": 3, "framework": "fsdp", "torch_compile": true},
           "cluster": {"preset": "dgx-h100", "nodes": 16}})");
-  CHECK(r["summary"]["exposed_comm_fraction"].get<double>() < 0.01);
+  const double root_params = 2.0 * 128256 * 4096, nics_Bps = 8 * 40e9;
+  const double root_unhidden_s = root_params * (2 + 4) * 127 / 128 / nics_Bps;
+  const double step_s = r["summary"]["iteration_time_s"].get<double>();
+  CHECK(r["summary"]["exposed_comm_fraction"].get<double>() * step_s < root_unhidden_s + 0.005 * step_s);
 }
 
 // FSDPParamGroup.pre_backward unshards a block and prefetches the next one in backward order

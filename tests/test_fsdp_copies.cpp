@@ -77,21 +77,25 @@ TEST_CASE("fsdp copies: the model's weights, counted by hand") {
 TEST_CASE("fsdp copies: copy-out is 2 x the gathered bf16 bytes per gather, on the compute stream") {
   const CompiledModel c = test::compile_text(fsdp_config("fsdp"));
   // Forward: one gather per weighted op; backward: gathered again (reshard after forward),
-  // except the last block's weights, which TorchTitan's apply_fsdp keeps from its forward to its
-  // backward (reshard_after_forward false for the last block). Each copy-out reads the gathered
+  // except the weights kept from the forward to the backward: the last block's (TorchTitan's
+  // apply_fsdp: reshard_after_forward false for it) and the root module's, the ops outside the
+  // layers (FSDP2 never reshards the root after its forward). Each copy-out reads the gathered
   // bf16 buffer and writes the parameters: 2 + 2 bytes each.
   const int last_layer = c.graph.num_layers - 1;
-  int weighted_ops = 0, last_layer_weighted_ops = 0;
+  int weighted_ops = 0, kept_weighted_ops = 0;
   for (const Op& op : c.graph.ops) {
     weighted_ops += op.weights.empty() ? 0 : 1;
-    if (c.graph.modules[op.module].layer == last_layer) last_layer_weighted_ops += op.weights.empty() ? 0 : 1;
+    const int layer = c.graph.modules[op.module].layer;
+    if (layer == last_layer || layer < 0) kept_weighted_ops += op.weights.empty() ? 0 : 1;
   }
+  REQUIRE(kept_weighted_ops > 0);
   const Copies fwd = copies(c, "fsdp_all_gather_copy_out", Phase::Forward);
   const Copies bwd = copies(c, "fsdp_all_gather_copy_out", Phase::BackwardInput);
   CHECK(fwd.count == weighted_ops);
-  CHECK(bwd.count == weighted_ops - last_layer_weighted_ops);
+  CHECK(bwd.count == weighted_ops - kept_weighted_ops);
   CHECK(fwd.bytes == doctest::Approx(2 * 2 * gathered_elements(c)));
-  CHECK(bwd.bytes == doctest::Approx(fwd.bytes - 2 * 2 * gathered_elements(c, last_layer)));
+  CHECK(bwd.bytes ==
+        doctest::Approx(fwd.bytes - 2 * 2 * (gathered_elements(c, last_layer) + gathered_elements(c, -1))));
   // Each copy-out waits for its all-gather, and the op using the weights waits for the copy-out.
   for (size_t t = 0; t < c.exec.tasks.size(); ++t) {
     if (c.exec.labels[c.exec.tasks[t].label] != "fsdp_all_gather_copy_out") continue;

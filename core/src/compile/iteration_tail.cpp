@@ -100,6 +100,7 @@ void IterationTail::plan_buckets() {
   const double first_cap = knobs_.ddp_first_bucket ? kDdpFirstBucketMB * kBytesPerMB : cap;
   double filled = 0;
   const bool per_mb = knobs_.grad_sync == GradSync::PerMicroBatch;
+  std::vector<int> bucket_of_unit(index_.fsdp_units.size(), -1);
   for (int c = tree_.model_chunks() - 1; c >= 0; --c) {
     if (!emit_.holds_chunk(c)) continue;
     bool new_chunk = per_mb;  // per micro-batch: a new bucket per chunk (one pass each)
@@ -107,17 +108,28 @@ void IterationTail::plan_buckets() {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
         if (weight_plan_of_tensor_[w.tensor] != &w) continue;  // bucketed at its registering use
-        if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
+        int bi = static_cast<int>(buckets_.size()) - 1;
+        if (const int unit = index_.unit_of_op[*it]; unit >= 0) {
+          // FSDP2 reduce-scatters a parameter group (OpIndex::fsdp_units) at once, in its
+          // post-backward: a layer's when its backward is done, the root's at the end.
+          if (bucket_of_unit[unit] < 0) {
+            bucket_of_unit[unit] = static_cast<int>(buckets_.size());
+            buckets_.push_back({});
+          }
+          bi = bucket_of_unit[unit];
+        } else if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
           buckets_.push_back({});
           filled = 0;
           new_chunk = false;
+          bi = static_cast<int>(buckets_.size()) - 1;
         }
-        bucket_of_tensor_[w.tensor] = static_cast<int>(buckets_.size()) - 1;
-        buckets_.back().tensors.push_back(w.tensor);
+        Bucket& b = buckets_[static_cast<size_t>(bi)];
+        bucket_of_tensor_[w.tensor] = bi;
+        b.tensors.push_back(w.tensor);
         if (gathered_after_step(w))
-          buckets_.back().param_gather_bytes +=
+          b.param_gather_bytes +=
               w.local_params * gather_bytes_per_element(w, index_.weight_bytes, knobs_.fp8_param_gather);
-        ++buckets_.back().pending;
+        ++b.pending;
         filled += w.local_params * grad_bytes(knobs_);
       }
     }

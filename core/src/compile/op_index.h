@@ -24,14 +24,28 @@ class OpIndex {
   std::vector<int> labels;                                  // per op: ExecGraph label id
   std::vector<Segment> segments;
   std::vector<int> seg_of_op;  // -1: not under full recompute
-  // FSDP2's units (framework fsdp; fully_shard per TransformerBlock, the root module's
-  // embedding, final norm and output layer): the ops of one layer, or a run of ops outside the
-  // layers, in a chunk, forward order; what FSDP2 gathers and prefetches as one.
+  // FSDP2's units (framework fsdp; TorchTitan's apply_fsdp calls fully_shard on each
+  // TransformerBlock and on the model): per chunk, the root unit first (every op outside the
+  // layers: embedding, final norm, output layer, loss), then one unit per layer; each unit's
+  // ops in forward order. What FSDP2 gathers, prefetches and reduces as one parameter group.
   std::vector<std::vector<int>> fsdp_units;
+  std::vector<char> fsdp_unit_is_root;
   std::vector<int> unit_of_op;  // -1: none (another framework)
-  // TorchTitan's apply_fsdp does not reshard the last block after its forward ("FSDP would
-  // prefetch it immediately"): its gathered weights stay for its backward (framework fsdp, no pp).
+  // The unit whose gathers a pass issues ahead while `unit` computes, -1: none. Forward: the
+  // next in execution order (the root, which runs first, prefetches layer 0; the last layer
+  // nothing, the root being gathered). Backward, in FSDP2's reverse post-forward order: the
+  // root (its output layer runs first) prefetches the last layer, a layer the one before it.
+  int fsdp_prefetch_unit(int unit, bool forward) const;
+  // Gathered weights that stay from the forward to the backward (framework fsdp, no pp): the
+  // last block's, which TorchTitan's apply_fsdp does not reshard after its forward ("FSDP would
+  // prefetch it immediately"), and the root's, which FSDP2 never reshards after the forward
+  // ("For the root, do not reshard after forward since for training, the parameters would be
+  // freed and all-gathered immediately", FSDPState._lazy_init).
   bool keeps_gather_to_backward(int op) const;
+  // The root unit's gathered weights are freed only by its post-backward, which FSDP2 runs in
+  // the root's final backward callback (its inputs, the token ids, need no gradient, so no
+  // post-backward hook fires earlier): after the backward of its first op, the embedding.
+  bool frees_gather_at_root_post_backward(int op) const;
   // Under TorchTitan's op-level checkpointing (torch_op_sac.h): an op of a segment whose
   // output the forward saved whole is not run again; the replay serves it from the cache.
   // Compiled (torch.compile's partitioner), an op whose output no backward needs is not run

@@ -134,6 +134,14 @@ int PassDeriver::gather_weights(int op, int mb, Phase phase, int after, double* 
                                 double* moved_bytes) {
   std::vector<CollectiveStep> merged;
   *gathered_bytes = *moved_bytes = 0;
+  add_weight_gather_steps(op, &merged, gathered_bytes, moved_bytes);
+  return emit_weight_gathers(merged, mb, phase, after, index_.labels[op]);
+}
+
+// The collective steps that bring op's sharded weights from storage to use, added to *merged;
+// *gathered_bytes and *moved_bytes grow by the gathered copy and what the gathers move per rank.
+void PassDeriver::add_weight_gather_steps(int op, std::vector<CollectiveStep>* merged, double* gathered_bytes,
+                                          double* moved_bytes) const {
   for (const WeightPlan& w : plans_[op].weights) {
     if (w.storage == w.use) continue;
     // The gathered copy: 16-bit, or FP8 plus the transpose its GEMMs make (same 2 bytes).
@@ -141,15 +149,20 @@ int PassDeriver::gather_weights(int op, int mb, Phase phase, int after, double* 
     const double element_bytes =
         gather_bytes_per_element(w, index_.weight_bytes, tree_.root().fp8_param_gather);
     *moved_bytes += w.local_params * element_bytes;
-    add_steps(&merged,
-              redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_));
+    add_steps(merged, redistribute(w.storage, w.use, g_.tensors[w.tensor].elements() * element_bytes, mesh_));
   }
-  if (merged.empty()) return -1;
+}
+
+// The steps on the parameter stream, one after another, after task `after` (-1: none); the last
+// task, -1 when there are none.
+int PassDeriver::emit_weight_gathers(const std::vector<CollectiveStep>& steps, int mb, Phase phase, int after,
+                                     int label) {
+  if (steps.empty()) return -1;
   std::vector<int> gdeps;
   if (after >= 0) gdeps.push_back(after);
-  for (const CollectiveStep& step : merged)
-    gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::ParamComm, phase, mb,
-                              index_.labels[op], gdeps, "weight")};
+  for (const CollectiveStep& step : steps)
+    gdeps = {emit_.collective(step.kind, step.axes, step.bytes, Stream::ParamComm, phase, mb, label, gdeps,
+                              "weight")};
   return gdeps.back();
 }
 
@@ -183,21 +196,46 @@ void PassDeriver::fsdp_unit_gathers(int op, int mb, bool forward) {
   if (op != (forward ? ops.front() : ops.back())) return;
   const Phase phase = forward ? Phase::Forward : Phase::BackwardInput;
   prefetch_unit_gathers(u, mb, phase);
-  const int next = forward ? u + 1 : u - 1;
-  if (next >= 0 && next < static_cast<int>(index_.fsdp_units.size()) &&
-      plans_[index_.fsdp_units[static_cast<size_t>(next)].front()].chunk == plans_[op].chunk)
+  if (const int next = index_.fsdp_prefetch_unit(u, forward); next >= 0)
     prefetch_unit_gathers(next, mb, phase);
 }
 
+// FSDP2 all-gathers a parameter group at once (foreach_all_gather: the group's shards copied into
+// one buffer, one all_gather_into_tensor), so the unit's ops not yet gathered for this
+// micro-batch share one collective per step.
 void PassDeriver::prefetch_unit_gathers(int unit, int mb, Phase phase) {
+  std::vector<CollectiveStep> merged;
+  std::vector<std::pair<int, std::pair<double, double>>> members;  // op, (gathered, moved) bytes
   for (int r : index_.fsdp_units[static_cast<size_t>(unit)]) {
     const KeptGather& kept = kept_gather_[static_cast<size_t>(r)];
     if (kept.task >= 0 && kept.mb == mb) continue;
     double gathered_bytes = 0, moved_bytes = 0;
-    const int last = gather_weights(r, mb, phase, state_.prev_weight_compute, &gathered_bytes, &moved_bytes);
-    if (last < 0) continue;
-    kept_gather_[static_cast<size_t>(r)] = {last, mb, gathered_bytes, moved_bytes};
-    prefetched_alloc_.push_back({MemCategory::Weights, false, gathered_bytes});
+    const size_t before = merged.size();
+    add_weight_gather_steps(r, &merged, &gathered_bytes, &moved_bytes);
+    if (gathered_bytes > 0 || merged.size() > before) members.push_back({r, {gathered_bytes, moved_bytes}});
+  }
+  if (members.empty()) return;
+  const int last =
+      emit_weight_gathers(merged, mb, phase, state_.prev_weight_compute, index_.labels[members[0].first]);
+  if (last < 0) return;
+  for (const auto& [r, bytes] : members) {
+    kept_gather_[static_cast<size_t>(r)] = {last, mb, bytes.first, bytes.second};
+    prefetched_alloc_.push_back({MemCategory::Weights, false, bytes.first});
+  }
+}
+
+// FSDP2's root unit keeps its gathered weights through the backward; its post-backward, in the
+// root's final backward callback, frees them after the backward of the unit's first op (the
+// embedding): OpIndex::frees_gather_at_root_post_backward.
+void PassDeriver::root_post_backward_frees(int op, int mb, std::vector<MemEvent>* mem) {
+  if (!index_.frees_gather_at_root_post_backward(op)) return;
+  const std::vector<int>& unit = index_.fsdp_units[static_cast<size_t>(index_.unit_of_op[op])];
+  if (op != unit.front()) return;
+  for (int r : unit) {
+    KeptGather& kept = kept_gather_[static_cast<size_t>(r)];
+    if (kept.task < 0 || kept.mb != mb) continue;
+    mem->push_back({MemCategory::Weights, true, -kept.bytes});
+    kept = {};
   }
 }
 
@@ -670,15 +708,17 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   if (p.fp8_amax_tp_bwd) current_amax_reduction(op, mb, Phase::BackwardInput, &deps);
   std::vector<MemEvent> mem;
   pending_weight_alloc_.clear();
-  KeptGather& kept = kept_gather_[static_cast<size_t>(op)];
   if (const int task = use_kept_gather(op, mb, Phase::BackwardInput); task >= 0) {
-    // gathered by this micro-batch's recompute (or prefetched for it)
+    // gathered by this micro-batch's recompute (or prefetched for it, or kept from the forward)
     deps.push_back(task);
-    mem.push_back({MemCategory::Weights, true, -kept.bytes});
-    kept = {};
+    if (!index_.frees_gather_at_root_post_backward(op)) {
+      mem.push_back({MemCategory::Weights, true, -kept_gather_[static_cast<size_t>(op)].bytes});
+      kept_gather_[static_cast<size_t>(op)] = {};
+    }
   } else {
     zero3_gathers(op, mb, Phase::BackwardInput, &deps, &mem);
   }
+  root_post_backward_frees(op, mb, &mem);
   if (!index_.input_needed_by_w(op)) regather_inputs(op, mb, Phase::BackwardInput, &deps);
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
   mem.insert(mem.end(), prefetched_alloc_.begin(), prefetched_alloc_.end());

@@ -7,6 +7,7 @@
 #pragma once
 #include <vector>
 
+#include "collective_steps.h"
 #include "emitter.h"
 #include "fp8_amax.h"
 #include "op_index.h"
@@ -47,9 +48,14 @@ class PassDeriver {
   int zero3_gathers(int op, int mb, Phase phase, std::vector<int>* deps, std::vector<MemEvent>* frees,
                     bool keep_gathered = false);
   int gather_weights(int op, int mb, Phase phase, int after, double* gathered_bytes, double* moved_bytes);
+  void add_weight_gather_steps(int op, std::vector<CollectiveStep>* merged, double* gathered_bytes,
+                               double* moved_bytes) const;
+  int emit_weight_gathers(const std::vector<CollectiveStep>& steps, int mb, Phase phase, int after,
+                          int label);
   void fsdp_unit_gathers(int op, int mb, bool forward);
   void prefetch_unit_gathers(int unit, int mb, Phase phase);
   int use_kept_gather(int op, int mb, Phase phase);
+  void root_post_backward_frees(int op, int mb, std::vector<MemEvent>* mem);
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
   int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
