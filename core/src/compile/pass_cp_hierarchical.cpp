@@ -54,15 +54,10 @@ int PassDeriver::hierarchical_cp_attention(int op, int mb, Phase phase, int whic
   if (a > 1) {
     // flash_attn_a2a_communicate's copies around both exchanges (te_cp_copies.h), on the
     // compute stream before the last.
-    int& id = cp_a2a_copy_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
-    if (id < 0) {
-      ComputeWork w;
-      w.op_kind = OpKind::Elementwise;
-      w.bytes = te_cp_a2a_exchange_copy_bytes(before) + te_cp_a2a_exchange_copy_bytes(after);
-      id = emit_.exec().add_work(w);
-    }
-    last =
-        emit_.compute(emit_.compute_task(emit_.exec().label_id("cp_a2a_copies"), phase, mb, id), {last}, {});
+    last = side_task(
+        &cp_a2a_copy_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))],
+        [&] { return te_cp_a2a_exchange_copy_bytes(before) + te_cp_a2a_exchange_copy_bytes(after); },
+        "cp_a2a_copies", phase, mb, last);
     last = emit_.collective(CollectiveKind::AllToAll, axis_bit(kAxisCp), after, Stream::TpComm, phase, mb,
                             label, {last}, "activation", a2a_group);
   }

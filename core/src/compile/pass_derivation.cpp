@@ -254,15 +254,20 @@ int PassDeriver::use_kept_gather(int op, int mb, Phase phase) {
 // FSDP2's all-gather copy-out (fsdp_copies.h): on the compute stream once the gather is done,
 // before the op that uses the weights. One work per op, shared by micro-batches and ranks.
 int PassDeriver::fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes) {
-  int& id = copy_out_work_ids_[static_cast<size_t>(op)];
-  if (id < 0) {
+  return side_task(
+      &copy_out_work_ids_[static_cast<size_t>(op)], [&] { return fsdp_copy_out_bytes(moved_bytes); },
+      "fsdp_all_gather_copy_out", phase, mb, gather);
+}
+
+int PassDeriver::side_task(int* work_slot, const std::function<double()>& bytes, const char* label,
+                           Phase phase, int mb, int after) {
+  if (*work_slot < 0) {
     ComputeWork w;
     w.op_kind = OpKind::Elementwise;
-    w.bytes = fsdp_copy_out_bytes(moved_bytes);
-    id = emit_.exec().add_work(w);
+    w.bytes = bytes();
+    *work_slot = emit_.exec().add_work(w);
   }
-  if (copy_out_label_ < 0) copy_out_label_ = emit_.exec().label_id("fsdp_all_gather_copy_out");
-  return emit_.compute(emit_.compute_task(copy_out_label_, phase, mb, id), {gather}, {});
+  return emit_.compute(emit_.compute_task(emit_.exec().label_id(label), phase, mb, *work_slot), {after}, {});
 }
 
 // Index of an op's forward (0), input-gradient (1) or weight-gradient (2) work, or of its
@@ -369,129 +374,6 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
                                 nullptr);
   return tree_.root().torch_cp ? torch_cp_merge(op, mb, phase, which, last, kv_bytes)
                                : te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
-}
-
-// Transformer Engine's ring (te_cp_ring.h): the K/V copies, the output corrections and the
-// dQ, dK/dV accumulation beside the attention blocks, on the compute stream after the last
-// block. PyTorch's context parallelism has its own (torch_cp_merge).
-int PassDeriver::te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes,
-                                 int attention) {
-  if (ring <= 1) return attention;
-  int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
-  if (id < 0) {
-    const Op& o = g_.ops[op];
-    const double out_bytes =
-        o.output.tensor < 0 ? 0
-                            : tensor_bytes_per_rank(g_.tensors[o.output.tensor], plans_[op].output, mesh_);
-    const TeCpRingBytes bytes = te_cp_ring_bytes(out_bytes, kv_bytes, ring);
-    ComputeWork w;
-    w.op_kind = OpKind::Elementwise;
-    w.bytes = which == 0 ? bytes.forward : bytes.backward;
-    id = emit_.exec().add_work(w);
-  }
-  const int label = emit_.exec().label_id(which == 0 ? "cp_ring_out_correction" : "cp_ring_grad_accumulate");
-  return emit_.compute(emit_.compute_task(label, phase, mb, id), {attention}, {});
-}
-
-// Transformer Engine's all_gather and a2a context parallelism (te_cp_copies.h): their copies
-// beside the attention kernels, on the compute stream after the attention.
-int PassDeriver::te_cp_copy_work(int op, int mb, Phase phase, int which, int attention) {
-  const Op& o = g_.ops[op];
-  const int cp = mesh_.size[kAxisCp];
-  const CpCommType flavour = tree_.nodes[o.module].config.cp_comm_type;
-  if (o.kind != OpKind::Attention || cp <= 1 ||
-      (flavour != CpCommType::AllGather && flavour != CpCommType::A2a))
-    return attention;
-  int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
-  if (id < 0) {
-    const OpPlan& p = plans_[op];
-    double q_bytes = 0, kv_bytes = 0;
-    for (size_t k = 0; k < o.inputs.size(); ++k)
-      (k == 0 ? q_bytes : kv_bytes) +=
-          tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], p.input_required[k], mesh_);
-    const double out_bytes =
-        o.output.tensor < 0 ? 0 : tensor_bytes_per_rank(g_.tensors[o.output.tensor], p.output, mesh_);
-    ComputeWork w;
-    w.op_kind = OpKind::Elementwise;
-    if (flavour == CpCommType::AllGather) {
-      // The gathered K/V are the attention's inputs; the shards were 1/cp of them.
-      const TeCpCopyBytes b = te_cp_all_gather_copy_bytes(q_bytes, out_bytes, kv_bytes / cp, cp);
-      w.bytes = which == 0 ? b.forward : b.backward;
-    } else {
-      w.bytes = which == 0 ? te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes) +
-                                 te_cp_a2a_exchange_copy_bytes(out_bytes)
-                           : 2 * te_cp_a2a_exchange_copy_bytes(out_bytes) +
-                                 te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes);
-    }
-    id = emit_.exec().add_work(w);
-  }
-  const char* name = flavour == CpCommType::AllGather ? "cp_all_gather_copies" : "cp_a2a_copies";
-  return emit_.compute(emit_.compute_task(emit_.exec().label_id(name), phase, mb, id), {attention}, {});
-}
-
-// TE's a2a backward exchanges the saved output again, to the head split, beside dO
-// (AttnFuncWithCPAndQKVOA2A.backward: flash_attn_a2a_communicate([out, dout], ...)). Returns the
-// exchange's last task, -1 when there is none.
-int PassDeriver::te_cp_a2a_saved_output_exchange(int op, int mb) {
-  const Op& o = g_.ops[op];
-  if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 || tree_.root().torch_cp ||
-      tree_.nodes[o.module].config.cp_comm_type != CpCommType::A2a || o.output.tensor < 0)
-    return -1;
-  const OpPlan& p = plans_[op];
-  for (const auto& [c_op, k] : index_.consumers[o.output.tensor]) {
-    if (plans_[c_op].chunk != p.chunk) continue;
-    const auto steps =
-        redistribute(plans_[c_op].input_required[k], p.output, g_.tensors[o.output.tensor].bytes(), mesh_);
-    int last = -1;
-    for (const CollectiveStep& step : steps)
-      last = emit_.collective(step.kind, step.axes, step.bytes, Stream::TpComm, Phase::BackwardInput, mb,
-                              index_.labels[op], last < 0 ? std::vector<int>{} : std::vector<int>{last},
-                              "activation");
-    return last;
-  }
-  return -1;
-}
-
-// PyTorch CP (torch_cp_merge.h): after the attention's SDPA calls, the fused fp32 merge of the
-// outputs (forward, recompute) or accumulation of dQ, dK, dV (backward), on the compute stream,
-// whichever way K/V travel (_templated_ring_attention merges the same under both rotate
-// methods). `local_kv_bytes`: the rank's own K/V shard, whose dK/dV it accumulates.
-int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int attention,
-                                double local_kv_bytes) {
-  int& id = cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
-  if (id < 0) {
-    const Op& o = g_.ops[op];
-    const Tensor& out = g_.tensors[o.output.tensor];
-    const double out_elements = tensor_bytes_per_rank(out, plans_[op].output, mesh_) / out.bytes() *
-                                static_cast<double>(out.elements());
-    const int cp = mesh_.size[kAxisCp];
-    const double kv_elements = local_kv_bytes / out.bytes() * static_cast<double>(out.elements());
-    ComputeWork w;
-    w.op_kind = OpKind::Elementwise;
-    w.bytes = which == 0 ? torch_cp_forward_merge_bytes(out_elements, cp)
-                         : torch_cp_backward_accumulate_bytes(out_elements, kv_elements, cp);
-    id = emit_.exec().add_work(w);
-  }
-  const int label = emit_.exec().label_id(which == 0 ? "cp_sdpa_merge" : "cp_grad_accumulate");
-  return emit_.compute(emit_.compute_task(label, phase, mb, id), {attention}, {});
-}
-
-// cp_comm_type all_gather (TE AttnFuncWithCPAndKVAllGather): the attention works on K/V gathered
-// over cp (k_ag, v_ag) and saves only the local shards; the forward holds the gathered K/V while
-// it runs, the backward gathers them again and also accumulates dK/dV at full length (dk, dv =
-// torch.zeros of cp x the local shape): per rank, the whole K/V once in the forward, twice in
-// the backward, beside the saved activations. 0 for any other op.
-double PassDeriver::gathered_kv_bytes(int op) const {
-  const Op& o = g_.ops[op];
-  if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 ||
-      tree_.nodes[o.module].config.cp_comm_type != CpCommType::AllGather)
-    return 0;
-  const int seq_kv = o.find_dim("seq_kv");
-  double bytes = 0;
-  for (size_t k = 0; k < o.inputs.size(); ++k)
-    if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
-      bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
-  return bytes;
 }
 
 // Op-level checkpointing (torch_op_sac.h): a wholly saved op's replay is served from the

@@ -5,6 +5,7 @@
 // recompute before a backward (full: the layer's whole forward; selective: attention), and
 // ZeRO-3 weight all-gathers before each use.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "collective_steps.h"
@@ -57,6 +58,13 @@ class PassDeriver {
   int use_kept_gather(int op, int mb, Phase phase);
   void root_post_backward_frees(int op, int mb, std::vector<MemEvent>* mem);
   int fsdp_copy_out(int op, int mb, Phase phase, int gather, double moved_bytes);
+  // A memory-bound task of an op's own beside its kernels or collectives (copies, merges,
+  // accumulations), on the compute stream after task `after`, labelled `label`; its work, of
+  // bytes() traffic, is made on first use into *work_slot and shared by all micro-batches and
+  // ranks. Returns the task.
+  int side_task(int* work_slot, const std::function<double()>& bytes, const char* label, Phase phase, int mb,
+                int after);
+  int* cp_side_work_slot(int op, int which);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
   int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
   int te_cp_copy_work(int op, int mb, Phase phase, int which, int attention);
@@ -131,7 +139,6 @@ class PassDeriver {
   std::vector<KeptGather> kept_gather_;
   std::vector<MemEvent> prefetched_alloc_;  // gathered copies the next compute task allocates
   std::vector<int> copy_out_work_ids_;      // per op: its FSDP2 copy-out work (fsdp_copy_out)
-  int copy_out_label_ = -1;
   // Per op and direction: the context-parallel bookkeeping beside the attention kernels,
   // PyTorch's merge (torch_cp_merge), Transformer Engine's ring (te_cp_ring_work) or its
   // all_gather and a2a copies (te_cp_copy_work); the copies around a2a+p2p's all-to-alls.
