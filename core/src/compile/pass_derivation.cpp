@@ -7,9 +7,6 @@
 #include "fsdp_copies.h"
 #include "iteration_tail.h"
 #include "proteus/error.h"
-#include "te_cp_copies.h"
-#include "te_cp_ring.h"
-#include "torch_cp_merge.h"
 #include "userbuffers.h"
 
 namespace proteus {
