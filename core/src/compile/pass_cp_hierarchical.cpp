@@ -55,7 +55,7 @@ int PassDeriver::hierarchical_cp_attention(int op, int mb, Phase phase, int whic
     // flash_attn_a2a_communicate's copies around both exchanges (te_cp_copies.h), on the
     // compute stream before the last.
     last = side_task(
-        &cp_a2a_copy_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))],
+        cp_side_work_slot(&cp_a2a_copy_work_ids_, op, which),
         [&] { return te_cp_a2a_exchange_copy_bytes(before) + te_cp_a2a_exchange_copy_bytes(after); },
         "cp_a2a_copies", phase, mb, last);
     last = emit_.collective(CollectiveKind::AllToAll, axis_bit(kAxisCp), after, Stream::TpComm, phase, mb,

@@ -11,9 +11,9 @@
 
 namespace proteus {
 
-// The op's slot of cp_merge_work_ids_ for a direction: forward (and recompute) or backward.
-int* PassDeriver::cp_side_work_slot(int op, int which) {
-  return &cp_merge_work_ids_[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
+// The op's slot in `ids` (two per op) for a direction: forward (and recompute) or backward.
+int* PassDeriver::cp_side_work_slot(std::vector<int>* ids, int op, int which) {
+  return &(*ids)[static_cast<size_t>(2 * op + (which == 0 ? 0 : 1))];
 }
 
 // Transformer Engine's ring (te_cp_ring.h): the K/V copies, the output corrections and the
@@ -30,7 +30,7 @@ int PassDeriver::te_cp_ring_work(int op, int mb, Phase phase, int which, int rin
     const TeCpRingBytes b = te_cp_ring_bytes(out_bytes, kv_bytes, ring);
     return which == 0 ? b.forward : b.backward;
   };
-  return side_task(cp_side_work_slot(op, which), bytes,
+  return side_task(cp_side_work_slot(&cp_merge_work_ids_, op, which), bytes,
                    which == 0 ? "cp_ring_out_correction" : "cp_ring_grad_accumulate", phase, mb, attention);
 }
 
@@ -61,7 +61,7 @@ int PassDeriver::te_cp_copy_work(int op, int mb, Phase phase, int which, int att
                : 2 * te_cp_a2a_exchange_copy_bytes(out_bytes) +
                      te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes);
   };
-  return side_task(cp_side_work_slot(op, which), bytes,
+  return side_task(cp_side_work_slot(&cp_merge_work_ids_, op, which), bytes,
                    flavour == CpCommType::AllGather ? "cp_all_gather_copies" : "cp_a2a_copies", phase, mb,
                    attention);
 }
@@ -104,8 +104,8 @@ int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int atte
     return which == 0 ? torch_cp_forward_merge_bytes(out_elements, cp)
                       : torch_cp_backward_accumulate_bytes(out_elements, kv_elements, cp);
   };
-  return side_task(cp_side_work_slot(op, which), bytes, which == 0 ? "cp_sdpa_merge" : "cp_grad_accumulate",
-                   phase, mb, attention);
+  return side_task(cp_side_work_slot(&cp_merge_work_ids_, op, which), bytes,
+                   which == 0 ? "cp_sdpa_merge" : "cp_grad_accumulate", phase, mb, attention);
 }
 
 // cp_comm_type all_gather (TE AttnFuncWithCPAndKVAllGather): the attention works on K/V gathered

@@ -64,7 +64,7 @@ class PassDeriver {
   // ranks. Returns the task.
   int side_task(int* work_slot, const std::function<double()>& bytes, const char* label, Phase phase, int mb,
                 int after);
-  int* cp_side_work_slot(int op, int which);
+  int* cp_side_work_slot(std::vector<int>* ids, int op, int which);
   int torch_cp_merge(int op, int mb, Phase phase, int which, int attention, double local_kv_bytes);
   int te_cp_ring_work(int op, int mb, Phase phase, int which, int ring, double kv_bytes, int attention);
   int te_cp_copy_work(int op, int mb, Phase phase, int which, int attention);
