@@ -35,6 +35,14 @@ struct ParallelConfig {
   CpCommType cp_comm_type = CpCommType::P2p;
   int cp_a2a_size = 1;  // a2a+p2p: the inner all-to-all group (resolved, cp_a2a_group_size)
   bool tp_comm_overlap = false;
+  // tp_comm_overlap is PyTorch's micro-pipelined async TP over symmetric memory (framework fsdp:
+  // TorchTitan's enable_async_tensor_parallel), not TE's userbuffers (compile/userbuffers.h).
+  bool torch_async_tp = false;
+  // Tensor parallelism is PyTorch DTensor's under autograd (framework fsdp): a linear keeps the
+  // gathered input it ran on (no gather again for its weight gradient), and the collective on
+  // an input gradient starts when the op's autograd node returns, after its weight gradient
+  // (docs/frameworks.md "DTensor tensor parallelism").
+  bool dtensor_tp = false;
   // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): every
   // kernel fusion off (Op::fusion).
   bool eager_elementwise = false;

@@ -90,15 +90,18 @@ void apply_split_qkv_copies(const Op& op, OpPlan* p) {
 }
 
 // The layout an input is kept in for the backward: where the forward all-gathered it (the
-// producer had it sharded, the op needs it whole), the shard is kept and gathered again later.
+// producer had it sharded, the op needs it whole), the shard is kept and gathered again later
+// (Megatron's and TE's linears under sequence parallelism). DTensor's tensor parallelism
+// (dtensor_tp) gathers in PrepareModuleInput and the linear saves the gathered tensor it ran on.
 Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
-                    const Mesh& mesh) {
+                    const Mesh& mesh, bool dtensor_tp) {
   const int prod = g.tensors[tensor].producer;
   if (prod < 0) return required;
   const Layout& made = plans[prod].output;
   Layout saved = required;
   for (int a = 0; a < kNumMeshAxes; ++a)
-    if (mesh.size[a] > 1 && required.placement[a] == kReplicate && made.placement[a] >= 0)
+    if (mesh.size[a] > 1 && required.placement[a] == kReplicate && made.placement[a] >= 0 &&
+        !(dtensor_tp && a == kAxisTp))
       saved.placement[a] = made.placement[a];
   return saved;
 }
@@ -195,7 +198,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     for (const TensorUse& in : op.inputs) {
       Layout req = layout_of_use(in, p.axis_dim, mesh, false);
       p.input_required.push_back(req);
-      p.input_saved.push_back(saved_layout(g, plans, in.tensor, req, mesh));
+      p.input_saved.push_back(saved_layout(g, plans, in.tensor, req, mesh, cfg.dtensor_tp));
       p.input_grad.push_back(layout_of_use(in, p.axis_dim, mesh, true));
     }
     if (op.kind == OpKind::Attention && mesh.size[kAxisCp] > 1 &&
@@ -244,7 +247,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     if (cfg.unfused(op.fusion)) apply_unfused_kernels(op, cfg.eager_elementwise, &p);
     if (cfg.megatron_split_qkv) apply_split_qkv_copies(op, &p);
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
-    if (cfg.tp_comm_overlap) apply_bulk_overlap(g, op, mesh, &p);
+    // PyTorch's async TP has no bulk kernels: those collectives stay NCCL's (userbuffers.h).
+    if (cfg.tp_comm_overlap && !cfg.torch_async_tp) apply_bulk_overlap(g, op, mesh, &p);
 
     // Saved activations: each input tensor is stored once per chunk, by the first op that saves it.
     p.first_saves_input.assign(op.inputs.size(), 0);

@@ -32,6 +32,7 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       work_ids_(kWorkKinds * in.graph.ops.size(), -1),
       ring_work_ids_(2 * in.graph.ops.size(), -1),
       ub_work_ids_(3 * in.graph.ops.size(), -1),
+      async_tp_reduce_work_ids_(in.graph.ops.size(), -1),
       kept_gather_(in.graph.ops.size()),
       copy_out_work_ids_(in.graph.ops.size(), -1),
       cp_merge_work_ids_(2 * in.graph.ops.size(), -1),
@@ -518,7 +519,9 @@ void PassDeriver::output_grad_deps(int op, int mb, std::vector<int>* deps, doubl
   };
   std::vector<Group> groups;
   auto add = [&](const Layout& l, int task, int from_op) {
-    const bool ub = from_op >= 0 && uses_userbuffers(from_op);
+    // TE's bulk kernels; PyTorch's async TP leaves a gradient's reduce-scatter to NCCL.
+    const bool ub = from_op >= 0 && uses_userbuffers(from_op) &&
+                    !tree_.nodes[g_.ops[from_op].module].config.torch_async_tp;
     for (Group& gr : groups)
       if (gr.layout == l) {
         gr.tasks.push_back(task);
@@ -635,10 +638,16 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
          index_.labels[op]});
   }
   if (w_here) {
-    if (split_w)
+    if (split_w) {
       state_.set_w_grad_deps(wkey(mb, op), grad_deps);
-    else
+    } else {
       weight_grad(op, mb, grad_deps);
+      // PyTorch autograd: the node (MmBackward) returns its input gradient with its weight
+      // gradient, so DTensor's collective on that gradient is issued after both.
+      if (tree_.nodes[o.module].config.dtensor_tp)
+        for (size_t k = 0; k < o.inputs.size(); ++k)
+          state_.set_grad_provider(grad_key(mb, o.inputs[k].tensor, op), state_.last_compute);
+    }
   } else if (p.has_weights()) {
     tail_.weight_grad_done(op, b, mb, state_.count_weight_use(op));
   }

@@ -98,6 +98,8 @@ class PassDeriver {
   double pipelined_rs_target(int op, Layout* want) const;
   int pipelined_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
                                const std::vector<MemEvent>& mem, double rs_bytes, int* last_rs);
+  int symm_mem_matmul_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
+                                     const std::vector<MemEvent>& mem, double rs_bytes, int* reduced);
   // Work kinds beside 0 forward, 1 input gradient, 2 weight gradient: op-level checkpointing's
   // replay of an op's unsaved share, and its cache-served replay (torch_op_sac.h).
   static constexpr int kPartialReplay = 3, kCachedReplay = 4, kWorkKinds = 5;
@@ -124,9 +126,10 @@ class PassDeriver {
   PassState& state_;
   IterationTail& tail_;
   CompileStats& stats_;
-  std::vector<int> work_ids_;       // by kWorkKinds * op + which (work_id)
-  std::vector<int> ring_work_ids_;  // by 2 * op + which: one cp ring block's work
-  std::vector<int> ub_work_ids_;    // by 3 * op + which + kind: a userbuffers split GEMM's chunk
+  std::vector<int> work_ids_;                  // by kWorkKinds * op + which (work_id)
+  std::vector<int> ring_work_ids_;             // by 2 * op + which: one cp ring block's work
+  std::vector<int> ub_work_ids_;               // by 3 * op + which + kind: a userbuffers split GEMM's chunk
+  std::vector<int> async_tp_reduce_work_ids_;  // per op: async TP's reduction of the partials
   std::vector<MemEvent> pending_weight_alloc_;
   std::vector<GradSend> pending_grad_sends_;
   // ZeRO-3 under full recompute: per op the recompute's gather its backward reuses (task,

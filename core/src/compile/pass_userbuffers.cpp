@@ -2,7 +2,9 @@
 // docs/frameworks.md "Tensor-parallel communication overlap"; userbuffers.h for TE's defaults):
 // which GEMMs use them, their split work, the pipelined GEMM + reduce-scatter, and which
 // all-gathers and reduce-scatters run inside a GEMM. The ring exchange itself is the ring of
-// pass_derivation.cpp (ring_compute), shared with context parallelism.
+// pass_derivation.cpp (ring_compute), shared with context parallelism. Under framework fsdp the
+// same switch is PyTorch's async TP, whose all-gather side is the same ring and whose
+// GEMM + reduce-scatter is symm_mem_matmul_reduce_scatter below.
 #include <algorithm>
 #include <cstdint>
 
@@ -52,6 +54,8 @@ int PassDeriver::ub_chunk_work(int op, int which, int kind) {
 // chunk; *last_rs is the last reduce-scatter, after which the output is in its scattered layout.
 int PassDeriver::pipelined_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
                                           const std::vector<MemEvent>& mem, double rs_bytes, int* last_rs) {
+  if (tree_.nodes[g_.ops[op].module].config.torch_async_tp)
+    return symm_mem_matmul_reduce_scatter(op, mb, phase, deps, mem, rs_bytes, last_rs);
   const int n = kUserbuffersPipelineSplits;
   const int label = index_.labels[op];
   const int work = ub_chunk_work(op, 0, 2);
@@ -64,6 +68,38 @@ int PassDeriver::pipelined_reduce_scatter(int op, int mb, Phase phase, const std
     *last_rs = emit_.collective(CollectiveKind::ReduceScatter, axis_bit(kAxisTp), rs_bytes / n,
                                 Stream::TpComm, phase, mb, label, {last}, kUserbuffersPurpose);
   }
+  return last;
+}
+
+// PyTorch's async TP (framework fsdp): Inductor's micro_pipeline_tp_pass turns
+// reduce_scatter(A @ B) into symm_mem.fused_matmul_reduce_scatter
+// (torch/distributed/_symmetric_memory/__init__.py, _fused_matmul_reduce_scatter_impl and
+// _pipelined_produce_and_all2all). The GEMM runs as tp chunks of M/tp rows, one per destination
+// rank, on the whole GPU; after chunk s every rank pulls the chunk made for it by the rank s
+// behind into its stacked_partials buffer (a copy-engine copy over the symmetric memory: one ring
+// step of S/tp), beside chunk s + 1; the rank's own chunk comes last. Then one reduction kernel
+// (torch.sum over the tp partials) reads all of stacked_partials, S, and writes the scattered
+// output, S/tp. Returns the last chunk; *reduced is the reduction.
+int PassDeriver::symm_mem_matmul_reduce_scatter(int op, int mb, Phase phase, const std::vector<int>& deps,
+                                                const std::vector<MemEvent>& mem, double rs_bytes,
+                                                int* reduced) {
+  const int tp = mesh_.size[kAxisTp];
+  const int label = index_.labels[op];
+  const int work = ub_chunk_work(op, 0, 0);  // one of tp chunks of rows, no SM margin
+  const std::vector<MemEvent> none;
+  const std::vector<int> after;  // the compute stream runs chunks in order
+  int last = -1, pulled = -1;
+  for (int i = 0; i < tp; ++i) {
+    last = emit_.compute(emit_.compute_task(label, phase, mb, work), i == 0 ? deps : after,
+                         i + 1 == tp ? mem : none);
+    if (i + 1 < tp)  // the own chunk, made last, stays here
+      pulled = emit_.collective(CollectiveKind::RingExchange, axis_bit(kAxisTp), rs_bytes / tp,
+                                Stream::TpComm, phase, mb, label, {last}, kUserbuffersPurpose);
+  }
+  const double reduce_bytes = rs_bytes * (1.0 + 1.0 / tp);
+  *reduced = side_task(
+      &async_tp_reduce_work_ids_[static_cast<size_t>(op)], [&] { return reduce_bytes; }, "async_tp_reduce",
+      phase, mb, pulled);
   return last;
 }
 

@@ -8,6 +8,11 @@
 //   bulk (qkv/fc1 _dgrad: all-gather of the saved input during the data-gradient GEMM;
 //     qkv/fc1 _wgrad: reduce-scatter of the input gradient during the weight-gradient GEMM):
 //     num_sm = 16, set_sm_margin = True.
+// Under framework fsdp tp_comm_overlap stands for PyTorch's async TP instead
+// (ParallelConfig::torch_async_tp; torch/distributed/_symmetric_memory): its fused all-gather +
+// matmul is the same tp-chunk ring on the copy engine; its fused matmul + reduce-scatter has tp
+// chunks, copy-engine pulls and a reduction kernel (PassDeriver::symm_mem_matmul_reduce_scatter);
+// it has no bulk kernels, so the backward's collectives are NCCL's and no GEMM gives up SMs.
 #pragma once
 
 namespace proteus {

@@ -84,6 +84,8 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.grad_sync = s.grad_sync;
   c.cp_comm_type = s.cp_comm_type;
   c.tp_comm_overlap = s.tp_comm_overlap;
+  c.torch_async_tp = s.framework == Framework::Fsdp && s.tp_comm_overlap;
+  c.dtensor_tp = s.framework == Framework::Fsdp;
   c.eager_elementwise = s.framework == Framework::Fsdp && !s.torch_compile;
   c.unfused_mask = unfused_kernels(s, c.eager_elementwise);
   c.fsdp2_copies = s.framework == Framework::Fsdp;
