@@ -184,3 +184,36 @@ TEST_CASE("DTensor TP: an input gradient's reduce-scatter starts after the op's 
       CHECK(rs_start < w_end);
   }
 }
+
+TEST_CASE("DTensor TP under FP8: the input is cast on its shard and gathered in FP8, then kept whole") {
+  // torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput (TorchTitan's float8 TP) cast
+  // the sequence shard and all-gather the FP8 tensor, as TE does; the linear then keeps the
+  // gathered FP8 input. So the forward's cast moves the same bytes under both frameworks, and
+  // the gathered input's FP8 copy, not the shard, is what the backward keeps.
+  auto fp8 = [](const char* framework) {
+    return test::compile_text(
+        R"({"model":)" + test::gpt_model(2, 512, 8, 256, 8000) +
+        R"(,"cluster":{"preset":"dgx-h100","nodes":1},"training":{"global_batch":4,"precision":"fp8",)"
+        R"("fp8_recipe":"current","optimizer":"adam"},"strategy":{"dp":4,"tp":2,"sequence_parallel":true,)"
+        R"("zero":3,"framework":")" +
+        framework + "\"}}");
+  };
+  const CompiledModel torch = fp8("fsdp"), megatron = fp8("megatron");
+  // Current scaling's cast of the layer norm's output: read 2 + write 1 bytes per element of
+  // the 128 x 512 shard; the norm computed the amax.
+  for (const char* label : {"layers.0.attention.q_proj", "layers.0.mlp.fc1"}) {
+    CAPTURE(label);
+    const ComputeWork* t = test::compute_work_ending(torch, Phase::Forward, label);
+    const ComputeWork* m = test::compute_work_ending(megatron, Phase::Forward, label);
+    REQUIRE(t != nullptr);
+    REQUIRE(m != nullptr);
+    CHECK(t->side_bytes == doctest::Approx(3.0 * 128 * 512));
+    CHECK(m->side_bytes == doctest::Approx(3.0 * 128 * 512));
+  }
+  // fc1's input, 256 x 512 elements: kept as 128 x 512 FP8 bytes (+ the norm's output where its
+  // backward reads it) under Megatron, as 256 x 512 under torch; 2 layers, qkv and fc1 each,
+  // and the output layer's bf16 input (not an FP8 linear: 131072 more, as in bf16).
+  const double more = torch.stats.activation_bytes_per_microbatch_per_stage[0] -
+                      megatron.stats.activation_bytes_per_microbatch_per_stage[0];
+  CHECK(more == doctest::Approx(2 * 2 * 65536.0 + 131072.0));
+}

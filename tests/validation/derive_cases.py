@@ -336,8 +336,9 @@ TITAN_FP8 = (" Float8 (torchao at eab345c): Float8Linear with torchao's default 
              "training.fp8_recipe 'current' (docs/frameworks.md, 'torchao tensorwise is TE's current recipe'); "
              "attention and the output layer stay bf16. Assumed (the table does not list the float8 flags): "
              "the launch command of torchtitan docs/float8.md, --float8.enable_fsdp_float8_all_gather "
-             "--float8.precompute_float8_dynamic_scale_for_fsdp, i.e. strategy.fp8_param_gather. Not modelled: "
-             "torchao's float8 all-gather of the TP input (Proteus gathers it in bf16).")
+             "--float8.precompute_float8_dynamic_scale_for_fsdp, i.e. strategy.fp8_param_gather. With TP, "
+             "torchao's Float8ColwiseParallel casts the sequence shard and all-gathers it in FP8, as Proteus "
+             "gathers an FP8 linear's input (docs/frameworks.md, 'DTensor tensor parallelism').")
 TITAN_NO_GA = (" TorchTitan at 9dec370 runs the local batch as one forward and backward (no gradient "
                "accumulation without PP): micro_batch = local batch.")
 TITAN_PP = (" Under PP, TorchTitan's apply_fsdp sets reshard_after_forward=False ('For PP, do not reshard after "
