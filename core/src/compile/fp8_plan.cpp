@@ -86,13 +86,11 @@ void plan_input_cast(const PlanContext& ctx, size_t i, const std::vector<char>& 
   const int prod = x.producer;
   const bool from_norm =
       prod >= 0 && g.ops[static_cast<size_t>(prod)].kind == OpKind::Norm && fp8_only[static_cast<size_t>(t)];
-  // Gathered over tp after the cast (the producer holds a sequence shard, the GEMM needs it
-  // whole), whether the backward keeps the shard (TE) or the gathered FP8 tensor (torchao's
-  // Float8ColwiseParallel under DTensor, dtensor_tp): the cast runs on the shard either way.
-  Layout shard = p.input_required[0];
-  if (prod >= 0 && mesh.size[kAxisTp] > 1 && shard.placement[kAxisTp] == kReplicate)
-    shard.placement[kAxisTp] = (*plans)[static_cast<size_t>(prod)].output.placement[kAxisTp];
-  const bool gathered = shard.placement[kAxisTp] >= 0 && p.input_required[0].placement[kAxisTp] == kReplicate;
+  // The cast runs on the layout the producer hands over (the sequence shard a gather over tp
+  // starts from), whether the backward keeps that shard (TE) or the gathered FP8 tensor
+  // (torchao's Float8ColwiseParallel under DTensor, dtensor_tp).
+  const Layout shard = saved_layout(g, *plans, t, p.input_required[0], mesh, false);
+  const bool gathered = shard.placement[kAxisTp] != p.input_required[0].placement[kAxisTp];
   const Fp8CastBytes c = fp8_cast_bytes(recipe, from_norm, gathered);
   const double local = elements_per_rank(x, shard, mesh);
   const double used = elements_per_rank(x, p.input_required[0], mesh);

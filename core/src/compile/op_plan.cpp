@@ -89,23 +89,6 @@ void apply_split_qkv_copies(const Op& op, OpPlan* p) {
   p->bwd_input.side_bytes += op.split_qkv_bwd_bytes * share;
 }
 
-// The layout an input is kept in for the backward: where the forward all-gathered it (the
-// producer had it sharded, the op needs it whole), the shard is kept and gathered again later
-// (Megatron's and TE's linears under sequence parallelism). DTensor's tensor parallelism
-// (dtensor_tp) gathers in PrepareModuleInput and the linear saves the gathered tensor it ran on.
-Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
-                    const Mesh& mesh, bool dtensor_tp) {
-  const int prod = g.tensors[tensor].producer;
-  if (prod < 0) return required;
-  const Layout& made = plans[prod].output;
-  Layout saved = required;
-  for (int a = 0; a < kNumMeshAxes; ++a)
-    if (mesh.size[a] > 1 && required.placement[a] == kReplicate && made.placement[a] >= 0 &&
-        !(dtensor_tp && a == kAxisTp))
-      saved.placement[a] = made.placement[a];
-  return saved;
-}
-
 // Context parallelism with the K/V ring (cp_comm_type p2p, and a2a+p2p whose all-to-alls the
 // attention runs inside itself, pass_cp_hierarchical.cpp): the attention core never holds
 // the whole K/V; blocks pass around the cp ring while it computes (pass_derivation.cpp), and
@@ -149,6 +132,23 @@ void apply_bulk_overlap(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan
 }
 
 }  // namespace
+
+// The layout an input is kept in for the backward: where the forward all-gathered it (the
+// producer had it sharded, the op needs it whole), the shard is kept and gathered again later
+// (Megatron's and TE's linears under sequence parallelism). DTensor's tensor parallelism
+// (dtensor_tp) gathers in PrepareModuleInput and the linear saves the gathered tensor it ran on.
+Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
+                    const Mesh& mesh, bool dtensor_tp) {
+  const int prod = g.tensors[tensor].producer;
+  if (prod < 0) return required;
+  const Layout& made = plans[prod].output;
+  Layout saved = required;
+  for (int a = 0; a < kNumMeshAxes; ++a)
+    if (mesh.size[a] > 1 && required.placement[a] == kReplicate && made.placement[a] >= 0 &&
+        !(dtensor_tp && a == kAxisTp))
+      saved.placement[a] = made.placement[a];
+  return saved;
+}
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
   const OpGraph& g = ctx.graph;

@@ -94,6 +94,10 @@ struct PlanContext {
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx);
 double tensor_bytes_per_rank(const Tensor& t, const Layout& l, const Mesh& mesh);
+// The layout an input of `required` layout is kept in for the backward (op_plan.cpp): with
+// dtensor_tp false, the layout its producer hands over, from which the forward gathers it.
+Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,
+                    const Mesh& mesh, bool dtensor_tp);
 // Layout of a tensor as an op sees it: Shard where a mapped dim indexes it, Partial (outputs)
 // or Replicate (inputs) where the mapped dim does not.
 Layout layout_of_use(const TensorUse& use, const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh,
