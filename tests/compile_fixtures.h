@@ -99,4 +99,17 @@ inline std::string tiny_llama_model(const std::string& extra = "") {
          extra + "}";
 }
 
+// Whether task `task` of `g` waits on task `dep` directly.
+inline bool depends_on(const ExecGraph& g, int task, int dep) {
+  for (int i = g.dep_offsets[static_cast<size_t>(task)]; i < g.dep_offsets[static_cast<size_t>(task) + 1];
+       ++i)
+    if (g.deps[static_cast<size_t>(i)] == dep) return true;
+  return false;
+}
+
+// The collective that collective task `task` of `g` runs.
+inline const Collective& collective_of_task(const ExecGraph& g, int task) {
+  return g.collectives[static_cast<size_t>(g.tasks[static_cast<size_t>(task)].collective)];
+}
+
 }  // namespace proteus::test

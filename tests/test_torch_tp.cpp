@@ -42,15 +42,8 @@ std::vector<int> tasks_of(const ExecGraph& g, const char* label, Phase phase) {
 
 const Task& task(const ExecGraph& g, int t) { return g.tasks[static_cast<size_t>(t)]; }
 const ComputeWork& work(const ExecGraph& g, int t) { return g.works[static_cast<size_t>(task(g, t).work)]; }
-const Collective& coll(const ExecGraph& g, int t) {
-  return g.collectives[static_cast<size_t>(task(g, t).collective)];
-}
-
-bool depends_on(const ExecGraph& g, int t, int dep) {
-  for (int i = g.dep_offsets[static_cast<size_t>(t)]; i < g.dep_offsets[static_cast<size_t>(t) + 1]; ++i)
-    if (g.deps[static_cast<size_t>(i)] == dep) return true;
-  return false;
-}
+using test::collective_of_task;
+using test::depends_on;
 
 // The one collective among rank 0's tasks of a label and phase.
 int collective_of(const ExecGraph& g, const char* label, Phase phase) {
@@ -93,7 +86,7 @@ TEST_CASE("async TP: a GEMM + reduce-scatter runs as tp chunks, copy-engine pull
     CHECK(work(g, chunk).gemm_m == 128);
     CHECK(work(g, chunk).sm_reserved == 0);  // no SM-based communication kernel beside it
   }
-  const Collective& pull = coll(g, fc2[1]);
+  const Collective& pull = collective_of_task(g, fc2[1]);
   CHECK(pull.kind == CollectiveKind::RingExchange);
   CHECK(pull.bytes == doctest::Approx(131072));
   CHECK(pull.sm_free);
@@ -119,7 +112,7 @@ TEST_CASE("async TP: a GEMM + reduce-scatter runs as tp chunks, copy-engine pull
   const std::vector<int> te_fc2 = tasks_of(te.exec, "layers.0.mlp.fc2", Phase::Forward);
   REQUIRE(te_fc2.size() == 8);
   CHECK(work(te.exec, te_fc2[0]).sm_reserved == 16);
-  CHECK(coll(te.exec, te_fc2[1]).kind == CollectiveKind::ReduceScatter);
+  CHECK(collective_of_task(te.exec, te_fc2[1]).kind == CollectiveKind::ReduceScatter);
   CHECK(tasks_of(te.exec, "async_tp_reduce", Phase::Forward).empty());
 }
 
@@ -133,8 +126,8 @@ TEST_CASE("async TP: no GEMM gives up SMs to bulk kernels; the backward's reduce
     for (int t : tasks_of(g, "layers.0.mlp.fc1", ph))
       if (task(g, t).kind == TaskKind::Compute) CHECK(work(g, t).sm_reserved == 0);
   const int rs = collective_of(g, "layers.0.mlp.ln2", Phase::BackwardInput);
-  CHECK(coll(g, rs).kind == CollectiveKind::ReduceScatter);
-  CHECK_FALSE(coll(g, rs).sm_free);
+  CHECK(collective_of_task(g, rs).kind == CollectiveKind::ReduceScatter);
+  CHECK_FALSE(collective_of_task(g, rs).sm_free);
 }
 
 TEST_CASE("DTensor TP: a linear keeps its gathered input, so its weight gradient gathers nothing") {

@@ -40,16 +40,8 @@ std::vector<int> tasks_of(const ExecGraph& g, const char* label, Phase phase) {
   return out;
 }
 
-bool depends_on(const ExecGraph& g, int task, int dep) {
-  for (int i = g.dep_offsets[static_cast<size_t>(task)]; i < g.dep_offsets[static_cast<size_t>(task) + 1];
-       ++i)
-    if (g.deps[static_cast<size_t>(i)] == dep) return true;
-  return false;
-}
-
-const Collective& coll(const ExecGraph& g, int task) {
-  return g.collectives[static_cast<size_t>(g.tasks[static_cast<size_t>(task)].collective)];
-}
+using test::collective_of_task;
+using test::depends_on;
 
 double tp_bytes(const CompiledModel& c, const char* kind) {
   double b = 0;
@@ -86,7 +78,7 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
   CHECK(g.tasks[static_cast<size_t>(fc1[0])].kind == TaskKind::Compute);
   CHECK(g.tasks[static_cast<size_t>(fc1[1])].kind == TaskKind::Collective);
   CHECK(g.tasks[static_cast<size_t>(fc1[2])].kind == TaskKind::Compute);
-  const Collective& step = coll(g, fc1[1]);
+  const Collective& step = collective_of_task(g, fc1[1]);
   CHECK(step.kind == CollectiveKind::RingExchange);
   CHECK(step.axes == axis_bit(kAxisTp));
   CHECK(step.bytes == doctest::Approx(131072));  // each rank passes its shard B on
@@ -109,7 +101,7 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
     const Task& c = g.tasks[static_cast<size_t>(fc2[2 * i])];
     REQUIRE(c.kind == TaskKind::Compute);
     CHECK(g.works[static_cast<size_t>(c.work)].sm_reserved == 16);
-    const Collective& rs = coll(g, fc2[2 * i + 1]);
+    const Collective& rs = collective_of_task(g, fc2[2 * i + 1]);
     CHECK(rs.kind == CollectiveKind::ReduceScatter);
     CHECK(rs.bytes == doctest::Approx(65536));
     CHECK(rs.sm_free);
@@ -120,8 +112,8 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
   // (proj_dgrad / fc2_dgrad), one step of B = 131072 bytes.
   const std::vector<int> fc2_back = tasks_of(g, "layers.0.mlp.fc2", Phase::BackwardInput);
   REQUIRE(fc2_back.size() == 3);
-  CHECK(coll(g, fc2_back[1]).kind == CollectiveKind::RingExchange);
-  CHECK(coll(g, fc2_back[1]).bytes == doctest::Approx(131072));
+  CHECK(collective_of_task(g, fc2_back[1]).kind == CollectiveKind::RingExchange);
+  CHECK(collective_of_task(g, fc2_back[1]).bytes == doctest::Approx(131072));
   // Bulk overlaps: fc1's data-gradient GEMM runs beside the all-gather of its saved input
   // (issued for the weight gradient that reads it, waiting for nothing), its weight-gradient
   // GEMM beside the reduce-scatter of its input gradient; both GEMMs lose 16 SMs.
@@ -130,9 +122,9 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
   REQUIRE(fc1_dgrad.size() == 1);
   CHECK(g.works[static_cast<size_t>(g.tasks[static_cast<size_t>(fc1_dgrad[0])].work)].sm_reserved == 16);
   REQUIRE(fc1_wgrad.size() == 2);
-  CHECK(coll(g, fc1_wgrad[0]).kind == CollectiveKind::AllGather);
-  CHECK(coll(g, fc1_wgrad[0]).sm_free);
-  CHECK(coll(g, fc1_wgrad[0]).bytes / 2 == doctest::Approx(131072));
+  CHECK(collective_of_task(g, fc1_wgrad[0]).kind == CollectiveKind::AllGather);
+  CHECK(collective_of_task(g, fc1_wgrad[0]).sm_free);
+  CHECK(collective_of_task(g, fc1_wgrad[0]).bytes / 2 == doctest::Approx(131072));
   CHECK(g.works[static_cast<size_t>(g.tasks[static_cast<size_t>(fc1_wgrad[1])].work)].sm_reserved == 16);
   // Per layer and micro-batch, userbuffers collectives over tp (1 micro-batch, 2 layers):
   //   ring exchanges: one step each for the qkv and fc1 forward and the proj and fc2 data
@@ -172,8 +164,8 @@ TEST_CASE("tp_comm_overlap: a full-recompute replay runs the forward's ring exch
   REQUIRE(fwd.size() == 3);
   REQUIRE(replay.size() == 3);
   CHECK(g.tasks[static_cast<size_t>(replay[1])].kind == TaskKind::Collective);
-  CHECK(coll(g, replay[1]).sm_free);
-  CHECK(coll(g, replay[1]).bytes == doctest::Approx(coll(g, fwd[1]).bytes));
+  CHECK(collective_of_task(g, replay[1]).sm_free);
+  CHECK(collective_of_task(g, replay[1]).bytes == doctest::Approx(collective_of_task(g, fwd[1]).bytes));
   CHECK(depends_on(g, replay[2], replay[1]));
   // fc2's pipelined GEMM + reduce-scatter, replayed as in the forward.
   CHECK(tasks_of(g, "layers.0.mlp.fc2", Phase::Recompute).size() == 8);
