@@ -116,6 +116,10 @@ struct Op {
   // DotProductAttention copies the ones whose layout it cannot take; the gradients are joined
   // again by a cat (layers.h, split_qkv_copy_bytes). Megatron only, as side kernels of the
   // attention op: split_qkv_fwd_bytes, split_qkv_bwd_bytes.
+  // TorchTitan's attention repeats grouped-query K and V to every query head before SDPA
+  // (layers.h, repeat_kv_bytes): a copy kernel per tensor, their gradients summed back, and SDPA
+  // saving the repeated tensors. Framework fsdp only, as side kernels of the attention op:
+  // repeat_kv_fwd_bytes, repeat_kv_bwd_bytes; repeat_kv_saved_bytes beyond the K/V it saves.
   KernelFusion fusion = KernelFusion::None;
   double eager_fwd_bytes_factor = 1;
   double eager_bwd_input_bytes_factor = 1;
@@ -126,6 +130,9 @@ struct Op {
   double glu_chunk_bwd_bytes = 0;
   double split_qkv_fwd_bytes = 0;
   double split_qkv_bwd_bytes = 0;
+  double repeat_kv_fwd_bytes = 0;
+  double repeat_kv_bwd_bytes = 0;
+  double repeat_kv_saved_bytes = 0;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

@@ -72,6 +72,9 @@ struct ParallelConfig {
   // Megatron-Core's attention splits Q, K, V out of linear_qkv's output and TE copies the views
   // it cannot take (Op::split_qkv_fwd_bytes; framework megatron).
   bool megatron_split_qkv = false;
+  // TorchTitan's attention repeats grouped K/V to every head before SDPA (Op::repeat_kv_fwd_bytes;
+  // framework fsdp).
+  bool torch_repeat_kv = false;
   // PyTorch DDP's first gradient bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES), the later
   // ones grad_bucket_MB; Megatron's and DeepSpeed's buckets are all one size (framework fsdp,
   // zero 0: DDP; compile/iteration_tail.cpp).

@@ -153,7 +153,9 @@ void OpIndex::mark_dropped_replays() {
 double OpIndex::segment_replay_bytes(int op) const {
   const OpPlan& p = plans_[op];
   const Op& o = g_.ops[op];
-  double bytes = p.saved_input_bytes + (p.sac_saved_share >= 1 ? 0 : p.saved_extra_bytes);
+  // The repeated K/V are made again whatever the policy saves (a copy is never saved).
+  double bytes =
+      p.saved_input_bytes + (p.sac_saved_share >= 1 ? 0 : p.saved_extra_bytes) + p.repeat_kv_saved_bytes;
   for (size_t k = 0; k < o.inputs.size() && k < p.first_saves_input.size(); ++k) {
     const int prod = g_.tensors[o.inputs[k].tensor].producer;
     if (!p.first_saves_input[k] || prod < 0 || seg_of_op[prod] != seg_of_op[op]) continue;
@@ -229,7 +231,7 @@ double OpIndex::fwd_alloc(int op) const {
   const int s = seg_of_op[op];
   if (s >= 0) return segments[s].ops.front() == op ? segments[s].checkpoint_bytes : 0;
   if (!groups.groups.empty()) return groups.memory.fwd[op] - groups.memory.discarded[op];
-  return p.saved_input_bytes + (drops_extra(op) ? 0 : p.saved_extra_bytes);
+  return p.saved_input_bytes + (drops_extra(op) ? 0 : p.saved_extra_bytes) + p.repeat_kv_saved_bytes;
 }
 
 double OpIndex::recompute_alloc(int op) const {

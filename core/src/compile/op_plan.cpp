@@ -89,6 +89,23 @@ void apply_split_qkv_copies(const Op& op, OpPlan* p) {
   p->bwd_input.side_bytes += op.split_qkv_bwd_bytes * share;
 }
 
+// TorchTitan's repeat_kv (Op::repeat_kv_fwd_bytes): the copies and their gradients' sums as side
+// kernels of the attention, and the repeated K/V SDPA saves, at the rank's share of K/V as the
+// model code holds them, before any context-parallel gather (the layout the backward keeps).
+void apply_repeat_kv(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p) {
+  const int seq_kv = op.find_dim("seq_kv");
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    const TensorUse& in = op.inputs[k];
+    if (seq_kv < 0 || std::find(in.dims.begin(), in.dims.end(), seq_kv) == in.dims.end()) continue;
+    const Tensor& kv = g.tensors[in.tensor];
+    const double share = tensor_bytes_per_rank(kv, p->input_saved[k], mesh) / kv.bytes();
+    p->fwd.side_bytes += op.repeat_kv_fwd_bytes * share;
+    p->bwd_input.side_bytes += op.repeat_kv_bwd_bytes * share;
+    p->repeat_kv_saved_bytes = op.repeat_kv_saved_bytes * share;
+    return;
+  }
+}
+
 // Context parallelism with the K/V ring (cp_comm_type p2p, and a2a+p2p whose all-to-alls the
 // attention runs inside itself, pass_cp_hierarchical.cpp): the attention core never holds
 // the whole K/V; blocks pass around the cp ring while it computes (pass_derivation.cpp), and
@@ -246,6 +263,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
     if (cfg.unfused(op.fusion)) apply_unfused_kernels(op, cfg.eager_elementwise, &p);
     if (cfg.megatron_split_qkv) apply_split_qkv_copies(op, &p);
+    if (cfg.torch_repeat_kv) apply_repeat_kv(g, op, mesh, &p);
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
     // PyTorch's async TP has no bulk kernels: those collectives stay NCCL's (userbuffers.h).
     if (cfg.tp_comm_overlap && !cfg.torch_async_tp) apply_bulk_overlap(g, op, mesh, &p);

@@ -51,8 +51,11 @@ struct OpPlan {
   Layout output_grad_required;     // backward: layout of d(output) this op needs
   std::vector<WeightPlan> weights;
   ComputeWork fwd, bwd_input, bwd_weight;
-  double saved_input_bytes = 0;         // per rank, inputs first saved by this op (deduplicated)
-  double saved_extra_bytes = 0;         // per rank, saved_extra (what selective recompute drops)
+  double saved_input_bytes = 0;  // per rank, inputs first saved by this op (deduplicated)
+  double saved_extra_bytes = 0;  // per rank, saved_extra (what selective recompute drops)
+  // Per rank, the repeated K/V SDPA saves beyond the grouped ones (TorchTitan's repeat_kv): made
+  // by a copy op-level checkpointing does not save, so a checkpointed block makes it again.
+  double repeat_kv_saved_bytes = 0;
   std::vector<char> first_saves_input;  // per input: counted in saved_input_bytes here
   // FP8 amax reductions (docs/frameworks.md "FP8 amax reduction"). Delayed scaling: the GEMMs
   // whose amaxes this op's Transformer Engine module registers in TE's global amax buffer (set

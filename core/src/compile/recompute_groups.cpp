@@ -173,12 +173,13 @@ class Builder {
             if (!is_held(o.inputs[k].tensor)) hold(op, o.inputs[k].tensor, input_bytes(op, k));
         const bool drops = (p.recompute_modules & recompute_bit(RecomputeModule::CoreAttn)) != 0;
         (drops ? m.replay : m.fwd)[op] += p.saved_extra_bytes;
+        m.fwd[op] += p.repeat_kv_saved_bytes;
         continue;
       }
       const RecomputeGroup& gr = out_.groups[gi];
       if (op == gr.ops.front()) keep_group_inputs(gi);
       // Run again, the op keeps what it reads from inside the group, and its saved_extra.
-      m.replay[op] += p.saved_extra_bytes;
+      m.replay[op] += p.saved_extra_bytes + p.repeat_kv_saved_bytes;
       if (!o.saves_inputs) continue;
       for (size_t k = 0; k < o.inputs.size(); ++k) {
         const int t = o.inputs[k].tensor;

@@ -128,6 +128,16 @@ SplitQkvCopyBytes split_qkv_copy_bytes(double q_bytes, double kv_bytes, bool gqa
   return b;
 }
 
+RepeatKvBytes repeat_kv_bytes(double kv_bytes, int64_t n_rep) {
+  RepeatKvBytes b;
+  if (n_rep <= 1) return b;  // repeat_kv returns x itself
+  const double r = static_cast<double>(n_rep);
+  b.forward = (1 + r) * kv_bytes;
+  b.backward = (r + 1) * kv_bytes;
+  b.saved = (r - 1) * kv_bytes;
+  return b;
+}
+
 void set_gemm_costs(OpGraphBuilder& g, int op, double bias_elements) {
   const double gemm = 2 * g.dims_product(op);
   g.set_costs(op, gemm + bias_elements, gemm, gemm + bias_elements);

@@ -147,6 +147,21 @@ struct SplitQkvCopyBytes {
 };
 SplitQkvCopyBytes split_qkv_copy_bytes(double q_bytes, double kv_bytes, bool gqa, bool new_q_and_k);
 
+// TorchTitan's repeat_kv (torchtitan/models/llama/model.py at 9dec370): under grouped-query
+// attention keys and values are expanded to every query head, `unsqueeze(x, 3).expand(...)
+// .reshape(bs, slen, n_kv_heads * n_rep, head_dim)`, before F.scaled_dot_product_attention,
+// which takes no grouped K/V there. The reshape of an expanded tensor cannot be a view: one copy
+// kernel per tensor reads it and writes it n_rep times; expand's gradient is a sum over the
+// repeats (sum_to_size), reading the n_rep-fold gradient and writing one. SDPA saves its inputs,
+// so the forward keeps the repeated K and V instead of the grouped ones. Bytes over the grouped
+// K + V (`kv_bytes`), n_rep = heads / kv_heads:
+struct RepeatKvBytes {
+  double forward = 0;   // (1 + n_rep) kv_bytes
+  double backward = 0;  // (n_rep + 1) kv_bytes
+  double saved = 0;     // (n_rep - 1) kv_bytes beyond the grouped K/V
+};
+RepeatKvBytes repeat_kv_bytes(double kv_bytes, int64_t n_rep);
+
 // y[batch, out] = x[batch, in] W[out, in]^T (+ b[out]), with the feature dims named as given
 // ("in"/"out" in classifiers and MLPs, so that mapping a mesh axis to "out" in a module makes
 // it tensor (model) parallel there).

@@ -455,6 +455,10 @@ class TransformerBuilder {
             g_.tensor(q).bytes(), g_.tensor(kv).bytes(), z_.kvh < a, !m_.learned_positions || m_.qk_norm);
         op.split_qkv_fwd_bytes = copies.forward;
         op.split_qkv_bwd_bytes = copies.backward;
+        const RepeatKvBytes repeat = repeat_kv_bytes(g_.tensor(kv).bytes(), a / z_.kvh);
+        op.repeat_kv_fwd_bytes = repeat.forward;
+        op.repeat_kv_bwd_bytes = repeat.backward;
+        op.repeat_kv_saved_bytes = repeat.saved;
       }
       if (!m_.flash_attention) {
         const UnfusedAttentionScoreBytes per = unfused_attention_score_bytes(ab, m_.dropout);
