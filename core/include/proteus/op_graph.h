@@ -119,7 +119,8 @@ struct Op {
   // TorchTitan's attention repeats grouped-query K and V to every query head before SDPA
   // (layers.h, repeat_kv_bytes): a copy kernel per tensor, their gradients summed back, and SDPA
   // saving the repeated tensors. Framework fsdp only, as side kernels of the attention op:
-  // repeat_kv_fwd_bytes, repeat_kv_bwd_bytes; repeat_kv_saved_bytes beyond the K/V it saves.
+  // repeat_kv_fwd_bytes, repeat_kv_bwd_bytes; repeat_kv_saved_bytes beyond the K/V it saves;
+  // kv_repeats (heads / kv_heads), the factor the K/V SDPA reads are of the grouped ones.
   KernelFusion fusion = KernelFusion::None;
   double eager_fwd_bytes_factor = 1;
   double eager_bwd_input_bytes_factor = 1;
@@ -133,6 +134,7 @@ struct Op {
   double repeat_kv_fwd_bytes = 0;
   double repeat_kv_bwd_bytes = 0;
   double repeat_kv_saved_bytes = 0;
+  int64_t kv_repeats = 1;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

@@ -102,6 +102,7 @@ void apply_repeat_kv(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p
     p->fwd.side_bytes += op.repeat_kv_fwd_bytes * share;
     p->bwd_input.side_bytes += op.repeat_kv_bwd_bytes * share;
     p->repeat_kv_saved_bytes = op.repeat_kv_saved_bytes * share;
+    p->kv_repeats = static_cast<double>(op.kv_repeats);
     return;
   }
 }
@@ -218,8 +219,10 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
       p.input_saved.push_back(saved_layout(g, plans, in.tensor, req, mesh, cfg.dtensor_tp));
       p.input_grad.push_back(layout_of_use(in, p.axis_dim, mesh, true));
     }
+    // PyTorch's all-gather rotater gathers inside the attention too (pass_torch_cp.cpp).
     if (op.kind == OpKind::Attention && mesh.size[kAxisCp] > 1 &&
-        (cfg.cp_comm_type == CpCommType::P2p || cfg.cp_comm_type == CpCommType::A2aP2p))
+        (cfg.cp_comm_type == CpCommType::P2p || cfg.cp_comm_type == CpCommType::A2aP2p ||
+         (cfg.torch_cp && cfg.cp_comm_type == CpCommType::AllGather)))
       keep_kv_local(g, plans, op, &p);
     // A ring attention's traffic is that of its local K/V: each rank's share of the score
     // matrix (without flash attention) is its queries against all keys, 1/(tp*cp) of it, as under

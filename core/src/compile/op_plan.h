@@ -56,6 +56,9 @@ struct OpPlan {
   // Per rank, the repeated K/V SDPA saves beyond the grouped ones (TorchTitan's repeat_kv): made
   // by a copy op-level checkpointing does not save, so a checkpointed block makes it again.
   double repeat_kv_saved_bytes = 0;
+  // The K/V input as the attention kernel reads it: repeated this many times (TorchTitan's
+  // repeat_kv; 1 otherwise). PyTorch's context parallelism gathers and rotates the repeated K/V.
+  double kv_repeats = 1;
   std::vector<char> first_saves_input;  // per input: counted in saved_input_bytes here
   // FP8 amax reductions (docs/frameworks.md "FP8 amax reduction"). Delayed scaling: the GEMMs
   // whose amaxes this op's Transformer Engine module registers in TE's global amax buffer (set

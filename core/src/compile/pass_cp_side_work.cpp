@@ -112,8 +112,11 @@ int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int atte
 // over cp (k_ag, v_ag) and saves only the local shards; the forward holds the gathered K/V while
 // it runs, the backward gathers them again and also accumulates dK/dV at full length (dk, dv =
 // torch.zeros of cp x the local shape): per rank, the whole K/V once in the forward, twice in
-// the backward, beside the saved activations. 0 for any other op.
+// the backward, beside the saved activations. PyTorch's all-gather rotater holds the gathered
+// K/V as SDPA reads them (TorchTitan's repeated ones) and fp32 dK/dV in flight, about the same.
+// 0 for any other op.
 double PassDeriver::gathered_kv_bytes(int op) const {
+  if (is_torch_gather_attention(op)) return attention_kv_bytes(op) * mesh_.size[kAxisCp];
   const Op& o = g_.ops[op];
   if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 ||
       tree_.nodes[o.module].config.cp_comm_type != CpCommType::AllGather)

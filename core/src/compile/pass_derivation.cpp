@@ -350,28 +350,33 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
     return ring_compute(op, mb, phase, deps, mem,
                         {kAxisTp, tp_ring_shard_bytes, ub_chunk_work(op, which, 0), kUserbuffersPurpose},
                         last_step);
+  const bool torch_cp = tree_.root().torch_cp;
+  if (is_torch_gather_attention(op) && (which == 0 || which == 1)) {
+    const double kv_bytes = attention_kv_bytes(op);
+    const int last = torch_gather_attention(op, mb, phase, which, deps, mem, kv_bytes);
+    return torch_cp_merge(op, mb, phase, which, last, kv_bytes);
+  }
   if (!is_ring_attention(op)) {
     const int t =
         emit_.compute(emit_.compute_task(index_.labels[op], phase, mb, work_id(op, which)), deps, mem);
-    const double gathered = gathered_kv_bytes(op);
-    if (tree_.root().torch_cp)
-      return gathered > 0 ? torch_cp_merge(op, mb, phase, which, t, gathered / mesh_.size[kAxisCp]) : t;
-    return te_cp_copy_work(op, mb, phase, which, t);
+    return torch_cp ? t : te_cp_copy_work(op, mb, phase, which, t);
   }
   const Op& o = g_.ops[op];
-  const int seq_kv = o.find_dim("seq_kv");
-  double kv_bytes = 0;
-  for (size_t k = 0; k < o.inputs.size(); ++k)
-    if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
-      kv_bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
+  const double kv_bytes = attention_kv_bytes(op);
   if (tree_.nodes[o.module].config.cp_comm_type == CpCommType::A2aP2p)
     return hierarchical_cp_attention(op, mb, phase, which, deps, mem, kv_bytes);
-  const int last = ring_compute(op, mb, phase, deps, mem,
-                                {kAxisCp, (which == 0 ? 1 : 2) * kv_bytes,
-                                 ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"},
-                                nullptr);
-  return tree_.root().torch_cp ? torch_cp_merge(op, mb, phase, which, last, kv_bytes)
-                               : te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
+  // The backward passes K/V and dK/dV each step; PyTorch's dK/dV travel in fp32 (convert_to_f32).
+  const double step_bytes = which == 0 ? kv_bytes : (torch_cp ? 3 : 2) * kv_bytes;
+  int last = ring_compute(
+      op, mb, phase, deps, mem,
+      {kAxisCp, step_bytes, ring_block_work(op, which, mesh_.size[kAxisCp]), "activation"}, nullptr);
+  if (!torch_cp) return te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
+  // PyTorch's all-to-all rotater sends dK/dV after every step, the last step's too: the local
+  // shard's gradient arrives after it (_templated_ring_attention_backward's final next_buffer).
+  if (which == 1)
+    last = emit_.collective(CollectiveKind::RingExchange, axis_bit(kAxisCp), 2 * kv_bytes, Stream::TpComm,
+                            phase, mb, index_.labels[op], {last}, "activation");
+  return torch_cp_merge(op, mb, phase, which, last, kv_bytes);
 }
 
 // Op-level checkpointing (torch_op_sac.h): a wholly saved op's replay is served from the

@@ -86,6 +86,11 @@ class PassDeriver {
   int ring_compute(int op, int mb, Phase phase, const std::vector<int>& deps,
                    const std::vector<MemEvent>& mem, const Ring& ring, int* last_step);
   bool is_ring_attention(int op) const;
+  // PyTorch's context parallelism (pass_torch_cp.cpp).
+  bool is_torch_gather_attention(int op) const;
+  double attention_kv_bytes(int op) const;
+  int torch_gather_attention(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
+                             const std::vector<MemEvent>& mem, double kv_bytes);
   void replay_cp_output_exchange(int op, int mb);
   double gathered_kv_bytes(int op) const;
   int ring_block_work(int op, int which, int cp);

@@ -459,6 +459,7 @@ class TransformerBuilder {
         op.repeat_kv_fwd_bytes = repeat.forward;
         op.repeat_kv_bwd_bytes = repeat.backward;
         op.repeat_kv_saved_bytes = repeat.saved;
+        op.kv_repeats = a / z_.kvh;
       }
       if (!m_.flash_attention) {
         const UnfusedAttentionScoreBytes per = unfused_attention_score_bytes(ab, m_.dropout);
