@@ -2,7 +2,6 @@
 // after them: Transformer Engine's ring corrections and accumulations (te_cp_ring.h), its
 // all_gather and a2a copies (te_cp_copies.h), PyTorch's fp32 merges (torch_cp_merge.h); the a2a
 // backward's second exchange of the saved output; and what an all-gathered K/V holds in memory.
-#include <algorithm>
 
 #include "pass_derivation.h"
 #include "te_cp_copies.h"
@@ -116,17 +115,12 @@ int PassDeriver::torch_cp_merge(int op, int mb, Phase phase, int which, int atte
 // K/V as SDPA reads them (TorchTitan's repeated ones) and fp32 dK/dV in flight, about the same.
 // 0 for any other op.
 double PassDeriver::gathered_kv_bytes(int op) const {
-  if (is_torch_gather_attention(op)) return attention_kv_bytes(op) * mesh_.size[kAxisCp];
   const Op& o = g_.ops[op];
   if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 ||
       tree_.nodes[o.module].config.cp_comm_type != CpCommType::AllGather)
     return 0;
-  const int seq_kv = o.find_dim("seq_kv");
-  double bytes = 0;
-  for (size_t k = 0; k < o.inputs.size(); ++k)
-    if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
-      bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
-  return bytes;
+  // TE's attention requires K/V gathered; PyTorch's keeps the local shard and gathers it itself.
+  return attention_kv_bytes(op) * (is_torch_gather_attention(op) ? mesh_.size[kAxisCp] : 1);
 }
 
 }  // namespace proteus
