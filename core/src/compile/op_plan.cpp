@@ -10,6 +10,16 @@
 
 namespace proteus {
 
+std::vector<size_t> kv_inputs(const Op& op) {
+  std::vector<size_t> out;
+  const int seq_kv = op.find_dim("seq_kv");
+  if (seq_kv < 0) return out;
+  for (size_t k = 0; k < op.inputs.size(); ++k)
+    if (std::find(op.inputs[k].dims.begin(), op.inputs[k].dims.end(), seq_kv) != op.inputs[k].dims.end())
+      out.push_back(k);
+  return out;
+}
+
 double tensor_bytes_per_rank(const Tensor& t, const Layout& l, const Mesh& mesh) {
   return t.bytes() / l.shard_factor(mesh);
 }
@@ -93,11 +103,8 @@ void apply_split_qkv_copies(const Op& op, OpPlan* p) {
 // kernels of the attention, and the repeated K/V SDPA saves, at the rank's share of K/V as the
 // model code holds them, before any context-parallel gather (the layout the backward keeps).
 void apply_repeat_kv(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p) {
-  const int seq_kv = op.find_dim("seq_kv");
-  for (size_t k = 0; k < op.inputs.size(); ++k) {
-    const TensorUse& in = op.inputs[k];
-    if (seq_kv < 0 || std::find(in.dims.begin(), in.dims.end(), seq_kv) == in.dims.end()) continue;
-    const Tensor& kv = g.tensors[in.tensor];
+  for (const size_t k : kv_inputs(op)) {
+    const Tensor& kv = g.tensors[op.inputs[k].tensor];
     const double share = tensor_bytes_per_rank(kv, p->input_saved[k], mesh) / kv.bytes();
     p->fwd.side_bytes += op.repeat_kv_fwd_bytes * share;
     p->bwd_input.side_bytes += op.repeat_kv_bwd_bytes * share;
@@ -113,12 +120,8 @@ void apply_repeat_kv(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p
 // the ring returns dK/dV already summed for the local shard. So K/V stay in the layout their
 // producer made along cp, forward and backward (TE AttnFuncWithCPAndKVP2P).
 void keep_kv_local(const OpGraph& g, const std::vector<OpPlan>& plans, const Op& op, OpPlan* p) {
-  const int seq_kv = op.find_dim("seq_kv");
-  if (seq_kv < 0) return;
-  for (size_t k = 0; k < op.inputs.size(); ++k) {
-    const TensorUse& in = op.inputs[k];
-    if (std::find(in.dims.begin(), in.dims.end(), seq_kv) == in.dims.end()) continue;
-    const int prod = g.tensors[in.tensor].producer;
+  for (const size_t k : kv_inputs(op)) {
+    const int prod = g.tensors[op.inputs[k].tensor].producer;
     if (prod < 0) continue;
     const int along_cp = plans[prod].output.placement[kAxisCp];
     p->input_required[k].placement[kAxisCp] = along_cp;

@@ -100,6 +100,8 @@ struct PlanContext {
 
 std::vector<OpPlan> plan_ops(const PlanContext& ctx);
 double tensor_bytes_per_rank(const Tensor& t, const Layout& l, const Mesh& mesh);
+// Indices of an attention's inputs indexed by its keys (the K/V, dim "seq_kv"); none elsewhere.
+std::vector<size_t> kv_inputs(const Op& op);
 // The layout an input of `required` layout is kept in for the backward (op_plan.cpp): with
 // dtensor_tp false, the layout its producer hands over, from which the forward gathers it.
 Layout saved_layout(const OpGraph& g, const std::vector<OpPlan>& plans, int tensor, const Layout& required,

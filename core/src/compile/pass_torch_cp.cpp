@@ -3,8 +3,6 @@
 // _templated_ring_attention_backward as TorchTitan ran them (docs/frameworks.md "PyTorch's
 // context-parallel attention"). Each SDPA call takes the K/V the model code handed to SDPA,
 // TorchTitan's repeated ones (OpPlan::kv_repeats).
-#include <algorithm>
-
 #include "pass_derivation.h"
 
 namespace proteus {
@@ -21,12 +19,10 @@ bool PassDeriver::is_torch_gather_attention(int op) const {
 // Per rank, the K/V an attention's kernel reads in the layout the op requires them (the local
 // shard along cp under a ring or PyTorch's gather), repeated as the model code repeats them.
 double PassDeriver::attention_kv_bytes(int op) const {
-  const Op& o = g_.ops[op];
-  const int seq_kv = o.find_dim("seq_kv");
   double bytes = 0;
-  for (size_t k = 0; k < o.inputs.size(); ++k)
-    if (std::find(o.inputs[k].dims.begin(), o.inputs[k].dims.end(), seq_kv) != o.inputs[k].dims.end())
-      bytes += tensor_bytes_per_rank(g_.tensors[o.inputs[k].tensor], plans_[op].input_required[k], mesh_);
+  for (const size_t k : kv_inputs(g_.ops[op]))
+    bytes +=
+        tensor_bytes_per_rank(g_.tensors[g_.ops[op].inputs[k].tensor], plans_[op].input_required[k], mesh_);
   return bytes * plans_[op].kv_repeats;
 }
 
