@@ -373,9 +373,7 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
   if (!torch_cp) return te_cp_ring_work(op, mb, phase, which, mesh_.size[kAxisCp], kv_bytes, last);
   // PyTorch's all-to-all rotater sends dK/dV after every step, the last step's too: the local
   // shard's gradient arrives after it (_templated_ring_attention_backward's final next_buffer).
-  if (which == 1)
-    last = emit_.collective(CollectiveKind::RingExchange, axis_bit(kAxisCp), 2 * kv_bytes, Stream::TpComm,
-                            phase, mb, index_.labels[op], {last}, "activation");
+  if (which == 1) last = torch_dkv_transfer(op, mb, phase, kv_bytes, {last});
   return torch_cp_merge(op, mb, phase, which, last, kv_bytes);
 }
 

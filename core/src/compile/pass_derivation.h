@@ -91,6 +91,7 @@ class PassDeriver {
   double attention_kv_bytes(int op) const;
   int torch_gather_attention(int op, int mb, Phase phase, int which, const std::vector<int>& deps,
                              const std::vector<MemEvent>& mem, double kv_bytes);
+  int torch_dkv_transfer(int op, int mb, Phase phase, double kv_bytes, const std::vector<int>& after);
   void replay_cp_output_exchange(int op, int mb);
   double gathered_kv_bytes(int op) const;
   int ring_block_work(int op, int which, int cp);

@@ -42,22 +42,27 @@ int PassDeriver::torch_gather_attention(int op, int mb, Phase phase, int which, 
   const int block = ring_block_work(op, which, cp);
   const bool backward = which == 1;
   const std::vector<MemEvent> none;
-  const auto dkv_transfer = [&](std::vector<int> after) {
-    return emit_.collective(CollectiveKind::RingExchange, axis_bit(kAxisCp), 2 * kv_bytes, Stream::TpComm,
-                            phase, mb, label, after, "activation");
-  };
   int last = emit_.compute(emit_.compute_task(label, phase, mb, block), deps, none);
   const int gather = emit_.collective(CollectiveKind::AllGather, axis_bit(kAxisCp), cp * kv_bytes,
                                       Stream::TpComm, phase, mb, label, deps, "activation");
   std::vector<int> transfers;
-  if (backward) transfers.push_back(dkv_transfer({last}));
+  if (backward) transfers.push_back(torch_dkv_transfer(op, mb, phase, kv_bytes, {last}));
   for (int i = 1; i < cp; ++i) {
     std::vector<int> after = {gather};
     if (backward && i >= 2) after.push_back(transfers[static_cast<size_t>(i - 2)]);
     last = emit_.compute(emit_.compute_task(label, phase, mb, block), after, i + 1 == cp ? mem : none);
-    if (backward) transfers.push_back(dkv_transfer({last, transfers.back()}));
+    if (backward) transfers.push_back(torch_dkv_transfer(op, mb, phase, kv_bytes, {last, transfers.back()}));
   }
   return backward ? transfers.back() : last;
+}
+
+// One transfer of the dK/dV accumulated so far to the next rank of the cp ring: PyTorch's
+// all-to-all rotater (dkv_rotater, ALL_TO_ALL) on the group's NCCL stream, in fp32
+// (convert_to_f32), i.e. twice the bytes of `kv_bytes` of 16-bit K and V.
+int PassDeriver::torch_dkv_transfer(int op, int mb, Phase phase, double kv_bytes,
+                                    const std::vector<int>& after) {
+  return emit_.collective(CollectiveKind::RingExchange, axis_bit(kAxisCp), 2 * kv_bytes, Stream::TpComm,
+                          phase, mb, index_.labels[op], after, "activation");
 }
 
 }  // namespace proteus
