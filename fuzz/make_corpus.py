@@ -81,6 +81,21 @@ write("mla-recompute-modules", {
     "strategy": {"dp": 4, "ep": 4, "pp": 2, "zero": 1, "recompute": "selective",
                  "recompute_modules": ["mla_up_proj", "mlp", "moe"], "main_params_dtype": "fp16",
                  "exp_avg_dtype": "fp16", "exp_avg_sq_dtype": "fp16"}})
+# Framework fsdp (TorchTitan: FSDP2, DTensor TP and async TP, PyTorch's context parallelism with
+# both rotaters, op-level SAC, torch.compile, torchao Float8 with FP8 all-gather).
+write("fsdp-cp-all-gather-sac", {
+    "model": {"preset": "llama3-8b", "layers": 4}, "cluster": {"preset": "dgx-h100"},
+    "training": {"global_batch": 4, "seq_len": 2048, "precision": "fp8", "fp8_recipe": "current"},
+    "strategy": {"framework": "fsdp", "tp": 2, "cp": 2, "dp": 2, "micro_batch": 2, "zero": 3,
+                 "recompute": "selective", "torch_compile": True, "fp8_param_gather": True,
+                 "cp_comm_type": "all_gather", "sequence_parallel": True}})
+write("fsdp-pp-cp-p2p-async-tp", {
+    "model": {"preset": "llama3-8b", "layers": 8}, "cluster": {"preset": "dgx-h100", "nodes": 2},
+    "training": {"global_batch": 8, "seq_len": 4096, "precision": "bf16"},
+    "strategy": {"framework": "fsdp", "tp": 2, "cp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "zero": 2,
+                 "grad_sync": "at_boundary", "recompute": "full", "schedule": "interleaved-1f1b",
+                 "virtual_stages": 2, "torch_compile": True, "tp_comm_overlap": True,
+                 "sequence_parallel": True, "cp_comm_type": "p2p"}})
 write("nvlink-mesh", {
     "model": {"preset": "bert-large", "layers": 2}, "cluster": {"preset": "dgx1-v100-2ib", "nodes": 2},
     "training": {"global_batch": 32, "seq_len": 128, "precision": "fp32"},
