@@ -31,13 +31,17 @@ int op_named(const OpGraph& g, const std::string& path) {
   return -1;
 }
 
-// The flops of simulated rank 0's first compute task labelled `label` in `phase`.
-double task_flops(const CompiledModel& c, const std::string& label, Phase phase) {
+// The work of simulated rank 0's first compute task labelled `label` in `phase`.
+ComputeWork task_work(const CompiledModel& c, const std::string& label, Phase phase) {
   for (const Task& t : c.exec.tasks)
     if (t.kind == TaskKind::Compute && t.rank == 0 && t.phase == phase && c.exec.labels[t.label] == label)
-      return c.exec.works[t.work].flops;
+      return c.exec.works[t.work];
   FAIL("no task " << label);
-  return -1;
+  return {};
+}
+
+double task_flops(const CompiledModel& c, const std::string& label, Phase phase) {
+  return task_work(c, label, phase).flops;
 }
 
 }  // namespace
@@ -93,6 +97,27 @@ TEST_CASE("torch op SAC: the replay is full recompute less the saved ops' forwar
   CHECK(task_flops(sac, "layers.0.mlp.mlp_residual", Phase::Recompute) > 0);
   CHECK(task_flops(compiled, "layers.0.mlp.mlp_residual", Phase::Recompute) == 0);
   CHECK(task_flops(compiled, "layers.0.attention.attn_residual", Phase::Recompute) > 0);  // ln2 reads it
+}
+
+TEST_CASE("torch op SAC: SDPA served from its cache still has repeat_kv's copy run again") {
+  // The policy saves SDPA's outputs, not the copy of K and V to every head that feeds it; the
+  // backward needs SDPA's inputs, so the replay makes them again: per rank K + V of 2 KV heads x
+  // 128 x 2048 tokens x 2 bytes, read once and written n_rep = 4 times.
+  const double kv_bytes = 2.0 * 2 * 128 * 2048 * 2;
+  const CompiledModel sac = test::compile_text(llama_config("selective"));
+  const ComputeWork replay = task_work(sac, "layers.0.attention.attn", Phase::Recompute);
+  CHECK(replay.flops == 0);
+  CHECK(replay.side_bytes == doctest::Approx(5 * kv_bytes));
+  CHECK(replay.side_bytes == task_work(sac, "layers.0.attention.attn", Phase::Forward).side_bytes);
+  // The cached linears replay nothing.
+  CHECK(task_work(sac, "layers.0.mlp.fc2", Phase::Recompute).side_bytes == 0);
+  // Multi-head attention (kv_heads = heads) repeats nothing, so its replay copies nothing.
+  std::string mha_model = test::tiny_llama_model(R"(,"flash_attention":true)");
+  mha_model.replace(mha_model.find(R"("kv_heads":2)"), 12, R"("kv_heads":8)");
+  const CompiledModel mha = test::compile_text(
+      test::config_json(mha_model, R"({"preset":"dgx-h100","nodes":1})", 8,
+                        R"({"dp":8,"micro_batch":1,"zero":3,"framework":"fsdp","recompute":"selective"})"));
+  CHECK(task_work(mha, "layers.0.attention.attn", Phase::Recompute).side_bytes == 0);
 }
 
 TEST_CASE("torch op SAC: the forward keeps the block's input and the saved outputs") {

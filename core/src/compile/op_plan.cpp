@@ -106,7 +106,8 @@ void apply_repeat_kv(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p
   for (const size_t k : kv_inputs(op)) {
     const Tensor& kv = g.tensors[op.inputs[k].tensor];
     const double share = tensor_bytes_per_rank(kv, p->input_saved[k], mesh) / kv.bytes();
-    p->fwd.side_bytes += op.repeat_kv_fwd_bytes * share;
+    p->repeat_kv_copy_bytes = op.repeat_kv_fwd_bytes * share;
+    p->fwd.side_bytes += p->repeat_kv_copy_bytes;
     p->bwd_input.side_bytes += op.repeat_kv_bwd_bytes * share;
     p->repeat_kv_saved_bytes = op.repeat_kv_saved_bytes * share;
     p->kv_repeats = static_cast<double>(op.kv_repeats);

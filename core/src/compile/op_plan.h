@@ -56,6 +56,9 @@ struct OpPlan {
   // Per rank, the repeated K/V SDPA saves beyond the grouped ones (TorchTitan's repeat_kv): made
   // by a copy op-level checkpointing does not save, so a checkpointed block makes it again.
   double repeat_kv_saved_bytes = 0;
+  // Per rank, the HBM bytes of that copy (part of fwd.side_bytes): an op-level SAC replay that
+  // serves SDPA from its cache runs the copy again, since the backward needs SDPA's inputs.
+  double repeat_kv_copy_bytes = 0;
   // The K/V input as the attention kernel reads it: repeated this many times (TorchTitan's
   // repeat_kv; 1 otherwise). PyTorch's context parallelism gathers and rotates the repeated K/V.
   double kv_repeats = 1;

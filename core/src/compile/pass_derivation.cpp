@@ -381,13 +381,17 @@ int PassDeriver::compute_op(int op, int mb, Phase phase, int which, const std::v
 // cache, no kernel; its consumers read the forward's output. What its backward keeps from the
 // replay (its saved inputs, made again by the ops before it) is allocated here, and its weights
 // are gathered here for the backward, as for the ops replayed (FSDP2 gathers the block's
-// parameters before the block's backward, recompute included).
+// parameters before the block's backward, recompute included). An attention fed by
+// TorchTitan's repeat_kv runs that copy again: SDPA's backward needs its repeated inputs, and
+// the policy saves SDPA's outputs, not the copy's (OpPlan::repeat_kv_copy_bytes).
 void PassDeriver::replay_from_cache(int op, int mb) {
   int& id = work_ids_[static_cast<size_t>(kWorkKinds * op + kCachedReplay)];
   if (id < 0) {
-    ComputeWork none;
-    none.kernels = 0;
-    id = emit_.exec().add_work(none);
+    ComputeWork cached;
+    cached.op_kind = plans_[op].fwd.op_kind;
+    cached.kernels = 0;
+    cached.side_bytes = plans_[op].repeat_kv_copy_bytes;
+    id = emit_.exec().add_work(cached);
   }
   std::vector<int> deps;
   std::vector<MemEvent> mem = prefetched_alloc_;
