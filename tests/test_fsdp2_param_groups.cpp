@@ -93,3 +93,19 @@ TEST_CASE("fsdp2 groups: the root is gathered first, kept through the backward a
   // last of the backward.
   CHECK(span(r, "dp_comm", "grad_bucket_0").first >= span(r, "compute", "embedding.word_embedding W").second);
 }
+
+TEST_CASE("FSDP2's fp32 shard is the parameter at rest and the optimizer's master, counted once") {
+  // Mixed precision (the fixture's default): Megatron's ZeRO-3 keeps a 16-bit shard (2 bytes a
+  // parameter over d) beside the optimizer's fp32 master, m and v (12); FSDP2 keeps the fp32
+  // shard only, which Adam updates in place: 2 bytes a parameter over d fewer, weights none at
+  // rest (the gathered 16-bit copies come and go with their units).
+  const CompiledModel megatron = test::compile_text(zero3_config("megatron"));
+  const CompiledModel fsdp = test::compile_text(zero3_config("fsdp"));
+  const auto& m = megatron.stats.static_bytes_per_stage.at(0);
+  const auto& f = fsdp.stats.static_bytes_per_stage.at(0);
+  const auto weights = static_cast<size_t>(MemCategory::Weights);
+  const auto optimizer = static_cast<size_t>(MemCategory::OptimizerStates);
+  CHECK(f[weights] == 0);
+  CHECK(f[optimizer] == doctest::Approx(m[optimizer]));
+  CHECK(m[weights] == doctest::Approx(m[optimizer] / 6));  // 2 against 12 bytes a parameter
+}

@@ -135,6 +135,10 @@ struct Op {
   double repeat_kv_bwd_bytes = 0;
   double repeat_kv_saved_bytes = 0;
   int64_t kv_repeats = 1;
+  // The language model's cross-entropy over the vocabulary: its backward reads the fp32 softmax
+  // it saves, not the logits; what the frameworks allocate while it runs is per framework
+  // (compile/cross_entropy_memory.h).
+  bool vocab_cross_entropy = false;
   // For the cost model: the forward GEMM's M, N, K (and batch) as lists of iteration-dim
   // indices whose sizes multiply to each (empty = not a GEMM). The compiler divides each by
   // the shards of its dims to get the per-GPU GEMM shape. Attention uses batch=(batch, heads),

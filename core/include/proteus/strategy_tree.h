@@ -75,6 +75,10 @@ struct ParallelConfig {
   // TorchTitan's attention repeats grouped K/V to every head before SDPA (Op::repeat_kv_fwd_bytes;
   // framework fsdp).
   bool torch_repeat_kv = false;
+  // The loss is PyTorch's F.cross_entropy on the fp32 logits (TorchTitan's loss_fn), whose
+  // log-softmax and gradients are new tensors; Megatron's works in place (framework fsdp;
+  // compile/cross_entropy_memory.h).
+  bool torch_cross_entropy = false;
   // PyTorch DDP's first gradient bucket is 1 MB (dist._DEFAULT_FIRST_BUCKET_BYTES), the later
   // ones grad_bucket_MB; Megatron's and DeepSpeed's buckets are all one size (framework fsdp,
   // zero 0: DDP; compile/iteration_tail.cpp).

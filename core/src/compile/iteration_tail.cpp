@@ -309,7 +309,12 @@ void IterationTail::static_memory_and_optimizer() {
     // fp8_param_gather with ZeRO-1/2: the weights exist only as FP8 (Megatron's fp8_model_init;
     // the fp32 main copy is the optimizer's), with their transpose: the 1 + 1 bytes below.
     const bool fp8_only = w->fp8_copy && zero < 3 && knobs_.fp8_param_gather;
-    if (!fp8_only)
+    // FSDP2 fully sharded under mixed precision: the parameter at rest is the fp32 shard, which
+    // is also what the optimizer updates (counted with its states as the master); the 16-bit
+    // copies exist only while gathered (torch _fully_shard/_fsdp_param.py: sharded_param keeps
+    // the module's dtype, MixedPrecisionPolicy.param_dtype applies to the all-gather).
+    const bool shard_is_master = zero >= 3 && knobs_.torch_optimizer && index_.weight_bytes < 4;
+    if (!fp8_only && !shard_is_master)
       bytes[static_cast<int>(MemCategory::Weights)] += p * index_.weight_bytes / (zero >= 3 ? d : 1);
     // FP8: Transformer Engine's FP8 weight copy and its transpose, 1 + 1 bytes, made from the
     // 16-bit weights once per iteration (read 2, write 2 bytes); under ZeRO-3 made per gather.

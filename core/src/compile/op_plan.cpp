@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cross_entropy_memory.h"
 #include "fp8_plan.h"
 #include "proteus/error.h"
 #include "torch_op_sac.h"
@@ -113,6 +114,20 @@ void apply_repeat_kv(const OpGraph& g, const Op& op, const Mesh& mesh, OpPlan* p
     p->kv_repeats = static_cast<double>(op.kv_repeats);
     return;
   }
+}
+
+// The language model's cross-entropy: the logits and the fp32 tensors the framework's code
+// makes of them, held while the loss runs (cross_entropy_memory.h); its saved softmax is the
+// op's saved tensor. Per rank, at the logits' shards (the vocabulary over tp, the sequence
+// over cp).
+void apply_cross_entropy_memory(const OpGraph& g, const Op& op, const Mesh& mesh, bool torch, OpPlan* p) {
+  const Tensor& logits = g.tensors[op.inputs[0].tensor];
+  const double per_rank =
+      tensor_bytes_per_rank(logits, p->input_required[0], mesh) / logits.bytes_per_element;
+  const CrossEntropyMemory m = torch ? torch_cross_entropy_memory(logits.bytes_per_element)
+                                     : megatron_cross_entropy_memory(logits.bytes_per_element);
+  p->fwd_transient_bytes = m.forward_peak * per_rank;
+  p->bwd_transient_bytes = m.backward_extra * per_rank;
 }
 
 // Context parallelism with the K/V ring (cp_comm_type p2p, and a2a+p2p whose all-to-alls the
@@ -271,6 +286,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     if (cfg.unfused(op.fusion)) apply_unfused_kernels(op, cfg.eager_elementwise, &p);
     if (cfg.megatron_split_qkv) apply_split_qkv_copies(op, &p);
     if (cfg.torch_repeat_kv) apply_repeat_kv(g, op, mesh, &p);
+    if (op.vocab_cross_entropy) apply_cross_entropy_memory(g, op, mesh, cfg.torch_cross_entropy, &p);
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
     // PyTorch's async TP has no bulk kernels: those collectives stay NCCL's (userbuffers.h).
     if (cfg.tp_comm_overlap && !cfg.torch_async_tp) apply_bulk_overlap(g, op, mesh, &p);

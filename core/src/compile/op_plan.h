@@ -59,6 +59,11 @@ struct OpPlan {
   // Per rank, the HBM bytes of that copy (part of fwd.side_bytes): an op-level SAC replay that
   // serves SDPA from its cache runs the copy again, since the backward needs SDPA's inputs.
   double repeat_kv_copy_bytes = 0;
+  // Per rank, memory held only while the op's forward (backward) runs, besides what it keeps
+  // after it (the forward's includes the saved tensors, allocated as it starts): the language
+  // model's cross-entropy (cross_entropy_memory.h).
+  double fwd_transient_bytes = 0;
+  double bwd_transient_bytes = 0;
   // The K/V input as the attention kernel reads it: repeated this many times (TorchTitan's
   // repeat_kv; 1 otherwise). PyTorch's context parallelism gathers and rotates the repeated K/V.
   double kv_repeats = 1;

@@ -408,6 +408,13 @@ void PassDeriver::replay_from_cache(int op, int mb) {
       emit_.compute(emit_.compute_task(index_.labels[op], Phase::Recompute, mb, id), deps, mem);
 }
 
+// Activation memory a task allocates as it starts and frees as it ends.
+void PassDeriver::hold_while_running(std::vector<MemEvent>* mem, double bytes) {
+  if (bytes <= 0) return;
+  mem->push_back({MemCategory::Activations, false, bytes});
+  mem->push_back({MemCategory::Activations, true, -bytes});
+}
+
 void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const Op& o = g_.ops[op];
   const OpPlan& p = plans_[op];
@@ -450,10 +457,7 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const double keep = (ns == kFwd) ? index_.fwd_alloc(op) : index_.replay_alloc(op);
   if (keep > 0) mem.push_back({MemCategory::Activations, true, keep});
   mem.insert(mem.begin(), pending_weight_alloc_.begin(), pending_weight_alloc_.end());
-  if (const double kv = gathered_kv_bytes(op); kv > 0) {
-    mem.push_back({MemCategory::Activations, false, kv});
-    mem.push_back({MemCategory::Activations, true, -kv});
-  }
+  hold_while_running(&mem, gathered_kv_bytes(op) + p.fwd_transient_bytes);
   Layout scattered;
   const bool rs_cached = ns == kRecompute && p.op_sac;  // the reduce-scatter's result is saved
   const double rs_bytes =
@@ -615,10 +619,7 @@ void PassDeriver::backward_op(int op, int mb, bool split_w) {
   const double held = index_.held(op);
   const bool w_here = index_.has_w(op);
   if (!w_here && held > 0) mem.push_back({MemCategory::Activations, true, -held});
-  if (const double kv = gathered_kv_bytes(op); kv > 0) {
-    mem.push_back({MemCategory::Activations, false, 2 * kv});
-    mem.push_back({MemCategory::Activations, true, -2 * kv});
-  }
+  hold_while_running(&mem, 2 * gathered_kv_bytes(op) + p.bwd_transient_bytes);
   int gathered = -1;
   const int b = compute_op(op, mb, Phase::BackwardInput, 1, deps, mem, ring_shard_bytes, &gathered);
   if (gathered >= 0) grad_deps.push_back(gathered);  // the weight gradient reads the gathered gradient

@@ -112,6 +112,7 @@ class PassDeriver {
   int work_id(int op, int which);
   static ComputeWork partial_replay_work(const OpPlan& p);
   void replay_from_cache(int op, int mb);
+  static void hold_while_running(std::vector<MemEvent>* mem, double bytes);
   void forward_op(int op, int mb, Namespace ns);
   void output_grad_deps(int op, int mb, std::vector<int>* deps, double* ring_shard_bytes = nullptr);
   void backward_op(int op, int mb, bool split_w);

@@ -613,8 +613,13 @@ class TransformerBuilder {
     g_.write(loss, {b, s}, {"batch", "seq"}, kFp32Bytes);
     const double n = static_cast<double>(b * s * v);
     g_.set_costs(loss, kSoftmaxLossFlops * n, kSoftmaxLossBwdFlops * n, 0);
+    // The backward reads the fp32 softmax (Megatron) or log-softmax (PyTorch) of the logits, not
+    // the logits: that is what stays from the forward to the backward.
+    g_.save_new(loss, "softmax", {b, s, v}, {"batch", "seq", "vocab"}, kFp32Bytes);
     // Megatron's fp32 cross-entropy passes over the logits (layers.h), not one read of them.
     Op& op = g_.at(loss);
+    op.saves_inputs = false;
+    op.vocab_cross_entropy = true;
     op.fwd_bytes = cross_entropy_fwd_bytes_per_logit(g_.act_bytes()) * n;
     op.bwd_input_bytes = cross_entropy_bwd_bytes_per_logit(g_.act_bytes()) * n;
     return weight;

@@ -95,6 +95,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.torch_op_sac = s.framework == Framework::Fsdp;
   c.megatron_split_qkv = s.framework == Framework::Megatron;
   c.torch_repeat_kv = s.framework == Framework::Fsdp;
+  c.torch_cross_entropy = s.framework == Framework::Fsdp;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
   c.fp8_param_gather = s.fp8_param_gather;
   c.store_param_remainders = s.store_param_remainders;
