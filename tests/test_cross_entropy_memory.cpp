@@ -72,11 +72,17 @@ TEST_CASE("cross-entropy memory: bytes per logit as each framework's code alloca
   CHECK(megatron_cross_entropy_memory(4).backward_extra == 0);
   // PyTorch: logits 2, fp32 copy 4 and log_softmax's output 4 at once; the backward's
   // nll_loss_backward and _log_softmax_backward_data results, 4 + 4, beside the saved output.
-  const CrossEntropyMemory torch = torch_cross_entropy_memory(2);
+  const CrossEntropyMemory torch = torch_cross_entropy_memory(2, false);
   CHECK(torch.saved == 4);
   CHECK(torch.forward_peak == 10);
   CHECK(torch.backward_extra == 8);
-  CHECK(torch_cross_entropy_memory(4).forward_peak == 8);
+  CHECK(torch_cross_entropy_memory(4, false).forward_peak == 8);
+  // DTensor's loss_parallel: shifted logits and exp beside the copy (2 + 4 + 4 + 4); the fused
+  // backward's zeros, exp and sum beside the saved output.
+  const CrossEntropyMemory parallel = torch_cross_entropy_memory(2, true);
+  CHECK(parallel.saved == 4);
+  CHECK(parallel.forward_peak == 14);
+  CHECK(parallel.backward_extra == 12);
 }
 
 TEST_CASE("cross-entropy memory: the loss's tasks hold it, at the rank's share of the logits") {
@@ -92,9 +98,13 @@ TEST_CASE("cross-entropy memory: the loss's tasks hold it, at the rank's share o
   CHECK(loss_memory(megatron, Phase::Forward).at_start == doctest::Approx(6 * kLogits));
   CHECK(loss_memory(megatron, Phase::Forward).kept == doctest::Approx(4 * kLogits));
   CHECK(loss_memory(megatron, Phase::BackwardInput).at_start == doctest::Approx(2 * kLogits));
-  // Tensor parallelism splits the vocabulary: half the logits per rank.
+  // Tensor parallelism splits the vocabulary: half the logits per rank; TorchTitan then runs
+  // DTensor's loss_parallel.
   const CompiledModel tp2 = test::compile_text(llama_config("megatron", 2));
   CHECK(loss_memory(tp2, Phase::Forward).at_start == doctest::Approx(6 * kLogits / 2));
+  const CompiledModel torch_tp2 = test::compile_text(llama_config("fsdp", 2));
+  CHECK(loss_memory(torch_tp2, Phase::Forward).at_start == doctest::Approx(14 * kLogits / 2));
+  CHECK(loss_memory(torch_tp2, Phase::BackwardInput).at_start == doctest::Approx(12 * kLogits / 2));
 }
 
 TEST_CASE("cross-entropy memory: TorchTitan's Llama 3.1 8B peak against its published memory") {

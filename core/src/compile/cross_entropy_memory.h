@@ -24,6 +24,10 @@ CrossEntropyMemory megatron_cross_entropy_memory(double logit_bytes);
 // TorchTitan's loss_fn, F.cross_entropy(pred.flatten(0, 1).float(), labels): the fp32 copy and
 // log_softmax's output (saved) exist together; the backward's nll_loss_backward and
 // _log_softmax_backward_data each make a new fp32 tensor before the saved one is released.
-CrossEntropyMemory torch_cross_entropy_memory(double logit_bytes);
+// Under tensor parallelism TorchTitan runs it inside DTensor's loss_parallel
+// (torch/distributed/tensor/parallel/loss.py) on the vocabulary shard: _log_softmax makes the
+// shifted logits and their exponentials before its output, and the fused backward
+// (grad_input + exp(x)) * grad_output three fp32 temporaries.
+CrossEntropyMemory torch_cross_entropy_memory(double logit_bytes, bool loss_parallel);
 
 }  // namespace proteus
