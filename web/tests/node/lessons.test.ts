@@ -49,12 +49,12 @@ describe('lesson figures', () => {
 
   it('zero: memory falls stage by stage; stage 3 costs time', () => {
     about(mem('zero-0'), 43, 1, 'ZeRO-0 peak GiB');
-    about(mem('zero-1'), 23, 1, 'ZeRO-1 peak GiB');
+    about(mem('zero-1'), 24, 1, 'ZeRO-1 peak GiB');
     expect(mem('zero-1')).toBeLessThan(0.6 * mem('zero-0')); // "almost halves"
     about(t('zero-1') / t('zero-0'), 1, 0.02, 'ZeRO-1 time / ZeRO-0 time'); // "does not change"
     about(mem('zero-2'), 17, 1, 'ZeRO-2 peak GiB');
     about(t('zero-2') / t('zero-1'), 1.04, 0.02, 'ZeRO-2 time / ZeRO-1 time');
-    about(mem('zero-3'), 13, 1, 'ZeRO-3 peak GiB');
+    about(mem('zero-3'), 14, 1, 'ZeRO-3 peak GiB');
     about(t('zero-3') / t('zero-1'), 1.15, 0.03, 'ZeRO-3 time / ZeRO-1 time');
     about(s['zero-1'].exposed_comm_fraction, 0.16, 0.015, 'ZeRO-1 exposed communication');
     about(s['zero-3'].exposed_comm_fraction, 0.21, 0.015, 'ZeRO-3 exposed communication');
@@ -75,11 +75,11 @@ describe('lesson figures', () => {
     about(t('network-2') / t('network-0'), 1.2, 0.03, '3 GB/s time / 50 GB/s time');
   });
 
-  it('recompute: selective keeps memory, full halves it for about 25% time', () => {
+  it('recompute: selective keeps memory, full cuts it by about 40% for about 25% time', () => {
     expect(s['recompute-0'].hfu).toBe(s['recompute-0'].mfu); // nothing recomputed
     about(mem('recompute-1') / mem('recompute-0'), 1, 0.02, 'selective / no recompute memory');
     expect(Number(s['recompute-1'].hfu)).toBeGreaterThan(Number(s['recompute-1'].mfu));
-    expect(mem('recompute-2')).toBeLessThan(0.6 * mem('recompute-1')); // "almost halves"
+    about(mem('recompute-2') / mem('recompute-1'), 0.6, 0.03, 'full / selective memory'); // "falls by about 40%"
     about(t('recompute-2') / t('recompute-1'), 1.25, 0.03, 'full / selective time');
   });
 
