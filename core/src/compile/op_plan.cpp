@@ -124,7 +124,8 @@ void apply_cross_entropy_memory(const OpGraph& g, const Op& op, const Mesh& mesh
   const Tensor& logits = g.tensors[op.inputs[0].tensor];
   const double per_rank =
       tensor_bytes_per_rank(logits, p->input_required[0], mesh) / logits.bytes_per_element;
-  const bool loss_parallel = mesh.size[kAxisTp] > 1;  // TorchTitan's default under TP
+  // TorchTitan's default under TP: the logits stay split over the vocabulary (loss_parallel).
+  const bool loss_parallel = p->input_required[0].placement[kAxisTp] >= 0 && mesh.size[kAxisTp] > 1;
   const CrossEntropyMemory m = torch ? torch_cross_entropy_memory(logits.bytes_per_element, loss_parallel)
                                      : megatron_cross_entropy_memory(logits.bytes_per_element);
   p->fwd_transient_bytes = m.forward_peak * per_rank;
