@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "proteus/compile.h"
 #include "proteus/config.h"
@@ -110,6 +111,14 @@ inline bool depends_on(const ExecGraph& g, int task, int dep) {
 // The collective that collective task `task` of `g` runs.
 inline const Collective& collective_of_task(const ExecGraph& g, int task) {
   return g.collectives[static_cast<size_t>(g.tasks[static_cast<size_t>(task)].collective)];
+}
+
+// The memory events task `task` of `g` applies (its shared list, task_mem; empty when none).
+inline std::vector<MemEvent> task_mem_events(const ExecGraph& g, size_t task) {
+  const int l = g.task_mem[task];
+  if (l < 0) return {};
+  return {g.mem_events.begin() + g.mem_list_offsets[static_cast<size_t>(l)],
+          g.mem_events.begin() + g.mem_list_offsets[static_cast<size_t>(l) + 1]};
 }
 
 }  // namespace proteus::test

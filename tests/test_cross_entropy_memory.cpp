@@ -14,17 +14,6 @@ using namespace proteus;
 
 namespace {
 
-// The memory events a task applies.
-std::vector<MemEvent> mem_of(const ExecGraph& g, size_t task) {
-  std::vector<MemEvent> out;
-  const int l = g.task_mem[task];
-  if (l < 0) return out;
-  for (int e = g.mem_list_offsets[static_cast<size_t>(l)]; e < g.mem_list_offsets[static_cast<size_t>(l) + 1];
-       ++e)
-    out.push_back(g.mem_events[static_cast<size_t>(e)]);
-  return out;
-}
-
 // Rank 0's activation bytes allocated as the first `phase` task of `label` starts, and those it
 // leaves allocated when it ends (what it keeps).
 struct LossMemory {
@@ -38,7 +27,7 @@ LossMemory loss_memory(const CompiledModel& c, Phase phase) {
         c.exec.labels[task.label] != "head.loss")
       continue;
     LossMemory m;
-    for (const MemEvent& e : mem_of(c.exec, t))
+    for (const MemEvent& e : test::task_mem_events(c.exec, t))
       if (e.category == MemCategory::Activations) (e.at_end ? m.kept : m.at_start) += e.bytes;
     m.kept += m.at_start;
     return m;

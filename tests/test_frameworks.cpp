@@ -428,13 +428,7 @@ TEST_CASE("frameworks: context parallelism p2p passes K/V blocks around the ring
   // when its forward starts, freed when it ends (TE keeps only the local shards for the
   // backward); the backward holds it again plus full-length dK/dV (2 x 4B).
   auto mem_of = [&](const Task& t) {
-    std::vector<MemEvent> out;
-    const int l = gathered.exec.task_mem[static_cast<size_t>(&t - gathered.exec.tasks.data())];
-    if (l < 0) return out;
-    for (int e = gathered.exec.mem_list_offsets[static_cast<size_t>(l)];
-         e < gathered.exec.mem_list_offsets[static_cast<size_t>(l) + 1]; ++e)
-      out.push_back(gathered.exec.mem_events[static_cast<size_t>(e)]);
-    return out;
+    return test::task_mem_events(gathered.exec, static_cast<size_t>(&t - gathered.exec.tasks.data()));
   };
   auto holds = [](const std::vector<MemEvent>& ev, double bytes) {
     bool alloc = false, freed = false;

@@ -62,11 +62,7 @@ double step_alloc_bytes(const CompiledModel& c) {
   for (size_t t = 0; t < c.exec.tasks.size(); ++t) {
     const Task& task = c.exec.tasks[t];
     if (task.rank != 0 || task.phase != Phase::Optimizer || task.kind != TaskKind::Compute) continue;
-    const int l = c.exec.task_mem[t];
-    if (l < 0) continue;
-    for (int e = c.exec.mem_list_offsets[static_cast<size_t>(l)];
-         e < c.exec.mem_list_offsets[static_cast<size_t>(l) + 1]; ++e) {
-      const MemEvent& m = c.exec.mem_events[static_cast<size_t>(e)];
+    for (const MemEvent& m : test::task_mem_events(c.exec, t)) {
       if (!m.at_end) bytes += m.bytes;
       if (m.at_end) CHECK(m.bytes < 0);
     }
