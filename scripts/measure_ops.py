@@ -80,7 +80,8 @@ def signature(kind, m, n, k, batch, precision):
 
 
 def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16"):
-    """The GEMM-shaped signatures of one Megatron transformer layer (+ LM head) per GPU.
+    """The GEMM-shaped signatures of one Megatron transformer layer (+ LM head) per GPU: each
+    linear's forward, input-gradient and weight-gradient GEMM, attention's forward and backward.
 
     model: dict with hidden, heads, ffn, seq, vocab and optionally kv_heads, mlp ('gelu' or
     'swiglu'), head_dim. Shapes as core/src/model/transformer_builder.cpp builds them, divided by
@@ -111,10 +112,20 @@ def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16"):
     ]
     out = []
     for shape in shapes:
-        sig = signature(*shape)
-        if sig not in out:
-            out.append(sig)
+        for sig in [signature(*s) for s in linear_pass_shapes(shape)]:
+            if sig not in out:
+                out.append(sig)
     return out
+
+
+def linear_pass_shapes(shape):
+    """A linear layer's three GEMMs (core/src/compile/linear_gemm_shapes.h): the forward
+    tokens x out x in, the input gradient tokens x in x out and the weight gradient out x in x
+    tokens; attention's signatures as they are."""
+    kind, m, n, k, b, precision = shape
+    if kind != "matmul":
+        return [shape]
+    return [shape, (kind, m, k, n, b, precision), (kind, n, k, m, b, precision)]
 
 
 def _dtype(torch, precision):

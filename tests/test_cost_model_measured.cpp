@@ -63,8 +63,13 @@ TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-sh
   std::istringstream lines(listed);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) script.insert(line);
-  // q, kv, o, fc1 = fc2 (both 1024 x 1024 x 1024 per GPU), lm_head, attention forward and backward.
-  CHECK(script.size() == 7);
+  // Per GPU (tokens 1024): q 1024 x 256 x 1024, kv 1024 x 512 x 1024, o 1024 x 1024 x 256,
+  // fc1 = fc2 1024 x 1024 x 1024, lm_head 1024 x 2048 x 1024, each with its input gradient
+  // (M, K, N) and weight gradient (N, K, M); o's two are q's forward, fc's its own: 10 GEMM
+  // shapes, and attention forward and backward.
+  CHECK(script.size() == 12);
+  CHECK(script.count("matmul:M=256,N=1024,K=1024,B=1:fp16") == 1);   // q's weight gradient
+  CHECK(script.count("matmul:M=1024,N=1024,K=2048,B=1:fp16") == 1);  // lm_head's input gradient
   CHECK(script == compiler);
 }
 
@@ -97,9 +102,10 @@ TEST_CASE("measure_ops.py: under FP8 its signatures carry the precision each op 
   std::istringstream lines(listed);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) script.insert(line);
-  CHECK(script.size() == 7);
+  CHECK(script.size() == 12);  // as above: 7 FP8 linear shapes, the LM head's 3 in bf16, attention's 2
   CHECK(script == compiler);
   CHECK(script.count("matmul:M=1024,N=2048,K=1024,B=1:bf16") == 1);  // the LM head
+  CHECK(script.count("matmul:M=2048,N=1024,K=1024,B=1:bf16") == 1);  // its weight gradient
   CHECK(script.count("matmul:M=1024,N=1024,K=1024,B=1:fp8") == 1);   // fc1 and fc2
 }
 

@@ -44,6 +44,9 @@ class Signatures(unittest.TestCase):
         self.assertIn("matmul:M=2048,N=6400,K=12288,B=1:fp16", sigs)
         self.assertIn("attention:M=2048,N=2048,K=128,B=12:fp16", sigs)
         self.assertIn("attention_backward:M=2048,N=2048,K=128,B=12:fp16", sigs)
+        # fc1's input gradient (tokens x in x out) and weight gradient (out x in x tokens)
+        self.assertIn("matmul:M=2048,N=12288,K=6144,B=1:fp16", sigs)
+        self.assertIn("matmul:M=6144,N=12288,K=2048,B=1:fp16", sigs)
         with self.assertRaises(ValueError):
             measure_ops.transformer_signatures({"hidden": 64, "heads": 3, "ffn": 256, "seq": 8, "vocab": 10}, tp=2)
 

@@ -5,6 +5,7 @@
 
 #include "cross_entropy_memory.h"
 #include "fp8_plan.h"
+#include "linear_gemm_shapes.h"
 #include "proteus/error.h"
 #include "torch_op_sac.h"
 #include "userbuffers.h"
@@ -57,14 +58,19 @@ int64_t local_product(const Op& op, const std::vector<int>& dims,
 }
 
 ComputeWork make_work(const Op& op, double flops, double bytes_global, double traffic_ratio,
-                      double work_shards, const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh) {
+                      double work_shards, const std::array<int, kNumMeshAxes>& axis_dim, const Mesh& mesh,
+                      GemmPass pass) {
   ComputeWork w;
   w.op_kind = op.kind;
   w.flops = flops / work_shards;
   w.bytes = bytes_global * traffic_ratio;
-  w.gemm_m = local_product(op, op.gemm_m_dims, axis_dim, mesh);
-  w.gemm_n = local_product(op, op.gemm_n_dims, axis_dim, mesh);
-  w.gemm_k = local_product(op, op.gemm_k_dims, axis_dim, mesh);
+  const int64_t m = local_product(op, op.gemm_m_dims, axis_dim, mesh);
+  const int64_t n = local_product(op, op.gemm_n_dims, axis_dim, mesh);
+  const int64_t k = local_product(op, op.gemm_k_dims, axis_dim, mesh);
+  const GemmShape shape = linear_pass_shape(op, pass, {m, n, k});
+  w.gemm_m = shape.m;
+  w.gemm_n = shape.n;
+  w.gemm_k = shape.k;
   w.gemm_batch = op.gemm_batch_dims.empty() ? 1 : local_product(op, op.gemm_batch_dims, axis_dim, mesh);
   w.kernels = 1;
   return w;
@@ -280,11 +286,13 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
       p.weights.push_back(w);
     }
     const double ratio = global_traffic > 0 ? local_traffic / global_traffic : 1.0 / work_shards;
-    p.fwd = make_work(op, op.fwd_flops, op.fwd_bytes, ratio, work_shards, p.axis_dim, mesh);
-    p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh);
+    p.fwd =
+        make_work(op, op.fwd_flops, op.fwd_bytes, ratio, work_shards, p.axis_dim, mesh, GemmPass::Forward);
+    p.bwd_input = make_work(op, op.bwd_input_flops, op.bwd_input_bytes, ratio, work_shards, p.axis_dim, mesh,
+                            GemmPass::InputGrad);
     p.bwd_input.backward = true;
-    p.bwd_weight =
-        make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim, mesh);
+    p.bwd_weight = make_work(op, op.bwd_weight_flops, op.bwd_weight_bytes, ratio, work_shards, p.axis_dim,
+                             mesh, GemmPass::WeightGrad);
     if (cfg.unfused(op.fusion)) apply_unfused_kernels(op, cfg.eager_elementwise, &p);
     if (cfg.megatron_split_qkv) apply_split_qkv_copies(op, &p);
     if (cfg.torch_repeat_kv) apply_repeat_kv(g, op, mesh, &p);

@@ -222,8 +222,8 @@ std::string op_signature(const ComputeWork& work, Precision precision) {
   char buffer[192];
   if (has_gemm_shape(work)) {
     // An attention backward does twice its forward's GEMMs (dQ, dK, dV, dP); same shape,
-    // another kernel: "attention_backward". Linear layers' three GEMMs (forward, input and
-    // weight gradient) share one signature, as they cost the same 2*M*N*K.
+    // another kernel: "attention_backward". A linear layer's input and weight gradients are
+    // GEMMs of their own shapes (compile/linear_gemm_shapes.h), each its own signature.
     const bool backward =
         work.op_kind == OpKind::Attention &&
         work.flops > 6.0 * static_cast<double>(work.gemm_m) * static_cast<double>(work.gemm_n) *
