@@ -339,6 +339,37 @@ TEST_CASE("simulate: a config that does not fit lists the three fastest changes 
   CHECK_FALSE(fits.contains("fit_advice"));
 }
 
+TEST_CASE("fit_changes_json: the advice alone is simulate's, told how far it is") {
+  // The page shows an out-of-memory run at once and asks for its advice after (a large MoE
+  // run's takes tens of bounded simulations): the same entries and warning lines as simulate's.
+  const std::string config = R"({"model": "llama2-7b", "cluster": {"preset": "dgx-a100-40g", "nodes": 1},
+    "training": {"global_batch": 64, "seq_len": 4096, "precision": "bf16"},
+    "strategy": {"dp": 4, "tp": 2, "micro_batch": 8}})";
+  const auto whole = nlohmann::json::parse(simulate_json(config, {}));
+  std::vector<std::pair<int64_t, int64_t>> told;
+  const auto alone = nlohmann::json::parse(fit_changes_json(
+      config, [&](int64_t decided, int64_t candidates) { told.emplace_back(decided, candidates); }));
+  CHECK(alone["ok"] == true);
+  CHECK(alone["fit_advice"] == whole["fit_advice"]);
+  std::vector<std::string> lines;
+  for (const auto& w : whole["warnings"]) {
+    const std::string text = w;
+    if (text.rfind("To fit: ", 0) == 0 || text.rfind("No change of one or two knobs", 0) == 0)
+      lines.push_back(text);
+  }
+  CHECK(alone["warnings"] == nlohmann::json(lines));
+  REQUIRE_FALSE(told.empty());
+  for (size_t i = 1; i < told.size(); ++i) CHECK(told[i].first >= told[i - 1].first);  // never goes back
+  for (const auto& [decided, candidates] : told) CHECK(decided <= candidates);
+  // Simulated without its advice (the page's first call), the run says it does not fit and no more.
+  SimulateOptions plain;
+  plain.fit_advice = false;
+  const auto bare = nlohmann::json::parse(simulate_json(config, plain));
+  CHECK(bare["summary"]["oom"] == true);
+  CHECK_FALSE(bare.contains("fit_advice"));
+  for (const auto& w : bare["warnings"]) CHECK(w.get<std::string>().rfind("To fit: ", 0) != 0);
+}
+
 TEST_CASE("search progress: told after the check and each wave; every candidate decided or waiting") {
   // A candidate is decided (invalid, over memory, simulated, failed) or still waiting, at every
   // report; the last report's best is the result's; the result does not depend on the observer.

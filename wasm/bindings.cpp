@@ -102,6 +102,8 @@ emscripten::val simulate_columns(const std::string& config, bool timeline, bool 
     options.columns = timeline;
     options.memory_curve = memory_curve;
     options.curve_columns = true;  // typed arrays below, not ~190 kB of JSON numbers
+    // The page shows the run first and asks for its fit advice after it (fit_changes_json).
+    options.fit_advice = false;
     if (progress.typeOf().as<std::string>() == "function")
       options.progress = [&progress](int64_t done, int64_t total) {
         progress(static_cast<double>(done), static_cast<double>(total));
@@ -172,6 +174,20 @@ std::string search_json(const std::string& config, int top, int shard, int shard
   });
 }
 
+// The fit advice of a config that does not fit (proteus::fit_changes_json), asked for after the
+// page has shown the run. `progress`: null, or a function called with (candidates decided,
+// candidates) after each wave of bounds and simulations.
+std::string fit_changes_json(const std::string& config, emscripten::val progress) {
+  return guarded([&] {
+    proteus::ProgressFn told;
+    if (progress.typeOf().as<std::string>() == "function")
+      told = [&progress](int64_t decided, int64_t candidates) {
+        progress(static_cast<double>(decided), static_cast<double>(candidates));
+      };
+    return proteus::fit_changes_json(config, told);
+  });
+}
+
 // `shards`: a JavaScript array of the shards' result texts.
 std::string merge_search_json(const emscripten::val& shards) {
   return guarded([&] { return proteus::merge_search_json(emscripten::vecFromJSArray<std::string>(shards)); });
@@ -193,4 +209,5 @@ EMSCRIPTEN_BINDINGS(proteus) {
   emscripten::function("max_input_bytes", &max_input_bytes);
   emscripten::function("search_json", &search_json);
   emscripten::function("merge_search_json", &merge_search_json);
+  emscripten::function("fit_changes_json", &fit_changes_json);
 }

@@ -18,7 +18,12 @@ const noCheck = async () => {};
 
 /** Waits until the page shows a result (cards filled) and no simulation runs. */
 export async function waitForResult(page, timeout = 60_000) {
-  await page.waitForFunction(() => document.body.classList.contains('has-result') && !document.body.classList.contains('running'), null, { timeout });
+  // 'advising': the changes that fit an out-of-memory run are still being looked for (app.ts).
+  await page.waitForFunction(
+    () => document.body.classList.contains('has-result') && !document.body.classList.contains('running') && !document.body.classList.contains('advising'),
+    null,
+    { timeout },
+  );
 }
 
 /** How many simulations the page has run (src/app.ts counts them: one per change). */
@@ -29,7 +34,11 @@ export function simulationCount(page) {
 /** Waits for a simulation after the first `previousCount`, ended, with a good status. */
 export async function waitForNew(page, previousCount) {
   await page.waitForFunction(
-    (n) => window.proteus.simulationCount() > n && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok',
+    (n) =>
+      window.proteus.simulationCount() > n &&
+      !document.body.classList.contains('running') &&
+      !document.body.classList.contains('advising') &&
+      document.getElementById('status')?.dataset.kind === 'ok',
     previousCount,
     { timeout: RUN_TIMEOUT_MS },
   );
@@ -136,6 +145,7 @@ export async function compareRuns(page, onStep = noCheck) {
 export async function fitAdvice(page) {
   await changeControl(page, '#scenario', 'mixtral-8x7b-ep');
   await changeControl(page, '#ctl-strategy-ep', '1');
+  await page.waitForSelector('.fit-advice', { timeout: RUN_TIMEOUT_MS }); // asked for after the run is shown
   await scrollTo(page, '.fit-advice', 'center');
 }
 

@@ -54,7 +54,7 @@ const STATE_IMAGES = [
 /** The browser tests' readiness signal (tests/support/browser.ts waitForResult), plus a good status. */
 function resultShown() {
   const body = document.body;
-  return body.classList.contains('has-result') && !body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok';
+  return body.classList.contains('has-result') && !body.classList.contains('running') && !body.classList.contains('advising') && document.getElementById('status')?.dataset.kind === 'ok';
 }
 
 /**

@@ -71,6 +71,8 @@ export class App {
   private simSeq = 0;
   private debounce = 0;
   private running = false;
+  /** The page's worker is finding the changes that make the shown run fit (findFitAdvice). */
+  private advising = false;
   private simStart = 0;
   private readonly scenarioTexts = new Map<string, Promise<string>>();
   private get aux(): Engine {
@@ -573,7 +575,8 @@ export class App {
   }
 
   simulate(): void {
-    if (this.running) this.stopWorkers();
+    if (this.running || this.advising) this.stopWorkers();
+    this.setAdvising(false);
     const seq = ++this.simSeq;
     ++this.checkSeq; // an older check's answer no longer matters
     if (this.checkEngine?.busy) this.checkEngine.cancel();
@@ -640,6 +643,7 @@ export class App {
           'ok',
         );
         if ($('#tab-json').hidden === false) void this.refreshTree();
+        if (result.summary.oom) this.findFitAdvice(seq, this.pageConfigText(config), result);
       })
       .catch((e: unknown) => {
         clearInterval(ticker);
@@ -685,6 +689,7 @@ export class App {
   private cancel(): void {
     ++this.simSeq;
     this.stopWorkers();
+    this.setAdvising(false);
     this.running = false;
     this.setRunning(false);
     this.setStatus('Cancelled. Press Run to simulate again.', 'warn');
@@ -696,12 +701,51 @@ export class App {
     renderCards($('#cards'), r);
     renderSplit($('#split'), r);
     renderMemory($('#memory'), r);
-    // The changes that fit come with an Apply button, in place of their warning lines.
-    renderWarnings($('#warnings'), { ...r, warnings: withoutAdviceLines(r.warnings, r.fitAdvice) });
-    renderFitAdvice($('#warnings'), r.fitAdvice, (a) => this.applyFit(a));
+    this.showWarnings(r);
     if (this.lesson) this.lessonPanel.highlight();
     this.markStale(true);
     document.body.classList.add('has-numbers');
+  }
+
+  /** The warnings of `r`; the changes that fit come with an Apply button, in place of their lines. */
+  private showWarnings(r: SimResult): void {
+    renderWarnings($('#warnings'), { ...r, warnings: withoutAdviceLines(r.warnings, r.fitAdvice) });
+    renderFitAdvice($('#warnings'), r.fitAdvice, (a) => this.applyFit(a));
+  }
+
+  /**
+   * The changes that make the shown run fit, asked of the page's worker once the run is shown:
+   * each is a simulation the search bounds did not rule out, tens of them for a large MoE run
+   * (docs/search.md). A pending note says how far it is; the answer joins the run's result
+   * (its warnings and fitAdvice, as the CLI's result holds them). A new run cancels it.
+   */
+  private findFitAdvice(seq: number, text: string, result: SimResult): void {
+    const note = h('p', { class: 'fit-advice-pending', role: 'status' }, 'Looking for changes that fit…');
+    $('#warnings').append(note);
+    this.setAdvising(true);
+    const progress = (decided: number, candidates: number) => {
+      if (seq === this.simSeq) note.textContent = `Looking for changes that fit… ${formatInt(decided)} of ${formatInt(candidates)} candidates decided`;
+    };
+    this.sim.call({ op: 'fit_advice', config: text }, progress).then(
+      (a) => {
+        if (seq !== this.simSeq || this.current?.result !== result) return;
+        this.setAdvising(false);
+        result.fitAdvice = a.fit_advice;
+        result.warnings = [...result.warnings, ...a.warnings];
+        this.showWarnings(result);
+      },
+      (e: unknown) => {
+        if (seq !== this.simSeq) return;
+        this.setAdvising(false);
+        const info = e instanceof CallError ? e.info : { code: 'internal', path: '', message: String(e) };
+        note.textContent = info.code === 'cancelled' ? 'The search for changes that fit was stopped.' : `The changes that fit could not be found: ${info.message}`;
+      },
+    );
+  }
+
+  private setAdvising(on: boolean): void {
+    this.advising = on;
+    document.body.classList.toggle('advising', on);
   }
 
   /** One of the core's changes that fit: its whole strategy replaces the config's knobs. */

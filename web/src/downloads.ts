@@ -75,6 +75,12 @@ export function resultWithTimeline(text: string, r: SimResult): string {
   for (const [k, v] of Object.entries(j0)) {
     if (k === 'memory_curves') out.timeline = timelineObjects(r.spans);
     out[k] = v;
+    // The fit advice the page asked for after the run (app.ts findFitAdvice): where the CLI's
+    // result has it, after the warnings that name it.
+    if (k === 'warnings' && !('fit_advice' in j0) && r.warnings.length > (v as unknown[]).length) {
+      out.warnings = r.warnings;
+      out.fit_advice = r.fitAdvice;
+    }
   }
   if (!('timeline' in out)) out.timeline = timelineObjects(r.spans);
   if (!('memory_curves' in out) && r.curves.length > 0) out.memory_curves = curveObjects(r);

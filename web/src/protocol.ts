@@ -1,5 +1,5 @@
 // Messages between the page and the simulation worker.
-import type { ColumnsFromModule, CurveColumnsFromModule, ErrorInfo, SimAnswer } from './result';
+import type { ColumnsFromModule, CurveColumnsFromModule, ErrorInfo, FitChange, SimAnswer } from './result';
 
 /** Sent first, at once: the worker imports the loader while the page compiles the module. */
 export interface LoadMessage {
@@ -30,6 +30,8 @@ export type Op =
   | { op: 'export_megatron'; config: string }
   /** Strategy search, shard `shard` of `shards` (search.ts runs one per worker and merges). */
   | { op: 'search'; config: string; top: number; shard: number; shards: number }
+  /** The changes that make a run fit (asked for after the run is shown: it can take a while). */
+  | { op: 'fit_advice'; config: string }
   | { op: 'merge_search'; shards: string[] };
 
 export type CallMessage = { type: 'call'; id: number } & Op;
@@ -51,6 +53,8 @@ export interface Answers {
   /** The search result JSON text (docs/search.md, "Output"). */
   search: string;
   merge_search: string;
+  /** fit_changes_json's answer: the changes and the warning lines that name them. */
+  fit_advice: { fit_advice: FitChange[]; warnings: string[] };
 }
 
 /** A run imported from another tool's text (core/src/api/import_api.cpp, docs/import.md). */
@@ -105,4 +109,5 @@ export interface ProteusModule {
   simulate_columns(config: string, timeline: boolean, memoryCurve: boolean, progress: ((done: number, total: number) => void) | null): { error?: string; result?: string; resolved?: string; curves?: CurveColumnsFromModule[]; timeline?: ColumnsFromModule };
   search_json(config: string, top: number, shard: number, shards: number, progress: ((decided: number, candidates: number) => void) | null): string;
   merge_search_json(shards: string[]): string;
+  fit_changes_json(config: string, progress: ((decided: number, candidates: number) => void) | null): string;
 }

@@ -143,6 +143,18 @@ function call(m: CallMessage): void {
         const e = isErrorText(t);
         return e ? fail(e) : ok(t);
       }
+      case 'fit_advice': {
+        let postedAt = -Infinity;
+        const progress = (decided: number, candidates: number) => {
+          const now = performance.now();
+          if (now - postedAt < 200 && decided < candidates) return;
+          postedAt = now;
+          post({ type: 'progress', id: m.id, done: decided, total: candidates });
+        };
+        const t = mod.fit_changes_json(m.config, progress);
+        const e = isErrorText(t);
+        return e ? fail(e) : ok(JSON.parse(t));
+      }
       case 'merge_search': {
         const t = mod.merge_search_json(m.shards);
         const e = isErrorText(t);

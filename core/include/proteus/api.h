@@ -47,6 +47,12 @@ std::string compile_json(const std::string& config_text);  // compile statistics
 std::string simulate_json(const std::string& config_text, const SimulateOptions& options);
 std::string chrome_trace_json(const std::string& config_text);
 SimulationOutput simulate_output(const std::string& config_text, const SimulateOptions& options);
+// The fit advice of a config alone: {"ok":true,"fit_advice":[...],"warnings":[...]}, what
+// simulate adds to a run that does not fit (docs/search.md, "When a config does not fit"). The
+// page simulates without it (SimulateOptions::fit_advice false), shows the run, then asks for
+// this: a large MoE run's advice takes tens of bounded simulations. `progress` is told
+// (candidates decided, candidates) after each wave; it observes only.
+std::string fit_changes_json(const std::string& config_text, const ProgressFn& progress = {});
 // Simulates every case of a validation file (tests/validation/published.json, docs/fidelity.md)
 // and returns per-case predicted vs published, the mean absolute percentage error, memory
 // cases, rankings and whether the targets are met.

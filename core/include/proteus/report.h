@@ -25,6 +25,9 @@ struct ReportInputs {
 // The result object, serialized with 2-space indent. Deterministic for identical inputs,
 // except stats.wall_ms.
 std::string result_json(const ReportInputs& in, const SimulateOptions& options);
+// The fit advice on its own (fit_changes_json): {"ok":true,"fit_advice":[...],"warnings":[...]},
+// the same entries and warning lines ("To fit: ...", or that no change fits) a result carries.
+std::string fit_advice_result_json(const std::vector<FitChange>& advice);
 // Chrome trace event format (Perfetto opens it): a process per rank, a thread per stream.
 std::string chrome_trace(const ReportInputs& in);
 

@@ -93,7 +93,8 @@ struct FitChange {
   StrategySpec strategy;
   double iteration_time_s = 0, peak_memory_GiB = 0, mfu = 0;
 };
-std::vector<FitChange> fit_changes(const Config& config, int count = 3, int threads = 1);
+std::vector<FitChange> fit_changes(const Config& config, int count = 3, int threads = 1,
+                                   const SearchProgressFn& progress = {});
 
 // JSON text in and out (the CLI and the WebAssembly bindings).
 std::string search_json(const std::string& config_text, const SearchOptions& options);

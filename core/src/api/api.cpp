@@ -164,6 +164,13 @@ SimulationOutput simulate_output(const std::string& config_text, const SimulateO
   return out;
 }
 
+std::string fit_changes_json(const std::string& config_text, const ProgressFn& progress) {
+  const Config config = parse_config(config_text);
+  SearchProgressFn told;
+  if (progress) told = [&progress](const SearchProgress& p) { progress(p.decided, p.candidates); };
+  return fit_advice_result_json(fit_changes(config, 3, 1, told));
+}
+
 std::string error_json(const Error& error) {
   nlohmann::ordered_json j;
   j["ok"] = false;

@@ -291,6 +291,19 @@ std::string bubble_remedy(const StrategySpec& strategy, int micro_batches) {
 }
 
 // A run that does not fit: by how much, and the changes that would make it fit.
+// The warning lines of the fit advice: one "To fit:" line a change, or that none fits.
+PROTEUS_OUT_OF_LINE std::vector<std::string> fit_advice_lines(const std::vector<FitChange>& advice) {
+  std::vector<std::string> lines;
+  if (advice.empty())
+    lines.push_back(
+        "No change of one or two knobs (recompute, ZeRO, sequence parallelism, micro-batch, "
+        "pipeline or tensor parallelism) makes it fit.");
+  for (const FitChange& c : advice)
+    lines.push_back("To fit: " + c.change + " (" + fixed(c.iteration_time_s, 3) + " s per iteration, " +
+                    fixed(c.peak_memory_GiB, 1) + " GiB).");
+  return lines;
+}
+
 PROTEUS_OUT_OF_LINE void out_of_memory_warnings(const ReportInputs& in, const StagePeaks& peaks,
                                                 std::vector<std::string>& w) {
   const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
@@ -305,14 +318,8 @@ PROTEUS_OUT_OF_LINE void out_of_memory_warnings(const ReportInputs& in, const St
          " pipeline stages exceed it.";
   w.push_back(s);
   w.push_back("The speed figures are those of a run that does not fit.");
-  if (in.fit_advice && in.fit_advice->empty())
-    w.push_back(
-        "No change of one or two knobs (recompute, ZeRO, sequence parallelism, micro-batch, "
-        "pipeline or tensor parallelism) makes it fit.");
   if (in.fit_advice)
-    for (const FitChange& c : *in.fit_advice)
-      w.push_back("To fit: " + c.change + " (" + fixed(c.iteration_time_s, 3) + " s per iteration, " +
-                  fixed(c.peak_memory_GiB, 1) + " GiB).");
+    for (std::string& line : fit_advice_lines(*in.fit_advice)) w.push_back(std::move(line));
 }
 
 PROTEUS_OUT_OF_LINE void memory_warnings(const ReportInputs& in, const StagePeaks& peaks,
@@ -467,6 +474,14 @@ std::string result_json(const ReportInputs& in, const SimulateOptions& options) 
   out["stats"] = stats_json(in, options);
   if (options.timeline) out["timeline"] = std::move(timeline);
   if (options.memory_curve) out["memory_curves"] = memory_curves_json(in);
+  return out.dump(2);
+}
+
+std::string fit_advice_result_json(const std::vector<FitChange>& advice) {
+  ordered_json out;
+  out["ok"] = true;
+  out["fit_advice"] = fit_advice_json(advice);
+  out["warnings"] = fit_advice_lines(advice);
   return out.dump(2);
 }
 

@@ -107,7 +107,8 @@ std::vector<Change> single_changes(const Config& c) {
 
 }  // namespace
 
-std::vector<FitChange> fit_changes(const Config& config, int count, int threads) {
+std::vector<FitChange> fit_changes(const Config& config, int count, int threads,
+                                   const SearchProgressFn& progress) {
   const std::vector<Change> singles = single_changes(config);
   std::vector<StrategySpec> strategies;
   std::vector<std::string> texts;
@@ -125,6 +126,7 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads)
   SearchOptions options;
   options.top = count;
   options.threads = threads;
+  options.progress = progress;
   const SearchResult r = rank_strategies(config, strategies, options);
   std::vector<FitChange> out;
   for (const CandidateResult& c : r.ranked)

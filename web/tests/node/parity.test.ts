@@ -85,6 +85,26 @@ describe('WebAssembly module against the native CLI', () => {
     });
   });
 
+  it('hands the page a run that does not fit first, then its fit advice: together the CLI\'s result', { timeout: 300_000 }, () => {
+    // Mixtral 8x7B with every expert on every GPU (ep 1) does not fit (lessons.test.ts).
+    const base = JSON.parse(mod.preset_text('scenario', 'mixtral-8x7b-ep'));
+    const text = JSON.stringify({ ...base, strategy: { ...base.strategy, ep: 1 } });
+    const file = join(dir, 'mixtral-ep1.json');
+    writeFileSync(file, text);
+    const native = JSON.parse(cli(['simulate', file]).stdout);
+    expect(native.summary.oom).toBe(true);
+    expect(native.fit_advice.length).toBeGreaterThan(0);
+    const isAdvice = (w: string) => w.startsWith('To fit: ') || w.startsWith('No change of one or two knobs');
+    const run = JSON.parse(mod.simulate_columns(text, false, false, null).result!);
+    const { fit_advice: nativeAdvice, ...rest } = native;
+    expect(run).toEqual({ ...rest, warnings: native.warnings.filter((w: string) => !isAdvice(w)) });
+    const told: [number, number][] = [];
+    const advice = JSON.parse(mod.fit_changes_json(text, (d: number, c: number) => told.push([d, c])));
+    expect(advice).toEqual({ ok: true, fit_advice: nativeAdvice, warnings: native.warnings.filter(isAdvice) });
+    expect(told.length).toBeGreaterThan(0);
+    for (const [d, c] of told) expect(d).toBeLessThanOrEqual(c);
+  });
+
   it('returns errors as JSON instead of aborting', () => {
     const bad = JSON.parse(mod.show_json('{"model": '));
     expect(bad.ok).toBe(false);
