@@ -1,10 +1,12 @@
 // proteus: the command-line front end. Thin: reads files, calls core/api, prints JSON.
 // Exit codes: 0 success, 2 invalid input (the error JSON is printed on stdout), 1 other failures.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -236,6 +238,7 @@ int run(const std::vector<std::string>& args) {
   if (cmd == "search") return proteus_cli::search_command(args);
   bool tree = false;
   proteus::SimulateOptions options;
+  options.fit_advice_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string out_path, trace_path;
   for (size_t i = 2; i < args.size(); ++i) {
     const std::string& a = args[i];

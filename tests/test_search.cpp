@@ -361,6 +361,10 @@ TEST_CASE("fit_changes_json: the advice alone is simulate's, told how far it is"
   REQUIRE_FALSE(told.empty());
   for (size_t i = 1; i < told.size(); ++i) CHECK(told[i].first >= told[i - 1].first);  // never goes back
   for (const auto& [decided, candidates] : told) CHECK(decided <= candidates);
+  // The CLI's threads (SimulateOptions::fit_advice_threads) give the same advice.
+  SimulateOptions threaded;
+  threaded.fit_advice_threads = 3;
+  CHECK(simulate_json(config, threaded) == simulate_json(config, {}));
   // Simulated without its advice (the page's first call), the run says it does not fit and no more.
   SimulateOptions plain;
   plain.fit_advice = false;

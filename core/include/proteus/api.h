@@ -20,6 +20,9 @@ struct SimulateOptions {
   // When the run does not fit: "fit_advice", the three fastest changes of one or two knobs
   // that fit (a few bounded simulations; docs/search.md). Off: the result has no advice.
   bool fit_advice = true;
+  // Native threads for the fit advice's simulations (the search's; the advice does not depend
+  // on it). The CLI uses the machine's cores; WebAssembly has one.
+  int fit_advice_threads = 1;
   // Told how far the executor is (tasks ended / tasks): the page's progress bar. Observes
   // only; not called for the fit advice's own simulations.
   ProgressFn progress;

@@ -128,7 +128,8 @@ std::vector<FitChange> fit_advice_of(const Simulated& s, const SimulateOptions& 
   double peak_bytes = 0;
   for (const RankTrace& r : s.trace.ranks) peak_bytes = std::max(peak_bytes, r.peak_memory_bytes);
   *computed = options.fit_advice && peak_bytes > s.config.cluster.gpu.memory_GiB * kBytesPerGiB;
-  return *computed ? fit_changes(s.config, 3) : std::vector<FitChange>{};
+  return *computed ? fit_changes(s.config, 3, std::max(1, options.fit_advice_threads))
+                   : std::vector<FitChange>{};
 }
 
 }  // namespace
