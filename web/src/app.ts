@@ -728,8 +728,9 @@ export class App {
     };
     this.sim.call({ op: 'fit_advice', config: text }, progress).then(
       (a) => {
-        if (seq !== this.simSeq || this.current?.result !== result) return;
+        if (seq !== this.simSeq) return;
         this.setAdvising(false);
+        if (this.current?.result !== result) return;
         result.fitAdvice = a.fit_advice;
         result.warnings = [...result.warnings, ...a.warnings];
         this.showWarnings(result);

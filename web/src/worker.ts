@@ -70,6 +70,20 @@ function simulate(config: string, timeline: boolean, id: number, fail: (j: any) 
   ok({ text: out.result!, resolved: JSON.parse(out.resolved!), result: parsed.result, ms }, transferables(parsed.result));
 }
 
+/**
+ * A search's progress (the strategy search, the fit advice): the core tells after every wave of
+ * a few candidates; posted at most every 200 ms, and at once when every candidate is decided.
+ */
+function waveProgress(id: number): (decided: number, candidates: number) => void {
+  let postedAt = -Infinity;
+  return (decided, candidates) => {
+    const now = performance.now();
+    if (now - postedAt < 200 && decided < candidates) return;
+    postedAt = now;
+    post({ type: 'progress', id, done: decided, total: candidates });
+  };
+}
+
 function call(m: CallMessage): void {
   const fail = (j: any) => post({ type: 'reply', id: m.id, ok: false, error: errorOf(j) });
   const ok = (value: unknown, transfer: Transferable[] = []) => post({ type: 'reply', id: m.id, ok: true, value }, transfer);
@@ -131,27 +145,12 @@ function call(m: CallMessage): void {
         return e ? fail(e) : ok(t);
       }
       case 'search': {
-        // The core tells after every wave of a few candidates: posted at most every 200 ms.
-        let postedAt = -Infinity;
-        const progress = (decided: number, candidates: number) => {
-          const now = performance.now();
-          if (now - postedAt < 200 && decided < candidates) return;
-          postedAt = now;
-          post({ type: 'progress', id: m.id, done: decided, total: candidates });
-        };
-        const t = mod.search_json(m.config, m.top, m.shard, m.shards, progress);
+        const t = mod.search_json(m.config, m.top, m.shard, m.shards, waveProgress(m.id));
         const e = isErrorText(t);
         return e ? fail(e) : ok(t);
       }
       case 'fit_advice': {
-        let postedAt = -Infinity;
-        const progress = (decided: number, candidates: number) => {
-          const now = performance.now();
-          if (now - postedAt < 200 && decided < candidates) return;
-          postedAt = now;
-          post({ type: 'progress', id: m.id, done: decided, total: candidates });
-        };
-        const t = mod.fit_changes_json(m.config, progress);
+        const t = mod.fit_changes_json(m.config, waveProgress(m.id));
         const e = isErrorText(t);
         return e ? fail(e) : ok(JSON.parse(t));
       }

@@ -290,7 +290,6 @@ std::string bubble_remedy(const StrategySpec& strategy, int micro_batches) {
   return more_mb + " or interleaving (virtual stages)";
 }
 
-// A run that does not fit: by how much, and the changes that would make it fit.
 // The warning lines of the fit advice: one "To fit:" line a change, or that none fits.
 PROTEUS_OUT_OF_LINE std::vector<std::string> fit_advice_lines(const std::vector<FitChange>& advice) {
   std::vector<std::string> lines;
@@ -304,6 +303,7 @@ PROTEUS_OUT_OF_LINE std::vector<std::string> fit_advice_lines(const std::vector<
   return lines;
 }
 
+// A run that does not fit: by how much, and the changes that would make it fit.
 PROTEUS_OUT_OF_LINE void out_of_memory_warnings(const ReportInputs& in, const StagePeaks& peaks,
                                                 std::vector<std::string>& w) {
   const double capacity_GiB = in.config.cluster.gpu.memory_GiB;
