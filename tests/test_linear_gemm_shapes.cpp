@@ -14,11 +14,9 @@ namespace {
 
 // The work of simulated rank 0's first compute task labelled `label` in `phase`.
 ComputeWork work_of(const CompiledModel& c, const std::string& label, Phase phase) {
-  for (const Task& t : c.exec.tasks)
-    if (t.kind == TaskKind::Compute && t.rank == 0 && t.phase == phase && c.exec.labels[t.label] == label)
-      return c.exec.works[t.work];
-  FAIL("no task " << label);
-  return {};
+  const ComputeWork* w = test::compute_work_ending(c, phase, label);
+  REQUIRE_MESSAGE(w != nullptr, "no task " << label);
+  return *w;
 }
 
 // GPT, hidden 1024, 16 heads, ffn 4096, seq 512, TP 4 (sequence parallel), micro-batch 2: 1024
