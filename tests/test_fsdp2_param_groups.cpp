@@ -1,10 +1,10 @@
 // FSDP2's parameter groups (framework fsdp, ZeRO-3; OpIndex::fsdp_units, docs/frameworks.md
-// "FSDP2's units"). TorchTitan's apply_fsdp calls fully_shard on each TransformerBlock and on the
-// model, whose own group (the root) holds the embedding, final norm and output layer. FSDP2
-// all-gathers a group with one collective (foreach_all_gather) and reduce-scatters it with one
-// (foreach_reduce) in the group's post-backward; the root is never resharded after its forward
-// (FSDPState._lazy_init), and its post-backward runs in the final backward callback, its inputs
-// (token ids) needing no gradient.
+// "ZeRO-3 (and FSDP)", its row "FSDP2's units"). TorchTitan's apply_fsdp calls fully_shard on
+// each TransformerBlock and on the model, whose own group (the root) holds the embedding, final
+// norm and output layer. FSDP2 all-gathers a group with one collective (foreach_all_gather) and
+// reduce-scatters it with one (foreach_reduce) in the group's post-backward; the root is never
+// resharded after its forward (FSDPState._lazy_init), and its post-backward runs in the final
+// backward callback, its inputs (token ids) needing no gradient.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>

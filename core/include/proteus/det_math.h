@@ -1,6 +1,6 @@
 // Deterministic base-2 logarithm and power, from IEEE basic operations only (+, -, *, /,
 // frexp, ldexp), so that native and WebAssembly builds give the same bits: glibc's and
-// Emscripten's libm differ in the last bit of log/exp (docs/design.md, "Determinism").
+// Emscripten's libm differ in the last bit of log/exp (docs/robustness.md, "Determinism").
 // Measured tables interpolate in log space with these (cost/gemm_table.cpp).
 #pragma once
 
