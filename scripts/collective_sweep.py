@@ -1,5 +1,5 @@
 """Collective sweep for scripts/measure_ops.py --collectives (run under torchrun), and the fit
-that turns its measurements into the flow model's own constants (docs/fidelity.md).
+that turns its measurements into the flow model's own constants (docs/fidelity/communication.md).
 
 The sweep times torch.distributed.all_reduce over one group (the whole job) for message sizes
 from 8 KiB to 1 GiB, like nccl-tests' all_reduce_perf, and writes the raw points:

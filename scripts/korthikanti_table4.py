@@ -6,7 +6,7 @@ times the forward and the backward of a single layer of its 22B GPT (hidden 6144
 sequence 2048, micro-batch 4, TP 8 on one DGX A100, fp16, attention without flash attention)
 under five settings. It is a measurement of a part, the layer, so it checks the per-layer costs
 (GEMMs, the unfused attention's kernels, the tensor-parallel collectives, the replays) apart
-from any whole run; docs/fidelity.md, "Attention without flash attention: the backward's own
+from any whole run; docs/fidelity/attention.md, "Attention without flash attention: the backward's own
 kernels", has the figures. The layer's config is the korthikanti-22b case of
 tests/validation/published.json with the setting changed; the span of one middle layer's
 forward tasks and of its backward tasks (recompute included) on rank 0, first micro-batch.

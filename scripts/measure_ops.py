@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure op times on a real GPU with PyTorch and write them as a Proteus measured-time table.
 
-The table replaces the cost model's roofline for matching ops (docs/fidelity.md, "Measured
+The table replaces the cost model's roofline for matching ops (docs/fidelity/gemm.md, "Measured
 costs"), as the original Proteus's GPU profiles did. Put its "measured_us" object in a config's
 cluster.gpu, or in a cluster preset's "gpu":
 
@@ -256,7 +256,7 @@ def time_runs(run, sync, warmup, repeat, sustain_s, clock=time.perf_counter):
     an idle GPU at its boost clock, as XLA's matmul table and mamf-finder's MAMF time GEMMs.
     Sustained (sustain_s > 0): calls back to back, untimed, for sustain_s seconds, so that a GEMM
     that draws more than the power limit at boost settles at the clock a training run holds it at
-    (docs/fidelity.md, "Sustained GEMMs"); then `repeat` back-to-back calls timed as one window,
+    (docs/fidelity/gemm.md, "Sustained GEMMs"); then `repeat` back-to-back calls timed as one window,
     their mean. A kernel under the limit times the same either way.
     """
     for _ in range(warmup):

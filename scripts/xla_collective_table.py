@@ -17,7 +17,7 @@ H100/H200 SXM, "sm_100" = B200). Each entry is one collective over F32 data:
                   size the generator asked for: the buffer for all-reduce, all-to-all and
                   collective-permute (dimensions x 4), the gathered output for all-gather
                   (dimensions x 4), the input for reduce-scatter (dimensions x 4 x devices per
-                  group), i.e. exactly the S of Proteus's collectives (docs/fidelity.md).
+                  group), i.e. exactly the S of Proteus's collectives (docs/fidelity/communication.md).
 
 Subcommands:
     extract RAW.h -o DATA.json         the textproto (the .h file) -> compact data file

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""XLA's measured matmul table as a Proteus GEMM table (gpu.gemm_table, docs/fidelity.md).
+"""XLA's measured matmul table as a Proteus GEMM table (gpu.gemm_table, docs/fidelity/gemm.md).
 
 Source: XLA's xla/backends/gpu/cost_model/matmul_interpolator_data.h (earlier
 xla/service/gpu/model/), a textproto that XLA's matmul_perf_table_gen wrote on one GPU per

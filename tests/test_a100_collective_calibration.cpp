@@ -3,7 +3,7 @@
 // all-reduce sweep from 1 MiB to 8 GiB on OCI BM.GPU4.8, NCCL 2.17.1 all-reduce / all-gather /
 // all-to-all at 1 GiB on Azure NDm A100 v4, a sendrecv_perf ring from 128 MiB to 1 GiB). The
 // dgx-a100 presets' intra_node.latency_us and collective_efficiency are the least-squares fit of
-// the flow model to those points (scripts/collective_sweep.py fit_flow_model; docs/fidelity.md,
+// the flow model to those points (scripts/collective_sweep.py fit_flow_model; docs/fidelity/communication.md,
 // "Collectives inside one DGX A100").
 //
 // Bus bandwidth (nccl-tests' definition): algbw S / t times 2(n-1)/n for all-reduce, (n-1)/n for

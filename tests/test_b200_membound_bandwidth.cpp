@@ -1,12 +1,12 @@
 // Memory-bound kernels on a B200 against the measurement dgx-b200's memory_bound_efficiency comes
-// from (docs/fidelity.md, "Memory-bound kernels on Blackwell"): Liger-Kernel's fused Triton SwiGLU
-// c = silu(a) * b, bf16, [T, 14336] (Llama 3 8B's FFN width), forward and backward timed together
-// (linkedin/Liger-Kernel benchmark/data/all_benchmark_data_swiglu_tokens.csv, provider triton,
-// mode full, NVIDIA B200, liger 0.8.2; benchmark/scripts/benchmark_swiglu_backends.py). The
-// modelled time of Proteus's own SwiGLU op at the same size, bytes counted by the op graph, must
-// match it: the whole op at the largest size (within 5%: the benchmark's fixed time per call is a
-// few microseconds more than kernel_launch_us) and the marginal cost of doubling the tokens
-// (within 3%: the sustained bandwidth alone).
+// from (docs/fidelity/memory-bound.md, "Memory-bound kernels on Blackwell"): Liger-Kernel's fused
+// Triton SwiGLU c = silu(a) * b, bf16, [T, 14336] (Llama 3 8B's FFN width), forward and backward
+// timed together (linkedin/Liger-Kernel benchmark/data/all_benchmark_data_swiglu_tokens.csv,
+// provider triton, mode full, NVIDIA B200, liger 0.8.2;
+// benchmark/scripts/benchmark_swiglu_backends.py). The modelled time of Proteus's own SwiGLU op at
+// the same size, bytes counted by the op graph, must match it: the whole op at the largest size
+// (within 5%: the benchmark's fixed time per call is a few microseconds more than kernel_launch_us)
+// and the marginal cost of doubling the tokens (within 3%: the sustained bandwidth alone).
 #include <doctest/doctest.h>
 
 #include <string>

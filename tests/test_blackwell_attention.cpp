@@ -1,5 +1,5 @@
 // The attention level of the Blackwell presets (dgx-b200, gb200-nvl72, gb300-nvl72) against the
-// measurement it comes from (docs/fidelity.md "Attention on Blackwell"): one cuDNN build (9.27.0)
+// measurement it comes from (docs/fidelity/attention.md "Attention on Blackwell"): one cuDNN build (9.27.0)
 // timed by NVIDIA's cudnn-frontend prefill sweep on H200 and on each Blackwell GPU, BF16, causal,
 // 64 query / 8 KV heads, head dimension 128, batch 1 (benchmark/attention_inference/results/
 // prefill_sweep/<gpu>/*.csv). The H100-class level stays the reference; a Blackwell GPU must run

@@ -6,7 +6,7 @@
 // (dgx-b200) preset, whose intra-node latency_us and collective_efficiency are the least-squares fit of the
 // flow model to those points (scripts/collective_sweep.py fit_flow_model).
 //
-// Tolerances (docs/fidelity.md, "Collectives inside a node"): the measured bus bandwidth keeps
+// Tolerances (docs/fidelity/communication.md, "Collectives inside a node"): the measured bus bandwidth keeps
 // rising from 1 MiB to 2 GiB (all-reduce on 8 GPUs: 35 GB/s at 1 MiB, 260 at 32 MiB, 402 at
 // 2 GiB), which a latency plus one bandwidth per collective and group size follows only on
 // average. Per (collective, group shape) the median relative error is held, on H100, to 20% for

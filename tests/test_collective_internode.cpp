@@ -1,5 +1,5 @@
 // Collectives across DGX H100 nodes (8 ConnectX-7 NICs per node, NDR InfiniBand 400 Gb/s =
-// 50 GB/s each) against published NCCL bus bandwidths (docs/fidelity.md, "Collectives across
+// 50 GB/s each) against published NCCL bus bandwidths (docs/fidelity/communication.md, "Collectives across
 // nodes"). The dgx-h100 preset's inter-node constants (bus_efficiency 0.9, latency_us 9.6) are
 // not fitted to these: the test shows where the flow model sits between the published figures.
 //

@@ -1,5 +1,5 @@
 // All-reduce across two nodes of 8 Hopper GPUs, size by size, against the published nccl-tests
-// tables (docs/fidelity.md, "Collectives across nodes"). The presets' constants are not fitted
+// tables (docs/fidelity/communication.md, "Collectives across nodes"). The presets' constants are not fitted
 // to these tables: the test states where the flow model sits and by how much it may differ.
 //
 // Bus bandwidth of an all-reduce over n GPUs (nccl-tests' definition): 2(n-1)/n * S / t, with t
@@ -101,7 +101,7 @@ const std::vector<TimePoint> kH200RoCESmall = {
     {32768, 64.93}, {65536, 70.32}, {131072, 81.24}, {262144, 63.59}, {524288, 80.78}};
 
 TEST_CASE("internode sweep: below 1 MiB the Simple-protocol model is at most 1.9x slow, never fast") {
-  // NCCL runs LL there; the model keeps Simple (docs/fidelity.md "NCCL's protocols": NCCL's own
+  // NCCL runs LL there; the model keeps Simple (docs/fidelity/communication.md "NCCL's protocols": NCCL's own
   // LL estimate, 25.2 us, is 1.3-2.6x under these measured times, further off than Simple's).
   // The NVLS tree's ~80 us against 44-81 us measured: slow by up to 1.83x at 4 KiB, within 2%
   // from 128 KiB.

@@ -2,7 +2,7 @@
 """Every reference to a section of the repository's documentation resolves.
 
 Code, presets, scripts, tests and the docs themselves cite sections as
-`docs/fidelity.md, 'Power limits'` (or "...", or a curly-quoted title, with or without the
+`docs/fidelity/gemm.md, 'Power limits'` (or "...", or a curly-quoted title, with or without the
 comma; a reference may wrap onto the next line of a comment). For each such reference the file
 must exist and one of its headings, or a bold lead that opens a paragraph or list item as a
 section label (`**Symmetry.**`), must start with the quoted title (case-sensitive, backticks and
@@ -34,7 +34,7 @@ FOREIGN_DOCS = {
 
 REF = re.compile(r"(?<![\w/.-])(docs/[\w/-]+\.md)(?![\w/-])")
 # What precedes a reference to another project's file: its repository ("owner/name ") or name.
-FOREIGN_BEFORE = re.compile(r"(?:[\w.-]+/[\w.-]+|torchtitan|TorchTitan)\s*`?$")
+FOREIGN_BEFORE = re.compile(r"(?:(?:^|[\s(\"'`])[\w.-]+/[\w.-]+|torchtitan|TorchTitan)\s*`?$")
 # The quoted section title after a reference: a comma or whitespace, then '...', "..." or a
 # curly-quoted title. A single-quoted title ends at a quote not followed by a letter (so
 # 'Megatron's fused kernels' is read whole).

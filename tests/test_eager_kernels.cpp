@@ -1,4 +1,4 @@
-// Eager PyTorch vs torch.compile (docs/fidelity.md, "Eager PyTorch and torch.compile"): under
+// Eager PyTorch vs torch.compile (docs/fidelity/overheads.md, "Eager PyTorch and torch.compile"): under
 // framework "fsdp" without strategy.torch_compile, RMSNorm, rotary and SwiGLU move the bytes
 // of TorchTitan's eager ops; with torch_compile (Inductor's fusion), and under Megatron's fused
 // kernels, the op graph's fused bytes.

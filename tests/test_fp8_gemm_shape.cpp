@@ -1,6 +1,6 @@
 // FP8 GEMMs on H100 by shape: the roofline's K half-point weighs the epilogue by output bytes per
 // operand byte (cost_model.cpp), 2 for FP8's 1-byte operands and 16-bit outputs. Checked against
-// cuBLASLt's FP8 sweep on an H100 SXM (tests/calibration/h100_cublaslt_fp8.json; docs/fidelity.md,
+// cuBLASLt's FP8 sweep on an H100 SXM (tests/calibration/h100_cublaslt_fp8.json; docs/fidelity/gemm.md,
 // "FP8 GEMMs by shape").
 #include <doctest/doctest.h>
 

@@ -285,7 +285,7 @@ TEST_CASE("gemm table: rows above m = 4096 are XLA's batched entries, b x 4096 r
   // XLA measured b = 2 and 4 independent 4096 x n x k dots (tensorflow a305421c "sm_100",
   // 372d578b "sm_90"); a batch launches one CTA per output tile per member (CUTLASS
   // GemmBatchedIdentityThreadblockSwizzle), the tiles and waves of one (b x 4096)-row GEMM, so the
-  // presets file them as the rows m = 8192 and 16384 (docs/fidelity.md).
+  // presets file them as the rows m = 8192 and 16384 (docs/fidelity/gemm.md).
   const GpuSpec b200 = b200_gpu();
   const auto at = [](const GpuSpec& gpu, Precision p, int64_t m, int64_t n, int64_t k, int64_t batch) {
     return *gemm_table_TFLOPS(gpu.gemm_table, p, m, n, k, batch);

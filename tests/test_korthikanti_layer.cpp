@@ -2,7 +2,7 @@
 // Activation Recomputation in Large Transformer Models", arXiv 2205.05198), Table 4, times the
 // forward and the backward of one layer of their 22B GPT (hidden 6144, 64 heads, sequence
 // 2048, micro-batch 4, TP 8 on one DGX A100, fp16, attention without flash attention) in five
-// settings. scripts/korthikanti_table4.py prints the same comparison; docs/fidelity.md,
+// settings. scripts/korthikanti_table4.py prints the same comparison; docs/fidelity/attention.md,
 // "Attention without flash attention: the backward's own kernels", has the figures.
 #include <doctest/doctest.h>
 

@@ -522,7 +522,7 @@ class XlaMatmulTable(unittest.TestCase):
 class FakeGpu:
     """A GPU whose clock falls once it has run `saturate_s` seconds of back-to-back work: a call
     takes `burst_s` before that and `burst_s / sustained_share` after, as a GEMM that draws more
-    than the power limit at boost clock (docs/fidelity.md, "Sustained GEMMs"). Calls queue; sync()
+    than the power limit at boost clock (docs/fidelity/gemm.md, "Sustained GEMMs"). Calls queue; sync()
     waits for them, which advances the time the way a synchronising host sees it."""
 
     def __init__(self, burst_s, sustained_share, saturate_s):

@@ -1,6 +1,6 @@
 // Memory-bound kernels against the measurements their presets' memory_bound_efficiency comes from
-// (docs/fidelity.md, "Memory-bound kernels: measured bandwidth"): the modelled time of the same op,
-// bytes counted from what the kernels read and write, must match the published timing.
+// (docs/fidelity/memory-bound.md, "Memory-bound kernels: measured bandwidth"): the modelled time of
+// the same op, bytes counted from what the kernels read and write, must match the published timing.
 //   - H100 SXM: Megatron-Core's unfused vocab-parallel cross entropy, bf16 logits [2048, 4, V],
 //     Liger-Kernel benchmark/data/all_benchmark_data_megatron.csv (provider megatron-unfused).
 //   - A100 SXM4 80GB: Liger's fused Triton RMSNorm forward, M = 2048 rows, bf16,

@@ -1,5 +1,5 @@
 // All-reduce inside one node of 8 MI300X (the mi300x-8 preset) against published rccl-tests
-// runs (docs/fidelity.md, "MI300X and MI355X: published measurements"):
+// runs (docs/fidelity/amd.md, "MI300X and MI355X: published measurements"):
 //   - tests/calibration/mi300x_rccl_all_reduce.json: AMD's own sweep (ROCm blogs, "Understanding
 //     RCCL Bandwidth and xGMI Performance on AMD Instinct MI300X", RCCL 2.22.3, ROCm 6.3), the
 //     points the preset's intra_node latency_us and bus_efficiency are fitted to

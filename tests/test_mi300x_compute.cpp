@@ -1,7 +1,7 @@
 // One MI300X's memory-bound kernels and FP8 GEMMs against Azure's published ND MI300X v5
 // microbenchmarks (Azure/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md), the
 // measurements the mi300x-8 preset's memory_bound_efficiency and max_achievable_TFLOPS come from
-// (docs/fidelity.md, "MI300X and MI355X: published measurements").
+// (docs/fidelity/amd.md, "MI300X and MI355X: published measurements").
 #include <doctest/doctest.h>
 
 #include <cmath>

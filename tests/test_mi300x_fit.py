@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The mi300x-8 preset's intra-node latency_us and bus_efficiency are the flow-model fit
 (scripts/collective_sweep.py fit_flow_model, points >= 1 MiB) of AMD's published rccl-tests
-all-reduce sweep on 8 MI300X (tests/calibration/mi300x_rccl_all_reduce.json; docs/fidelity.md,
+all-reduce sweep on 8 MI300X (tests/calibration/mi300x_rccl_all_reduce.json; docs/fidelity/amd.md,
 "MI300X and MI355X: published measurements"). Run: python3 tests/test_mi300x_fit.py
 (tests/test_mi300x_collectives.cpp runs it under ctest)."""
 import json

@@ -2,7 +2,7 @@
 // kernel loads and applies in its main loop, where a per-tensor-scaled FP8 GEMM applies two
 // scalars in its epilogue. The FP8 tables and ceilings of the presets measure per-tensor GEMMs,
 // so under the mxfp8 recipe an FP8 GEMM takes gpu.mxfp8_gemm_slowdown times their time
-// (docs/fidelity.md, "MXFP8 GEMMs"). Attention and the GEMMs TE keeps in 16 bits are not
+// (docs/fidelity/gemm.md, "MXFP8 GEMMs"). Attention and the GEMMs TE keeps in 16 bits are not
 // block-scaled; the other recipes are per-tensor.
 #include <doctest/doctest.h>
 

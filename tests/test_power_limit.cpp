@@ -1,5 +1,5 @@
 // A part run under a lower power limit than its preset's tables were measured at
-// (gpu.compute_throughput_fraction; docs/fidelity.md, "Power limits"): the SM clock drops, the
+// (gpu.compute_throughput_fraction; docs/fidelity/gemm.md, "Power limits"): the SM clock drops, the
 // HBM clock does not. Compute-bound ops (the measured GEMM table, the roofline, attention) take
 // 1 / fraction their time; memory-bound kernels, launches and the links do not change.
 #include <doctest/doctest.h>

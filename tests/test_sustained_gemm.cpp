@@ -2,7 +2,7 @@
 // kernels per shape; mamf-finder's MAMF). In a training run a GEMM that would draw more than the
 // power limit at boost settles at the GPU's maximum sustainable matmul rate (MSMF, measured by
 // mamf-finder with the whole node busy); one that draws less keeps its burst rate. So
-// gpu.sustained_TFLOPS caps GEMM throughput per precision (docs/fidelity.md, "Sustained GEMMs");
+// gpu.sustained_TFLOPS caps GEMM throughput per precision (docs/fidelity/gemm.md, "Sustained GEMMs");
 // attention and memory-bound kernels are not capped.
 #include <doctest/doctest.h>
 

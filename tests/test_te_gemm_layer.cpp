@@ -3,7 +3,7 @@
 // --pre-quantize: operands quantized before the timed loop, so kernels alone) times the 12 GEMMs
 // of one transformer layer on a B300 SXM6: hidden 4096, FFN 16384 (not gated), 15,872 tokens,
 // forward, data gradient and weight gradient, 19.17 TFLOP. A measurement of shapes the presets'
-// tables were not read from, so a check of the B300 preset's GEMM costs (docs/fidelity.md,
+// tables were not read from, so a check of the B300 preset's GEMM costs (docs/fidelity/gemm.md,
 // "MXFP8 GEMMs").
 #include <doctest/doctest.h>
 

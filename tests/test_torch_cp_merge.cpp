@@ -1,5 +1,5 @@
 // PyTorch context parallelism's fp32 merge and gradient accumulation per step (framework fsdp;
-// compile/torch_cp_merge.h, docs/fidelity.md "PyTorch CP's output merge and dK/dV ring"),
+// compile/torch_cp_merge.h, docs/fidelity/overheads.md "PyTorch CP's output merge and dK/dV ring"),
 // counted by hand on a small model. Megatron's CP (Transformer Engine) has none of it (its ring
 // has its own: test_te_cp_ring.cpp).
 #include <doctest/doctest.h>

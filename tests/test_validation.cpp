@@ -1,6 +1,6 @@
 // Validation against published training runs (STYLE.md habit 7: beside the model, named after
 // its sources, failing when wrong). tests/validation/published.json holds the runs with their
-// sources; validate_json simulates each and compares (docs/fidelity.md).
+// sources; validate_json simulates each and compares (docs/fidelity/validation.md).
 //   time:     mean absolute error <= 7%, no case beyond 15% (the file's "targets"), over the
 //             gated cases; "reported_only" cases (H100 BF16/FP8, long sequences) are simulated and
 //             reported per GPU type and precision; "needs" cases are listed with what they need
@@ -122,7 +122,7 @@ TEST_CASE("validation: published runs fit in the GPU's memory (they ran), but fo
   //   nemo2407-nemotron-340b-128: no launcher script for it; dp 2 leaves 12 bytes of optimizer
   //     state per parameter half sharded: 83.6 GiB with the bf16 gradients and selective
   //     recompute of its launcher YAML at 24.07, whose PP 12, VP 8 are not the table's PP 8, VP 12
-  //     (docs/fidelity.md, "The NeMo 24.07 rows' unstated settings").
+  //     (docs/fidelity/validation.md, "The NeMo 24.07 rows' unstated settings").
   const std::set<std::string> known = {"nemo-longseq-llama2-7b-4k", "nemo2407-nemotron-340b-128"};
   const auto& v = validation();
   for (const auto& c : v["cases"]) {

@@ -4,7 +4,7 @@
 // by tests/validation/derive_cases.py with the source of every setting the issue leaves out (Qi
 // et al. Table 3's 6.2B GPT and the repository's example script); scripts/zb_issue21.py prints the
 // table. The orderings the simulator agrees with are asserted here; the absolute figures (all
-// 29-46% above the issue's) are discussed in docs/fidelity.md.
+// 29-46% above the issue's) are discussed in docs/fidelity/validation.md.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -85,7 +85,7 @@ TEST_CASE("zb issue 21: memory ordering and the speed pairs that agree with the 
   // it interleaved ran 1% faster than ZB-2P (96.3 against 95.4 samples/s). ZB-V against
   // interleaved (#21: 3% slower) is not asserted: with the zero-bubble runtime's plan from
   // measured pass times ZB-V runs 3% faster here, as the paper's own A100 runs have it against
-  // ZB-2P and 1F1B (docs/fidelity.md, "The zero-bubble comparison").
+  // ZB-2P and 1F1B (docs/fidelity/validation.md, "The zero-bubble comparison").
   CHECK(r.at("1f1b").samples_per_s < r.at("zbv").samples_per_s);
   CHECK(r.at("1f1b").samples_per_s < r.at("interleaved").samples_per_s);
   CHECK(r.at("interleaved").samples_per_s < r.at("zb2p").samples_per_s);

@@ -62,7 +62,7 @@ TEST_CASE("zb planner: at T_F = T_B = T_W the paper's bubbles (ZB-H1 (p-1) T, ZB
 }
 
 TEST_CASE("zb planner: with unequal pass times the plan leaves less bubble than the unit-time order") {
-  // A middle stage of the 6.2B GPT on H800 (docs/fidelity.md): F : B : W = 1 : 1.22 : 0.72.
+  // A middle stage of the 6.2B GPT on H800 (docs/fidelity/validation.md): F : B : W = 1 : 1.22 : 0.72.
   const int p = 8, m = 24;
   const double f = 1e-3, b = 1.22e-3, w = 0.72e-3;
   for (Schedule kind : {Schedule::ZbH2, Schedule::ZbV}) {

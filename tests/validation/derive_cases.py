@@ -320,14 +320,14 @@ TITAN_SRC = ("pytorch/torchtitan docs/performance.md (commit eaea6f6), Llama 3.1
              "per GPU, sequence length {seq}. Cluster: dgx-h100 with the source's memory and HBM bandwidth, and "
              "the 500 W limit as gpu.compute_throughput_fraction 0.91, measured on the same part: the MTIA 300 "
              "paper (Meta, 2026; Table III, Section V.A) has BF16 GEMMs at 63% of 780 TF/s on this 500 W H100 "
-             "against 54% of 1000 TF/s on a 700 W H200 of the same die, 491 / 540 (docs/fidelity.md, 'Power "
+             "against 54% of 1000 TF/s on a 700 W H200 of the same die, 491 / 540 (docs/fidelity/gemm.md, 'Power "
              "limits'). FSDP2 is ZeRO-3 with prefetch (framework fsdp, zero 3, overlapped); its modules "
              "run as eager PyTorch ops unless the row uses torch.compile (strategy torch_compile). Its selective "
              "AC is the op policy (every second aten.mm of a block recomputed, attention and the other mm outputs "
              "saved), framework fsdp's recompute 'selective' (docs/frameworks.md, 'TorchTitan's selective "
              "activation checkpointing'); full AC checkpoints each TransformerBlock.")
 
-# The share of a 700 W H100's compute throughput the source's 500 W part sustains (docs/fidelity.md,
+# The share of a 700 W H100's compute throughput the source's 500 W part sustains (docs/fidelity/gemm.md,
 # "Power limits": a GEMM measurement of that part, not these runs).
 TITAN_POWER_LIMIT_FRACTION = 0.91
 
@@ -450,7 +450,7 @@ def titan_rows():
 
 ZB_SRC = ("sail-sg/zero-bubble-pipeline-parallelism issue #21 (2024-05-14): 8 x H800 80G, a 6.2B model, {row}: "
           "{sps} samples/s on 8 GPUs, {mem} GB per GPU. ")
-# The settings the issue leaves out, each from a source (docs/fidelity.md, "The zero-bubble
+# The settings the issue leaves out, each from a source (docs/fidelity/validation.md, "The zero-bubble
 # comparison"): the 6.2B model and its batch are Qi et al.'s (Zero Bubble Pipeline Parallelism,
 # arXiv 2401.10241, Table 3, as transcribed in JiankunW/zero-bubble-pipeline-parallelism
 # examples/eurosys25/gpt3-6.2b: 30 layers, hidden 4096, 32 heads, pp 8, micro-batch 3, 24/32/64

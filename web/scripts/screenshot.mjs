@@ -3,8 +3,8 @@
 // web/test-results.
 //   docs/images/page.png              README.md: the default scenario at 1440x1000, once its
 //                                     first result is shown;
-//   docs/images/accuracy-1440x900.png docs/fidelity.md: the tab "How accurate is this?" at
-//                                     1440x900, once every case of
+//   docs/images/accuracy-1440x900.png docs/fidelity/validation.md: the tab "How accurate is
+//                                     this?" at 1440x900, once every case of
 //                                     tests/validation/published.json is simulated (about a
 //                                     minute of simulation in the page's worker);
 //   the six states of scripts/page_states.mjs, each from a fresh visit, which the browser test
@@ -105,7 +105,7 @@ async function shootPage(page, errors) {
 }
 
 /**
- * The fidelity.md image: the accuracy tab with every case done, scrolled as the browser test
+ * The fidelity/validation.md image: the accuracy tab with every case done, scrolled as the browser test
  * scrolls it (tests/browser/accuracy.test.ts): the tabs at the top, below the sticky header.
  */
 async function shootAccuracy(page, errors) {

@@ -56,7 +56,7 @@ SimulationOutput simulate_output(const std::string& config_text, const SimulateO
 // this: a large MoE run's advice takes tens of bounded simulations. `progress` is told
 // (candidates decided, candidates) after each wave; it observes only.
 std::string fit_changes_json(const std::string& config_text, const ProgressFn& progress = {});
-// Simulates every case of a validation file (tests/validation/published.json, docs/fidelity.md)
+// Simulates every case of a validation file (tests/validation/published.json, docs/fidelity/validation.md)
 // and returns per-case predicted vs published, the mean absolute percentage error, memory
 // cases, rankings and whether the targets are met.
 std::string validate_json(const std::string& validation_text);

@@ -1,4 +1,4 @@
-// Measured attention kernel throughput by sequence length (docs/fidelity.md, "Attention by
+// Measured attention kernel throughput by sequence length (docs/fidelity/attention.md, "Attention by
 // kernel"): TFLOP/s of each kernel family (cuDNN, FlashAttention-2, FlashAttention-3) forward
 // with and without a causal mask and backward, at one head dimension, from one publication's
 // figures. The cost model uses it relative to `reference`, the kernel the GPU's

@@ -33,27 +33,27 @@ struct GpuSpec {
   // The share of the preset's measured compute throughput this part sustains: every
   // compute-bound op (GEMM table, roofline, attention) runs at it, memory-bound kernels and the
   // links do not. Below 1 for a part run under a lower power limit than the one its tables
-  // were measured at (the SM clock drops, the HBM clock does not): docs/fidelity.md, "Power limits".
+  // were measured at (the SM clock drops, the HBM clock does not): docs/fidelity/gemm.md, "Power limits".
   double compute_throughput_fraction = 1.0;
   // Maximum sustainable matmul TFLOP/s per precision (MSMF, stas00/ml-engineering mamf-finder:
   // the chip saturated at its power limit). The GEMM table and the MAMF ceilings are bursts at
   // boost clock; a GEMM that would draw more than the power limit at boost settles at this rate
   // in a training run, one that draws less keeps its burst rate. So it caps every GEMM's
-  // throughput (not attention, not memory-bound kernels): docs/fidelity.md, "Sustained GEMMs".
+  // throughput (not attention, not memory-bound kernels): docs/fidelity/gemm.md, "Sustained GEMMs".
   std::map<Precision, double> sustained_TFLOPS;
   // An MXFP8 GEMM's time over a per-tensor-scaled FP8 GEMM's of the same shape (>= 1): the
   // block-scaled kernel reads an E8M0 scale per 32 values of each operand and applies them in
   // the main loop. The FP8 tables and ceilings are per-tensor-scaled measurements, so GEMMs of
-  // the mxfp8 recipe run at them divided by this factor: docs/fidelity.md, "MXFP8 GEMMs".
+  // the mxfp8 recipe run at them divided by this factor: docs/fidelity/gemm.md, "MXFP8 GEMMs".
   double mxfp8_gemm_slowdown = 1.0;
   // Measured op times (op_signature(work, precision) -> microseconds) that replace the roofline
-  // for matching ops: the config's "gpu.measured_us" (docs/fidelity.md, scripts/measure_ops.py).
+  // for matching ops: the config's "gpu.measured_us" (docs/fidelity/gemm.md, scripts/measure_ops.py).
   std::map<std::string, double> measured_us;
   // Measured GEMM throughput by shape (gemm_table.h); replaces the roofline's GEMM efficiency
-  // where it covers a shape and precision (docs/fidelity.md).
+  // where it covers a shape and precision (docs/fidelity/gemm.md).
   GemmTable gemm_table;
   // Measured attention kernels by sequence length (attention_table.h), used relative to the
-  // kernel attention_efficiency stands for (docs/fidelity.md, "Attention by kernel").
+  // kernel attention_efficiency stands for (docs/fidelity/attention.md, "Attention by kernel").
   AttentionTable attention_table;
   double peak_TFLOPS(Precision p) const;  // with fallback to a wider precision
   // The GEMM efficiency ceiling in precision p: min(gemm_max_efficiency,
@@ -63,7 +63,7 @@ struct GpuSpec {
 
 enum class IntraNodeKind { NvSwitch, NvLinkMesh, PcieTree };
 
-// Measured efficiency of collectives whose members all sit in one node (docs/fidelity.md,
+// Measured efficiency of collectives whose members all sit in one node (docs/fidelity/communication.md,
 // "Collectives inside a node"): the fraction of link_GBps a collective of members[i] GPUs
 // reaches, per kind, fitted to a measured table through the flow model itself
 // (scripts/collective_sweep.py fit_flow_model). Sizes between two listed ones interpolate

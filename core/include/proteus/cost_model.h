@@ -50,7 +50,7 @@ double sustained_gemm_TFLOPS(const GpuSpec& gpu, Precision precision, double bur
 // Signature used by measured tables (CostModel::measured_us, then GpuSpec::measured_us):
 // "matmul:M=..,N=..,K=..,B=..:bf16" (forward, input and weight gradient alike), "attention:..."
 // and "attention_backward:..." (M = s, N = s_kv, K = head_dim, B = batch * heads per GPU), or
-// "<kind>:flops=..,bytes=..:<precision>" for ops without a GEMM shape. docs/fidelity.md.
+// "<kind>:flops=..,bytes=..:<precision>" for ops without a GEMM shape. docs/fidelity/gemm.md.
 std::string op_signature(const ComputeWork& work, Precision precision);
 
 }  // namespace proteus

@@ -1,7 +1,7 @@
 // A measured GEMM throughput table (DESIGN.md section 7, "Costs come from tables"): TFLOP/s
 // of one M x N x K matrix multiply measured on a grid of sizes, per precision. The cost model
 // interpolates it in log space (log2 of sizes, log2 of throughput) and falls back to the
-// roofline for shapes below the grid (docs/fidelity.md).
+// roofline for shapes below the grid (docs/fidelity/gemm.md).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -105,7 +105,7 @@ struct StrategySpec {
   bool tp_comm_overlap = false;  // Transformer Engine userbuffers: TP collectives hidden in GEMMs
   // Framework "fsdp" only: the model runs under torch.compile (TorchTitan training.compile), whose
   // Inductor fuses each chain of pointwise ops and reductions into one kernel; without it the
-  // norms, rotary and SwiGLU run as eager PyTorch ops (Op::eager_bytes_factor, docs/fidelity.md).
+  // norms, rotary and SwiGLU run as eager PyTorch ops (Op::eager_bytes_factor, docs/fidelity/overheads.md).
   bool torch_compile = false;
   // Framework "megatron" and "deepspeed" (Megatron-DeepSpeed): Megatron's fused kernels, on by
   // default as Megatron-LM's arguments set them; --no-bias-dropout-fusion, --no-bias-gelu-fusion /

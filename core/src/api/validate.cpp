@@ -1,5 +1,5 @@
 // validate_json (api.h): simulate every case of a validation file and compare with what its
-// source published (docs/fidelity.md, tests/validation/published.json).
+// source published (docs/fidelity/validation.md, tests/validation/published.json).
 //
 // The file: {"cases": [{"id", "source", "gpu", "config", "expect": {"iteration_time_s"},
 //                       "reported_only": "why", "needs": "why"}],

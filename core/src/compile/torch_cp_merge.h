@@ -1,5 +1,5 @@
 // PyTorch context parallelism's per-step work besides the SDPA calls (framework fsdp,
-// cp > 1; torch/distributed/tensor/experimental/_attention.py, docs/fidelity.md "PyTorch CP's
+// cp > 1; torch/distributed/tensor/experimental/_attention.py, docs/fidelity/overheads.md "PyTorch CP's
 // output merge and dK/dV ring"): the forward merges each step's output into an fp32 running
 // output (_SDPAMerger, convert_to_f32), the backward accumulates dQ, dK, dV in fp32 and passes
 // dK/dV on every step. TorchTitan compiles each TransformerBlock with fullgraph=True, so these

@@ -8,7 +8,7 @@ namespace {
 
 namespace L = config_limits;
 
-// "measured_us": {"<op signature>": microseconds, ...} (docs/fidelity.md). The signatures are
+// "measured_us": {"<op signature>": microseconds, ...} (docs/fidelity/gemm.md). The signatures are
 // op_signature()'s text; a key that matches no op is harmless, a bad time is an error.
 std::map<std::string, double> read_measured_us(const Json& value, const std::string& path) {
   if (!value.is_object())
@@ -42,7 +42,7 @@ std::vector<int64_t> read_gemm_axis(const ObjectReader& in, const char* key) {
 }
 
 // "gemm_table": {"m": [...], "n": [...], "k": [...], "TFLOPS": {"bf16": [[[k values] per n] per m]}}
-// (gemm_table.h, docs/fidelity.md).
+// (gemm_table.h, docs/fidelity/gemm.md).
 GemmTable read_gemm_table(const Json& value, const std::string& path) {
   ObjectReader in(value, path, {"m", "n", "k", "TFLOPS"});
   GemmTable table;

@@ -18,7 +18,7 @@
 //     h_K = h * output bytes / operand bytes: an FP8 GEMM loads 1-byte operands and stores a
 //     16-bit output (Transformer Engine, torchao), so its epilogue weighs twice as much
 //     (h_K = 2h); 16- and 32-bit GEMMs store what they load (h_K = h). Checked against
-//     cuBLASLt's FP8 sweep on H100 (docs/fidelity.md, "FP8 GEMMs by shape").
+//     cuBLASLt's FP8 sweep on H100 (docs/fidelity/gemm.md, "FP8 GEMMs by shape").
 //   - thin shapes: an m-row tile reuses each loaded element of the other operand m times per
 //     byte, a full tile h times (m * tile_n / (m + tile_n) ~ m for m << tile_n); m / (m + h)
 //     is that reuse relative to a full tile's, saturating at 1 for wide GEMMs.
@@ -31,7 +31,7 @@
 //   bytes / (hbm * memory_bound_efficiency)); without a shape, efficiency = gemm_max_efficiency.
 //   Attention: max(flops / (peak * attention_efficiency * factor), bytes / (hbm * memory_bound_efficiency)),
 //   factor = the run's kernel's measured rate over the reference kernel's at the op's key length,
-//   head dimension, mask and direction (attention_table.h, docs/fidelity.md "Attention by kernel").
+//   head dimension, mask and direction (attention_table.h, docs/fidelity/attention.md "Attention by kernel").
 //   Embedding, Norm, Elementwise, Softmax, Pool, Dispatch, Loss, Interaction: memory-bound,
 //   bytes / (hbm * memory_bound_efficiency).
 // A GEMM shape that the GPU's measured throughput table covers (gpu.gemm_table, gemm_table.h)

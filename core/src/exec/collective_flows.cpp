@@ -407,7 +407,7 @@ double node_efficiency(const NodeCollectiveEfficiency& table, CollectiveKind kin
 
 // A collective inside one node runs at its measured efficiency instead of bus_efficiency (the
 // links' capacity): each flow's bytes grow by bus_efficiency / efficiency, so the flow holds
-// its links as long as the measured collective took (docs/fidelity.md, "Collectives inside a
+// its links as long as the measured collective took (docs/fidelity/communication.md, "Collectives inside a
 // node"). Collectives across nodes keep the links' capacities.
 void apply_node_efficiency(const Topology& t, CollectiveKind kind, const std::vector<int>& group,
                            CollectiveShapes& shapes) {

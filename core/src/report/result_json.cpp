@@ -361,7 +361,7 @@ PROTEUS_OUT_OF_LINE void cost_warnings(const ReportInputs& in, std::vector<std::
     w.push_back(
         "MXFP8's block-scaled GEMMs have no measured cost on this GPU (cluster.gpu.mxfp8_gemm_slowdown): "
         "they are costed as per-tensor FP8 GEMMs; on Blackwell MXFP8 GEMMs take 1.051 times as long "
-        "(docs/fidelity.md, \"MXFP8 GEMMs\").");
+        "(docs/fidelity/gemm.md, \"MXFP8 GEMMs\").");
 }
 
 std::vector<std::string> warnings(const ReportInputs& in, const Fractions& f, const StagePeaks& peaks) {

@@ -1,5 +1,5 @@
 // The GPU compute control against the real core (WebAssembly): a run at 91% (an H100 at 500 W,
-// docs/fidelity.md "Power limits") spends 1/0.91 of the default's time in GEMMs and the same in
+// docs/fidelity/gemm.md "Power limits") spends 1/0.91 of the default's time in GEMMs and the same in
 // communication and memory-bound kernels; 100% writes nothing; out-of-range percentages get the
 // core's error, placed on the control.
 import { beforeAll, describe, expect, it } from 'vitest';
