@@ -16,14 +16,9 @@ const RUN_TIMEOUT_MS = 120_000; // one simulation; a loaded 2-core machine is sl
 const DRAWER_SLIDE_MS = 300; // the phone drawer slides in 0.2 s (src/style.css): done by then
 const noCheck = async () => {};
 
-/** Waits until the page shows a result (cards filled) and no simulation runs. */
+/** Waits until the page shows a result and nothing runs (src/app.ts settled; before the app is up, not yet). */
 export async function waitForResult(page, timeout = 60_000) {
-  // 'advising': the changes that fit an out-of-memory run are still being looked for (app.ts).
-  await page.waitForFunction(
-    () => document.body.classList.contains('has-result') && !document.body.classList.contains('running') && !document.body.classList.contains('advising'),
-    null,
-    { timeout },
-  );
+  await page.waitForFunction(() => window.proteus?.settled() === true, null, { timeout });
 }
 
 /** How many simulations the page has run (src/app.ts counts them: one per change). */
@@ -34,11 +29,7 @@ export function simulationCount(page) {
 /** Waits for a simulation after the first `previousCount`, ended, with a good status. */
 export async function waitForNew(page, previousCount) {
   await page.waitForFunction(
-    (n) =>
-      window.proteus.simulationCount() > n &&
-      !document.body.classList.contains('running') &&
-      !document.body.classList.contains('advising') &&
-      document.getElementById('status')?.dataset.kind === 'ok',
+    (n) => window.proteus.simulationCount() > n && window.proteus.settled() && document.getElementById('status')?.dataset.kind === 'ok',
     previousCount,
     { timeout: RUN_TIMEOUT_MS },
   );
@@ -99,7 +90,7 @@ export async function showLessonStep(page, id, step) {
       const status = document.getElementById('status')?.dataset.kind;
       if (panel?.dataset.lesson !== lesson || panel.dataset.step !== String(n)) return false;
       if (status === 'error') return true;
-      return app.current?.config === app.config && document.body.classList.contains('has-result') && !document.body.classList.contains('running') && status === 'ok' && /lesson=/.test(location.hash);
+      return app.current?.config === app.config && app.settled() && status === 'ok' && /lesson=/.test(location.hash);
     },
     [id, step],
     { timeout: RUN_TIMEOUT_MS },

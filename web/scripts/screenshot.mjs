@@ -51,10 +51,9 @@ const STATE_IMAGES = [
   ['page-390x844.png', PHONE, phoneLayout],
 ];
 
-/** The browser tests' readiness signal (tests/support/browser.ts waitForResult), plus a good status. */
+/** The browser tests' readiness signal (src/app.ts settled), plus a good status. */
 function resultShown() {
-  const body = document.body;
-  return body.classList.contains('has-result') && !body.classList.contains('running') && !body.classList.contains('advising') && document.getElementById('status')?.dataset.kind === 'ok';
+  return window.proteus?.settled() === true && document.getElementById('status')?.dataset.kind === 'ok';
 }
 
 /**

@@ -607,7 +607,8 @@ export class App {
     };
     delete $('#status').dataset.progress;
     this.progressSeen = [];
-    this.runOnce(this.pageConfigText(config), progress)
+    const configText = this.pageConfigText(config); // the run's, and its fit advice's if it does not fit
+    this.runOnce(configText, progress)
       .then(async ({ text, resolved, result, ms: workerMs }) => {
         clearInterval(ticker);
         if (seq !== this.simSeq) return;
@@ -643,7 +644,7 @@ export class App {
           'ok',
         );
         if ($('#tab-json').hidden === false) void this.refreshTree();
-        if (result.summary.oom) this.findFitAdvice(seq, this.pageConfigText(config), result);
+        if (result.summary.oom) this.findFitAdvice(seq, configText, result);
       })
       .catch((e: unknown) => {
         clearInterval(ticker);
@@ -674,6 +675,15 @@ export class App {
       (a) => (a.config === text ? a : run()),
       (e: unknown) => (e instanceof CallError && e.info.code === 'cancelled' ? Promise.reject(e) : run()),
     );
+  }
+
+  /**
+   * Whether the page is done: a result is shown and nothing runs, neither a simulation nor the
+   * search for changes that fit an out-of-memory run. The one readiness signal of the browser
+   * tests and the screenshot script (scripts/page_states.mjs).
+   */
+  settled(): boolean {
+    return document.body.classList.contains('has-result') && !this.running && !this.advising;
   }
 
   /** Simulations the page asked of its workers so far (sweeps not counted). */

@@ -171,29 +171,8 @@ export function allocateSpans(n: number, streams: string[], kinds: string[], nam
   };
 }
 
-/** The columns object the module's simulate_columns returns (wasm/bindings.cpp). */
-export interface ColumnsFromModule {
-  start: Float64Array;
-  end: Float64Array;
-  rank: Int32Array;
-  mb: Int32Array;
-  stream: Uint8Array;
-  kind: Uint8Array;
-  phase: Uint8Array;
-  name: Uint32Array;
-  bytes: Float64Array;
-  flops: Float64Array;
-  group: Int32Array;
-  nodes: Int32Array;
-  peer: Int32Array;
-  depOffsets: Int32Array;
-  deps: Int32Array;
-  names: string[];
-  streams: string[];
-  kinds: string[];
-  phases: string[];
-  totalTasks: number;
-}
+/** The columns object the module's simulate_columns returns (wasm/bindings.cpp): the spans' columns, without their count. */
+export type ColumnsFromModule = Omit<Spans, 'n'>;
 
 export function spansFromColumns(c: ColumnsFromModule | undefined): Spans {
   if (!c) return allocateSpans(0, [], [], []);

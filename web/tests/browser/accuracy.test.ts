@@ -73,7 +73,7 @@ describe('accuracy panel', () => {
     const n = await page.evaluate(() => (window as any).proteus.simulationCount());
     await page.focus(`#accuracy-time button.accuracy-load[data-case="${row.id}"]`);
     await page.keyboard.press('Enter');
-    await page.waitForFunction((k) => (window as any).proteus.simulationCount() > k && document.body.classList.contains('has-result') && !document.body.classList.contains('running'), n, { timeout: 120_000 });
+    await page.waitForFunction((k) => (window as any).proteus.simulationCount() > k && (window as any).proteus.settled(), n, { timeout: 120_000 });
     for (const k of ['tp', 'pp', 'micro_batch'] as const) {
       if (config.strategy?.[k] !== undefined) expect(Number(await page.inputValue(`#ctl-strategy-${k}`)), k).toBe(config.strategy[k]);
     }

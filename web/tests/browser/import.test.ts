@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARTIFACTS, openPage, waitForResult, type Session } from '../support/browser';
+import { ARTIFACTS, openPage, waitForNew, waitForResult, type Session } from '../support/browser';
 
 const REPO = resolve(__dirname, '..', '..', '..');
 const CLI = process.env.PROTEUS_CLI ?? join(REPO, 'build', 'bin', 'proteus');
@@ -27,11 +27,6 @@ async function paste(page: Page, text: string): Promise<void> {
 
 async function simulations(page: Page): Promise<number> {
   return page.evaluate(() => (window as any).proteus.simulationCount());
-}
-
-/** Waits for a simulation after `before` to finish with a result. */
-async function waitForNewResult(page: Page, before: number): Promise<void> {
-  await page.waitForFunction((n) => (window as any).proteus.simulationCount() > n && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok', before, { timeout: 120_000 });
 }
 
 /** Picks a scenario and waits until the page holds it, unedited. */
@@ -71,7 +66,7 @@ describe('importing and exporting runs in the page', () => {
     const n = await simulations(page);
     await page.fill('#ctl-training-global_batch', '64');
     await page.$eval('#ctl-training-global_batch', (e) => (e as HTMLInputElement).blur()); // leaving the field commits it
-    await waitForNewResult(page, n);
+    await waitForNew(page, n);
     expect(await page.$eval('#custom-badge', (e) => (e as HTMLElement).hidden)).toBe(false);
     expect(await page.$eval('#custom-badge', (e) => e.getAttribute('title'))).toContain('default');
     // Choosing the scenario again restores the preset: no badge.
@@ -85,7 +80,7 @@ describe('importing and exporting runs in the page', () => {
     const before = await pageConfig(page);
     const n = await simulations(page);
     await paste(page, text);
-    await waitForNewResult(page, n);
+    await waitForNew(page, n);
     const c = await pageConfig(page);
     // Qwen3-8B's config.json: 36 layers, hidden 4096, 32 heads of 128, 8 KV heads, FFN 12288,
     // vocabulary 151936, QK-norm (Qwen3), untied embeddings.
@@ -114,7 +109,7 @@ describe('importing and exporting runs in the page', () => {
     const args = '--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024 --max-position-embeddings 1024 \\\n  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --micro-batch-size 4 --global-batch-size 256 --bf16 --lr 6e-4';
     const n = await simulations(page);
     await paste(page, args);
-    await waitForNewResult(page, n);
+    await waitForNew(page, n);
     const c = await pageConfig(page);
     expect(c.model.layers).toBe(12);
     expect(c.model.hidden).toBe(768);
@@ -135,7 +130,7 @@ describe('importing and exporting runs in the page', () => {
     // TP 1, CP 1, micro-batch 1, global batch 128, seq 8192, --fp8-format hybrid.
     const loaded = await simulations(page);
     await loadScenario(page, 'default'); // DGX H100, the script's machine
-    await waitForNewResult(page, loaded); // the status line stops changing, the header stops moving
+    await waitForNew(page, loaded); // the status line stops changing, the header stops moving
     const n = await simulations(page);
     // The button opens the file input's chooser (recorded here instead of a native dialog).
     await page.$eval('#open-file', (e) =>
@@ -151,7 +146,7 @@ describe('importing and exporting runs in the page', () => {
     await page.click('#open-config-editor'); // the same, from the JSON editor
     expect(await page.evaluate(() => (window as any).chooserOpened)).toBe(true);
     await page.setInputFiles('#open-file', fixture('megatron-llama3-8b-h100-fp8.sh'));
-    await waitForNewResult(page, n);
+    await waitForNew(page, n);
     const c = await pageConfig(page);
     const cli = cliImport(['megatron', fixture('megatron-llama3-8b-h100-fp8.sh'), '--cluster', 'dgx-h100']);
     expect(c).toEqual(cli);
@@ -179,7 +174,7 @@ describe('importing and exporting runs in the page', () => {
     const n = await simulations(page);
     await page.fill('#json-editor', '--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 512 --max-position-embeddings 512 --micro-batch-size 1 --bf16');
     await page.click('#json-apply');
-    await waitForNewResult(page, n);
+    await waitForNew(page, n);
     expect((await pageConfig(page)).model.layers).toBe(4);
     expect(await page.$eval('#json-error', (e) => (e as HTMLElement).hidden)).toBe(true);
   });
@@ -247,7 +242,7 @@ describe('importing and exporting runs in the page', () => {
     const resolvedBefore = await page.evaluate(() => (window as any).proteus.resolved);
     const n = await simulations(page);
     await paste(page, text);
-    await waitForNewResult(page, n);
+    await waitForNew(page, n);
     const resolvedAfter = await page.evaluate(() => (window as any).proteus.resolved);
     // The model's display name is a comment in the arguments, not an argument.
     delete resolvedBefore.model.name;

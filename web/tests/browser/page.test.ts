@@ -26,7 +26,7 @@ async function setInput(page: Page, selector: string, value: string): Promise<vo
 async function waitForNewResult(page: Page, previousStatus: string): Promise<void> {
   await page.waitForFunction((prev) => {
     const s = document.getElementById('status');
-    return !document.body.classList.contains('running') && s?.dataset.kind === 'ok' && s.textContent !== prev;
+    return (window as any).proteus?.settled() === true && s?.dataset.kind === 'ok' && s.textContent !== prev;
   }, previousStatus, { timeout: 60_000 });
 }
 

@@ -3,7 +3,7 @@
 // on 1,024 A100 timed, its progress reported while it runs (docs/search.md).
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPage, waitForResult, type Session } from '../support/browser';
+import { openPage, waitForNew, waitForResult, type Session } from '../support/browser';
 
 async function fillSearch(page: Page, values: Record<string, string>): Promise<void> {
   for (const [k, v] of Object.entries(values)) await page.fill(`#search-${k}`, v);
@@ -51,7 +51,7 @@ describe('strategy search in the page', () => {
     const pick = ranked[ranked.length > 1 ? 1 : 0];
     const n = await page.evaluate(() => (window as any).proteus.simulationCount());
     await page.locator('#search-table tbody tr').nth(ranked.length > 1 ? 1 : 0).locator('.search-use').click();
-    await page.waitForFunction((k) => (window as any).proteus.simulationCount() > k && document.body.classList.contains('has-result') && !document.body.classList.contains('running'), n, { timeout: 60_000 });
+    await page.waitForFunction((k) => (window as any).proteus.simulationCount() > k && (window as any).proteus.settled(), n, { timeout: 60_000 });
     const used = await summaryOf(page);
     // The page simulates the row's config: the same iteration time the search ranked it by.
     expect(used.time).toBe(pick.iteration_time_s);
@@ -82,7 +82,7 @@ describe('strategy search in the page', () => {
     const n = await page.evaluate(() => (window as any).proteus.simulationCount());
     await page.fill('#ctl-training-global_batch', '64');
     await page.dispatchEvent('#ctl-training-global_batch', 'change');
-    await page.waitForFunction((k) => (window as any).proteus.simulationCount() > k && document.body.classList.contains('has-result') && !document.body.classList.contains('running') && document.getElementById('status')?.dataset.kind === 'ok', n, { timeout: 60_000 });
+    await waitForNew(page, n);
     // And a new search runs to the end.
     await fillSearch(page, { tp: '1, 2, 4', pp: '1, 2', cp: '1', micro_batch: '1', zero: '0, 1', recompute: 'selective', schedule: '1f1b' });
     await runSearch(page, 120_000);

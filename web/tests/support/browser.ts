@@ -9,7 +9,7 @@ import { startStaticServer } from '../../scripts/static-server.mjs';
 // @ts-expect-error plain ESM helper without types
 import { CHROMIUM_FLAGS, CHROMIUM_PATH } from '../../scripts/chromium.mjs';
 // @ts-expect-error plain ESM helper without types
-import { waitForResult as waitForResultShared } from '../../scripts/page_states.mjs';
+import { waitForNew as waitForNewShared, waitForResult as waitForResultShared } from '../../scripts/page_states.mjs';
 
 export { startStaticServer };
 
@@ -106,5 +106,8 @@ export async function axeViolations(page: Page, rootId?: string): Promise<string
   }, rootId);
 }
 
-/** Waits until the page shows a result (cards filled) and no simulation runs (scripts/page_states.mjs). */
+/** Waits until the page shows a result and nothing runs (scripts/page_states.mjs). */
 export const waitForResult: (page: Page, timeout?: number) => Promise<void> = waitForResultShared;
+
+/** Waits for a simulation after the first `previousCount`, settled, with a good status (scripts/page_states.mjs). */
+export const waitForNew: (page: Page, previousCount: number) => Promise<void> = waitForNewShared;
