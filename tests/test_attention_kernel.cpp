@@ -1,5 +1,5 @@
-// The attention kernel a run uses (strategy.attention_kernel, docs/frameworks.md "Attention
-// kernels") and the measured kernel table of the Hopper presets (attention_table.h,
+// The attention kernel a run uses (strategy.attention_kernel, docs/frameworks/attention-and-kernels.md
+// "Attention kernels") and the measured kernel table of the Hopper presets (attention_table.h,
 // docs/fidelity/attention.md "Attention by kernel"). Expected values are the FlashAttention-3 paper's
 // (Shah et al., arXiv 2407.08608v2, Figures 5 and 6; H100 SXM5, head dimension 128).
 #include <doctest/doctest.h>

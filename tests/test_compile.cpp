@@ -228,8 +228,8 @@ TEST_CASE(
   const CompiledModel z2 = compile_text(config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16,
                                                     R"({"dp":8,"micro_batch":1,"zero":2})"));
   CHECK(grad_bytes(z2, CollectiveKind::AllReduce) == 0);
-  // ZeRO-2 reduce-scatters every micro-batch (DeepSpeed, docs/frameworks.md): global batch 16
-  // on dp 8 at micro-batch 1 is 2 micro-batches, so twice the parameters x 4 bytes.
+  // ZeRO-2 reduce-scatters every micro-batch (DeepSpeed, docs/frameworks/data-parallelism.md): global batch
+  // 16 on dp 8 at micro-batch 1 is 2 micro-batches, so twice the parameters x 4 bytes.
   CHECK(grad_bytes(z2, CollectiveKind::ReduceScatter) == doctest::Approx(2 * params * 4));
   const CompiledModel z3 = compile_text(config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16,
                                                     R"({"dp":8,"micro_batch":1,"zero":3})"));

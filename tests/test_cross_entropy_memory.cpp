@@ -1,6 +1,6 @@
-// The language model's cross-entropy in memory (compile/cross_entropy_memory.h; docs/frameworks.md
-// "The cross-entropy's memory"): what Megatron's in-place fp32 loss and PyTorch's
-// F.cross_entropy(logits.float()) hold while they run, and TorchTitan's published peak.
+// The language model's cross-entropy in memory (compile/cross_entropy_memory.h;
+// docs/frameworks/attention-and-kernels.md "The cross-entropy's memory"): what Megatron's in-place fp32 loss
+// and PyTorch's F.cross_entropy(logits.float()) hold while they run, and TorchTitan's published peak.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,5 +1,5 @@
 // FP8 amax reductions as Transformer Engine runs them under Megatron-Core
-// (docs/frameworks.md "FP8 amax reduction"): delayed scaling's all-reduce of the whole amax
+// (docs/frameworks/fp8.md "FP8 amax reduction"): delayed scaling's all-reduce of the whole amax
 // buffer at the exit of each chunk's fp8_autocast and after the backward of its first FP8
 // module; current scaling's one-fp32 all-reduce over tp before each sequence-parallel cast.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// FP8 linears as Transformer Engine runs them (docs/frameworks.md "FP8 casts, gathers and saved
+// FP8 linears as Transformer Engine runs them (docs/frameworks/fp8.md "FP8 casts, gathers and saved
 // inputs"): the sequence-parallel all-gathers move the FP8 copy (1 byte per element), the norm
 // feeding a LayerNormLinear writes FP8 itself under delayed scaling, the transposes run where
 // TE runs them, and the input saved for the weight gradient is the FP8 copy.

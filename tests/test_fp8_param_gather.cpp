@@ -1,4 +1,4 @@
-// strategy.fp8_param_gather (docs/frameworks.md "FP8 parameter all-gather"): Megatron-Core's
+// strategy.fp8_param_gather (docs/frameworks/fp8.md "FP8 parameter all-gather"): Megatron-Core's
 // --fp8-param-gather and torchao's enable_fsdp_float8_all_gather gather the weights of FP8
 // GEMMs in FP8, 1 byte per parameter instead of 2.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// FSDP2's parameter groups (framework fsdp, ZeRO-3; OpIndex::fsdp_units, docs/frameworks.md
+// FSDP2's parameter groups (framework fsdp, ZeRO-3; OpIndex::fsdp_units, docs/frameworks/data-parallelism.md
 // "ZeRO-3 (and FSDP)", its row "FSDP2's units"). TorchTitan's apply_fsdp calls fully_shard on
 // each TransformerBlock and on the model, whose own group (the root) holds the embedding, final
 // norm and output layer. FSDP2 all-gathers a group with one collective (foreach_all_gather) and

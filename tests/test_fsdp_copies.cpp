@@ -1,8 +1,8 @@
 // PyTorch FSDP2's copies around its collectives (framework fsdp; compile/fsdp_copies.h,
-// docs/frameworks.md "FSDP2 copy-in and copy-out"): the all-gather copy-out reads the gathered
-// buffer and writes the unsharded parameters (2 x their bf16 bytes per gather), the
-// reduce-scatter copy-in reads the bf16 gradients and writes the fp32 send buffer (2 + 4 bytes
-// per element), both on the compute stream. Other frameworks have neither.
+// docs/frameworks/data-parallelism.md "FSDP2 copy-in and copy-out"): the all-gather copy-out reads the
+// gathered buffer and writes the unsharded parameters (2 x their bf16 bytes per gather), the reduce-scatter
+// copy-in reads the bf16 gradients and writes the fp32 send buffer (2 + 4 bytes per element), both on the
+// compute stream. Other frameworks have neither.
 #include <doctest/doctest.h>
 
 #include <set>

@@ -1,5 +1,5 @@
-// strategy.grad_reduce_in_fp32 (docs/frameworks.md "Gradient dtype"): Megatron-LM keeps fp32 main
-// gradients under bf16 unless --grad-reduce-in-bf16, and fp16 ones under fp16 unless
+// strategy.grad_reduce_in_fp32 (docs/frameworks/data-parallelism.md "Gradient dtype"): Megatron-LM keeps fp32
+// main gradients under bf16 unless --grad-reduce-in-bf16, and fp16 ones under fp16 unless
 // --accumulate-allreduce-grads-in-fp32 (arguments.py); NeMo's performance recipes reduce in bf16
 // (optim.grad_sync_dtype=bf16). 16-bit gradients halve the gradient buffer and every gradient
 // collective, and nothing else.

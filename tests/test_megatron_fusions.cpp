@@ -1,6 +1,6 @@
-// Megatron's fused kernels and its --no-*-fusion flags (docs/frameworks.md, "Megatron's fused
-// kernels"): with a fusion off the op moves what Megatron's unfused PyTorch path moves, by
-// hand-counted bytes; everything else stays as it was.
+// Megatron's fused kernels and its --no-*-fusion flags (docs/frameworks/attention-and-kernels.md, "Megatron's
+// fused kernels"): with a fusion off the op moves what Megatron's unfused PyTorch path moves, by hand-counted
+// bytes; everything else stays as it was.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>

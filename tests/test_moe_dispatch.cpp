@@ -1,6 +1,6 @@
 // MoE token dispatchers and expert tensor parallelism (strategy.moe_dispatcher, expert_tp;
-// docs/frameworks.md "MoE token dispatch and expert TP"): the collectives Megatron-Core's
-// token_dispatcher.py issues, with their bytes derived by hand.
+// docs/frameworks/tensor-parallelism-and-moe.md "MoE token dispatch and expert TP"): the collectives
+// Megatron-Core's token_dispatcher.py issues, with their bytes derived by hand.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -49,7 +49,7 @@ TEST_CASE(
   CHECK(count_collectives(c, CollectiveKind::AllGather, ep, Phase::BackwardInput, "layers.0.").count == 1);
   // The routed tokens themselves never move: the only all-to-alls left carry the routing
   // probabilities [128 tokens, 4 experts] x 2 bytes = 1024 bytes per rank (Megatron gathers
-  // them with the tokens; docs/frameworks.md notes the difference), far below the
+  // them with the tokens; docs/frameworks/tensor-parallelism-and-moe.md notes the difference), far below the
   // 4 * 64 * 256 * 2 = 131072-byte token all-to-all of the all-to-all dispatcher.
   for (Phase phase : {Phase::Forward, Phase::BackwardInput}) {
     const CollCount a2a = count_collectives(c, CollectiveKind::AllToAll, ep, phase, "layers.0.");

@@ -1,6 +1,6 @@
 // Megatron-Core's precision-aware optimizer state dtypes (strategy.exp_avg_dtype,
-// exp_avg_sq_dtype, main_params_dtype; docs/frameworks.md "Optimizer state dtypes"). Transformer
-// Engine's FusedAdam (fused_adam.py) keeps each state in its dtype: fp32 4 bytes, bf16 and fp16
+// exp_avg_sq_dtype, main_params_dtype; docs/frameworks/data-parallelism.md "Optimizer state dtypes").
+// Transformer Engine's FusedAdam (fused_adam.py) keeps each state in its dtype: fp32 4 bytes, bf16 and fp16
 // 2, FP8 an E4M3 Float8Tensor whose quantizer allocates the data and its transpose (1 + 1); the
 // master weight 4, 2 as fp16, 2 as the remainder of a bf16 weight. Its step unscales every state
 // that is not fp32 into an fp32 copy, runs the fp32 kernel on it and scales it back, holding the

@@ -1,5 +1,5 @@
-// strategy.store_param_remainders (docs/frameworks.md "Master weights as remainders"): the optimizer
-// keeps the low 16 bits of each fp32 master weight, whose high 16 bits are the bf16 weight. NeMo's
+// strategy.store_param_remainders (docs/frameworks/data-parallelism.md "Master weights as remainders"): the
+// optimizer keeps the low 16 bits of each fp32 master weight, whose high 16 bits are the bf16 weight. NeMo's
 // distributed_fused_adam does it under bf16 O2 (megatron_base_model.py: store_params False,
 // store_param_remainders True), Megatron-Core under --use-precision-aware-optimizer (Transformer
 // Engine >= 2.1). Per parameter: master 2 bytes instead of 4, so Adam's states are 10 bytes, not 12.

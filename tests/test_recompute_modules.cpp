@@ -1,5 +1,5 @@
 // Selective recompute by module (strategy.recompute_modules, Megatron-Core's --recompute-modules;
-// docs/frameworks.md "Selective recompute by module"). What each module stops keeping is checked
+// docs/frameworks/recompute.md "Selective recompute by module"). What each module stops keeping is checked
 // against the tensors' sizes by hand; what it adds is its ops' forward, run again.
 #include <doctest/doctest.h>
 

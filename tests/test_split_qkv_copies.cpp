@@ -1,6 +1,6 @@
 // Megatron-Core's Q/K/V split and Transformer Engine's layout check (model/layers.h,
-// split_qkv_copy_bytes; docs/frameworks.md "Q, K and V out of linear_qkv"): the copies around
-// the fused attention kernel, by layout case, and where the compiler charges them.
+// split_qkv_copy_bytes; docs/frameworks/attention-and-kernels.md "Q, K and V out of linear_qkv"): the copies
+// around the fused attention kernel, by layout case, and where the compiler charges them.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -82,7 +82,7 @@ TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
 }
 
 TEST_CASE("symmetry: interleaved pipeline with ZeRO-3 agrees to 1e-5") {
-  // Under framework fsdp with its default kernel, FlashAttention-2 (docs/frameworks.md,
+  // Under framework fsdp with its default kernel, FlashAttention-2 (docs/frameworks/attention-and-kernels.md,
   // "Attention kernels"). The full simulation is itself symmetric: the 16 ranks of each stage
   // end at the same instant and are busy as long, to the last bit (checked below). So the
   // difference is not an asymmetry between ranks (an executor tie-break, a flow order) but the

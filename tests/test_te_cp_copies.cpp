@@ -1,5 +1,5 @@
 // Transformer Engine's all_gather and a2a context parallelism beside their attention kernels
-// (compile/te_cp_copies.h; docs/frameworks.md "Context parallelism"): the copies of
+// (compile/te_cp_copies.h; docs/frameworks/context-parallelism.md "Context parallelism"): the copies of
 // AttnFuncWithCPAndKVAllGather and flash_attn_a2a_communicate counted by hand, charged once per
 // attention and direction, and the a2a backward's exchange of the saved output.
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Transformer Engine's context-parallel ring besides its attention kernels (cp_comm_type p2p
-// and the ring of a2a+p2p; compile/te_cp_ring.h, docs/frameworks.md "Context parallelism"):
-// the K/V copies, output corrections and gradient accumulation of AttnFuncWithCP, counted by
+// and the ring of a2a+p2p; compile/te_cp_ring.h, docs/frameworks/context-parallelism.md "Context
+// parallelism"): the K/V copies, output corrections and gradient accumulation of AttnFuncWithCP, counted by
 // hand from its branches, and charged once per attention and direction after the ring.
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // PyTorch's context-parallel attention (framework fsdp; compile/pass_torch_cp.cpp,
-// docs/frameworks.md "PyTorch's context-parallel attention"): _templated_ring_attention's SDPA
-// steps and the K/V and dK/dV transfers between them, on the repeated K/V TorchTitan hands to
-// SDPA. Transformer Engine's all-gather (framework megatron) is left as it was.
+// docs/frameworks/context-parallelism.md "PyTorch's context-parallel attention"): _templated_ring_attention's
+// SDPA steps and the K/V and dK/dV transfers between them, on the repeated K/V TorchTitan hands to SDPA.
+// Transformer Engine's all-gather (framework megatron) is left as it was.
 #include <doctest/doctest.h>
 
 #include <string>

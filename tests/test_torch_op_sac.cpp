@@ -1,5 +1,5 @@
 // TorchTitan's op-level selective activation checkpointing (compile/torch_op_sac.h;
-// docs/frameworks.md "TorchTitan's selective activation checkpointing"): which ops its policy
+// docs/frameworks/recompute.md "TorchTitan's selective activation checkpointing"): which ops its policy
 // saves, what the replay runs again, what the forward keeps, and FSDP2's gathers for it.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // torch.distributed.pipelining as TorchTitan ran it (framework fsdp, pp > 1; PyTorch of late 2024,
-// docs/frameworks.md "FSDP2 under pipeline parallelism"):
+// docs/frameworks/data-parallelism.md "FSDP2 under pipeline parallelism"):
 // - ScheduleInterleaved1F1B is a PipelineScheduleMulti: one blocking exchange per time step of
 //   its pipeline_order (core/src/compile/torch_lockstep_p2p.h);
 // - FSDP2 reduces a stage's gradients only after the stage's last backward, one parameter group

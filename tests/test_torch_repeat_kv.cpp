@@ -1,6 +1,6 @@
-// TorchTitan's repeat_kv (model/layers.h, repeat_kv_bytes; docs/frameworks.md "Grouped K and V
-// repeated before SDPA"): under grouped-query attention its Llama expands K and V to every query
-// head before F.scaled_dot_product_attention, a copy each way and the repeated tensors saved.
+// TorchTitan's repeat_kv (model/layers.h, repeat_kv_bytes; docs/frameworks/attention-and-kernels.md "Grouped
+// K and V repeated before SDPA"): under grouped-query attention its Llama expands K and V to every query head
+// before F.scaled_dot_product_attention, a copy each way and the repeated tensors saved.
 #include <doctest/doctest.h>
 
 #include <string>

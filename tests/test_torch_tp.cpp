@@ -1,7 +1,7 @@
 // Tensor parallelism as PyTorch runs it under framework "fsdp" (TorchTitan: DTensor's
 // ColwiseParallel / RowwiseParallel / SequenceParallel, and with strategy.tp_comm_overlap
 // Inductor's async TP over symmetric memory), against Megatron-Core with Transformer Engine
-// (docs/frameworks.md "DTensor tensor parallelism and PyTorch's async TP").
+// (docs/frameworks/tensor-parallelism-and-moe.md "DTensor tensor parallelism and PyTorch's async TP").
 #include <doctest/doctest.h>
 
 #include <string>

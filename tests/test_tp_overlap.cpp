@@ -1,5 +1,5 @@
 // strategy.tp_comm_overlap: Transformer Engine's userbuffers as Megatron-Core enables them with
-// --tp-comm-overlap (docs/frameworks.md, "Tensor-parallel communication overlap";
+// --tp-comm-overlap (docs/frameworks/tensor-parallelism-and-moe.md, "Tensor-parallel communication overlap";
 // core/src/compile/userbuffers.h for TE's defaults).
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
-// Attention without flash attention, kernel by kernel (docs/frameworks.md, "Attention without
-// flash attention"): Megatron's CoreAttention runs baddbmm (QK^T), the fused scale-mask-softmax,
-// the attention dropout and bmm (AV), and autograd runs each one's gradient. The s^2 tensors
-// dominate the traffic; these tests count it by hand.
+// Attention without flash attention, kernel by kernel (docs/frameworks/attention-and-kernels.md, "Attention
+// without flash attention"): Megatron's CoreAttention runs baddbmm (QK^T), the fused scale-mask-softmax, the
+// attention dropout and bmm (AV), and autograd runs each one's gradient. The s^2 tensors dominate the
+// traffic; these tests count it by hand.
 #include <doctest/doctest.h>
 
 #include <string>

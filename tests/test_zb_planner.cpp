@@ -1,5 +1,5 @@
 // The zero-bubble runtime's plans from measured pass times (plan_zero_bubble, zb_planner.h;
-// docs/frameworks.md, "Zero-bubble planning"). What Qi et al. derive for T_F = T_B = T_W:
+// docs/frameworks/pipeline.md, "Zero-bubble planning"). What Qi et al. derive for T_F = T_B = T_W:
 // ZB-H1's bubble (p-1)(T_F + T_B - T_W) within 1F1B's memory (p forwards), ZB-H2 (2p forwards)
 // none once m >= 2p - 1, ZB-V none within 2p chunk forwards; and what the runtime plans again
 // for: passes of unequal times, where the unit-time order leaves bubbles the plan does not.

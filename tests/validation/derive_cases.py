@@ -62,7 +62,7 @@ NEMO_SRC = ("NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 
 # disagree it keeps the assumption and the source names both. Settings of the config that
 # Proteus does not model are named in the source ("not modelled").
 # Strategy fields this sets: grad_reduce_in_fp32 (optim.grad_sync_dtype: bf16 is a 2-byte
-# gradient buffer and reduction, docs/frameworks.md "Gradient dtype"; absent, NeMo reduces in
+# gradient buffer and reduction, docs/frameworks/data-parallelism.md "Gradient dtype"; absent, NeMo reduces in
 # fp32), tp_comm_overlap (ub_tp_comm_overlap, or a tp_overlap@...ub_tp_comm_overlap_cfg override:
 # Transformer Engine userbuffers), overlap_p2p_comm (VP > 1 only; batch_p2p_comm is its
 # complement in these configs), recompute (activations_checkpoint_granularity).
@@ -324,7 +324,7 @@ TITAN_SRC = ("pytorch/torchtitan docs/performance.md (commit eaea6f6), Llama 3.1
              "limits'). FSDP2 is ZeRO-3 with prefetch (framework fsdp, zero 3, overlapped); its modules "
              "run as eager PyTorch ops unless the row uses torch.compile (strategy torch_compile). Its selective "
              "AC is the op policy (every second aten.mm of a block recomputed, attention and the other mm outputs "
-             "saved), framework fsdp's recompute 'selective' (docs/frameworks.md, 'TorchTitan's selective "
+             "saved), framework fsdp's recompute 'selective' (docs/frameworks/recompute.md, 'TorchTitan's selective "
              "activation checkpointing'); full AC checkpoints each TransformerBlock.")
 
 # The share of a 700 W H100's compute throughput the source's 500 W part sustains (docs/fidelity/gemm.md,
@@ -333,12 +333,12 @@ TITAN_POWER_LIMIT_FRACTION = 0.91
 
 # The FP8 rows: what TorchTitan's Float8 runs do and how Proteus expresses it.
 TITAN_FP8 = (" Float8 (torchao at eab345c): Float8Linear with torchao's default tensorwise dynamic scaling, i.e. "
-             "training.fp8_recipe 'current' (docs/frameworks.md, 'torchao tensorwise is TE's current recipe'); "
+             "training.fp8_recipe 'current' (docs/frameworks/fp8.md, 'torchao tensorwise is TE's current recipe'); "
              "attention and the output layer stay bf16. Assumed (the table does not list the float8 flags): "
              "the launch command of torchtitan docs/float8.md, --float8.enable_fsdp_float8_all_gather "
              "--float8.precompute_float8_dynamic_scale_for_fsdp, i.e. strategy.fp8_param_gather. With TP, "
              "torchao's Float8ColwiseParallel casts the sequence shard and all-gathers it in FP8, as Proteus "
-             "gathers an FP8 linear's input (docs/frameworks.md, 'DTensor tensor parallelism').")
+             "gathers an FP8 linear's input (docs/frameworks/tensor-parallelism-and-moe.md, 'DTensor tensor parallelism').")
 TITAN_NO_GA = (" TorchTitan at 9dec370 runs the local batch as one forward and backward (no gradient "
                "accumulation without PP): micro_batch = local batch.")
 TITAN_PP = (" Under PP, TorchTitan's apply_fsdp sets reshard_after_forward=False ('For PP, do not reshard after "

@@ -1,5 +1,5 @@
 // The zero-bubble runtime's plan (the result's "pipeline_plan", strategy.zb_plan "profiled";
-// docs/frameworks.md "Zero-bubble planning"): the per-stage F, B and W times and the send time
+// docs/frameworks/pipeline.md "Zero-bubble planning"): the per-stage F, B and W times and the send time
 // a first play of the unit-time order measured, and the order of passes each stage got when the
 // runtime's planner re-planned from them. This run played that order. The table is drawn by
 // pipeline_plan_view.ts; this part has no DOM (the worker parses results with it).

@@ -41,7 +41,7 @@ function frameworkOf(config: Config, resolved: Config | null): string {
 
 /** strategy.zb_plan as the core applies it: the config's, else the framework's default,
  * "profiled" under megatron (the zero-bubble fork re-plans from its timers) and "unit" under
- * fsdp and deepspeed (docs/config.md, docs/frameworks.md "Zero-bubble planning"). */
+ * fsdp and deepspeed (docs/config.md, docs/frameworks/pipeline.md "Zero-bubble planning"). */
 export function zbPlanOf(config: Config, resolved: Config | null): 'profiled' | 'unit' {
   const given = getPath(config, 'strategy.zb_plan');
   if (given === 'profiled' || given === 'unit') return given;

@@ -21,7 +21,7 @@ struct CostModel {
   GpuSpec gpu;
   Precision precision = Precision::Bf16;
   // Transformer Engine runs attention in bf16 under FP8 training unless fp8_dpa is set
-  // (docs/frameworks.md, "FP8"): attention then uses the bf16 peak, as do GEMMs marked
+  // (docs/frameworks/fp8.md, "FP8"): attention then uses the bf16 peak, as do GEMMs marked
   // ComputeWork::high_precision.
   bool fp8_attention = false;
   // The FP8 recipe: MXFP8's block-scaled GEMMs run gpu.mxfp8_gemm_slowdown times longer than

@@ -20,7 +20,7 @@ namespace proteus {
 enum class Phase : uint8_t { Forward, BackwardInput, BackwardWeight, Recompute, Optimizer, Sync };
 // ParamComm: parameter all-gathers of ZeRO-3/FSDP, on their own stream beside the gradient
 // reductions of DpComm (FSDP's all_gather_stream vs reduce_scatter_stream, DeepSpeed's
-// allgather stream vs reduce_and_partition_stream; docs/frameworks.md).
+// allgather stream vs reduce_and_partition_stream; docs/frameworks/data-parallelism.md).
 enum class Stream : uint8_t { Compute = 0, TpComm = 1, DpComm = 2, PpComm = 3, ParamComm = 4 };
 constexpr int kNumStreams = 5;
 enum class TaskKind : uint8_t { Compute, Collective };
@@ -40,14 +40,14 @@ struct ComputeWork {
   int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0, gemm_batch = 1;  // per-GPU GEMM shape, 0 if none
   int kernels = 1;                                             // kernel launches
   // Memory-bound kernels that run beside the op, before it (FP8 cast/transpose/amax of its
-  // inputs, docs/frameworks.md "FP8"): HBM bytes, timed at memory speed and added to the op's.
+  // inputs, docs/frameworks/fp8.md "FP8"): HBM bytes, timed at memory speed and added to the op's.
   double side_bytes = 0;
   // Under FP8 training, a GEMM Transformer Engine does not run in FP8 (Megatron's output
   // layer, the MoE router): timed at the bf16 peak.
   bool high_precision = false;
   // SMs a concurrent communication kernel holds while this GEMM runs (Transformer Engine's
   // userbuffers with set_sm_margin: the GEMM is launched on sm_count - sm_reserved SMs,
-  // docs/frameworks.md "Tensor-parallel communication overlap"). 0: the whole GPU.
+  // docs/frameworks/tensor-parallelism-and-moe.md "Tensor-parallel communication overlap"). 0: the whole GPU.
   int sm_reserved = 0;
   // The op's backward (its input-gradient pass): attention kernels are measured apart for it.
   bool backward = false;

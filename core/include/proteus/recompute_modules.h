@@ -1,5 +1,5 @@
 // Megatron-Core's selective recompute by module (--recompute-granularity selective
-// --recompute-modules ..., TransformerConfig.recompute_modules; docs/frameworks.md, "Selective
+// --recompute-modules ..., TransformerConfig.recompute_modules; docs/frameworks/recompute.md, "Selective
 // recompute by module"). The model builders tag each op with the modules whose code runs it
 // (Op::recompute_modules); a strategy names the modules it recomputes
 // (strategy.recompute_modules, default core_attn: Korthikanti et al.'s selective recompute).

@@ -14,7 +14,7 @@ namespace proteus {
 // Named schedules (schedule.h); Explicit: the per-stage order given in the config.
 enum class Schedule { GPipe, OneFOneB, Interleaved1F1B, ZbH1, ZbH2, ZbV, DualPipeV, DualPipe, Explicit };
 enum class Recompute { None, Selective, Full };
-// How the zero-bubble runtime orders a zb-h1, zb-h2 or zb-v schedule (docs/frameworks.md,
+// How the zero-bubble runtime orders a zb-h1, zb-h2 or zb-v schedule (docs/frameworks/pipeline.md,
 // "Zero-bubble planning"): Profiled, its plan from the pass times its timers measure (what it
 // runs after --zero-bubble-pipeline-timers-end-iter); Unit, the handcrafted order at T_F = T_B
 // = T_W (Qi et al.'s schedules; what its first iterations approximate).
@@ -27,8 +27,8 @@ enum class Framework { Megatron, DeepSpeed, Fsdp };
 enum class GradSync { AtBoundary, PerMicroBatch };
 // Transformer Engine's context-parallel attention (DotProductAttention cp_comm_type).
 enum class CpCommType { P2p, AllGather, A2a, A2aP2p };
-// The attention kernel a run uses (docs/frameworks.md, "Attention kernels"): Auto follows the
-// framework (attention_kernel_of); the others name cuDNN's fused attention (Transformer Engine's
+// The attention kernel a run uses (docs/frameworks/attention-and-kernels.md, "Attention kernels"): Auto
+// follows the framework (attention_kernel_of); the others name cuDNN's fused attention (Transformer Engine's
 // FusedAttention, PyTorch's CUDNN_ATTENTION), FlashAttention-2, FlashAttention-3.
 enum class AttentionKernel { Auto, Cudnn, Fa2, Fa3 };
 // Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type, token_dispatcher.py):
@@ -38,7 +38,7 @@ enum class AttentionKernel { Auto, Cudnn, Fa2, Fa3 };
 enum class MoeDispatcher { AllToAll, AllGather };
 // The dtype of one of Adam's states under Megatron-Core's precision-aware optimizer
 // (--main-params-dtype, --exp-avg-dtype, --exp-avg-sq-dtype; Transformer Engine's FusedAdam
-// master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype; docs/frameworks.md, "Optimizer state
+// master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype; docs/frameworks/data-parallelism.md, "Optimizer state
 // dtypes"). Fp8 is TE's torch.uint8: an E4M3 Float8Tensor with one scale per tensor.
 enum class StateDtype { Fp32, Bf16, Fp16, Fp8 };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
@@ -110,7 +110,8 @@ struct StrategySpec {
   // Framework "megatron" and "deepspeed" (Megatron-DeepSpeed): Megatron's fused kernels, on by
   // default as Megatron-LM's arguments set them; --no-bias-dropout-fusion, --no-bias-gelu-fusion /
   // --no-bias-swiglu-fusion, --no-masked-softmax-fusion and --no-rope-fusion turn them off and
-  // the ops run as separate PyTorch kernels (docs/frameworks.md, "Megatron's fused kernels").
+  // the ops run as separate PyTorch kernels (docs/frameworks/attention-and-kernels.md, "Megatron's fused
+  // kernels").
   bool bias_dropout_fusion = true;
   bool bias_activation_fusion = true;
   bool masked_softmax_fusion = true;
@@ -160,7 +161,7 @@ struct StrategySpec {
   // --no-overlap-p2p-communication replaced --overlap-p2p-communication; NeMo's configs for
   // virtual pipelines): sends and receives posted ahead and waited only by the pass that needs
   // them. false: its blocking path, as Megatron's non-interleaved 1F1B always runs (the calls
-  // wait on every send and receive; docs/frameworks.md, "Pipeline point-to-point").
+  // wait on every send and receive; docs/frameworks/pipeline.md, "Pipeline point-to-point").
   bool overlap_p2p_comm = true;
   bool overlap_p2p_comm_given = false;
   // Legacy Megatron-LM's --scatter-gather-tensors-in-pipeline (megatron/p2p_communication.py,
@@ -195,7 +196,7 @@ const char* to_string(ZbPlan);
 ZbPlan default_zb_plan(Framework framework);
 const char* to_string(Framework);
 const char* to_string(GradSync);
-// docs/frameworks.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;
+// docs/frameworks/data-parallelism.md, "Gradient synchronisation": Megatron and DDP reduce at the boundary;
 // DeepSpeed ZeRO-2/3 and FSDP reduce-scatter every micro-batch, except FSDP under a pipeline
 // (torch.distributed.pipelining disables gradient sync until the last micro-batch).
 GradSync default_grad_sync(const StrategySpec& strategy);
@@ -214,7 +215,8 @@ const char* to_string(StateDtype);
 // Any optimizer state dtype differs from fp32 (the precision-aware optimizer's dtypes are in use).
 bool low_precision_optimizer_states(const StrategySpec& strategy);
 // Expert parallelism folds the tp ranks in (expert_tp 1 under tp > 1): the mesh's ep axis is
-// then ep / tp and tp splits the experts in expert layers (docs/frameworks.md, "MoE").
+// then ep / tp and tp splits the experts in expert layers (docs/frameworks/tensor-parallelism-and-moe.md,
+// "MoE").
 int expert_tp_of(const StrategySpec& strategy);
 bool experts_fold_tp(const StrategySpec& strategy);
 int ep_axis_size(const StrategySpec& strategy);

@@ -41,7 +41,7 @@ struct ParallelConfig {
   // Tensor parallelism is PyTorch DTensor's under autograd (framework fsdp): a linear keeps the
   // gathered input it ran on (no gather again for its weight gradient), and the collective on
   // an input gradient starts when the op's autograd node returns, after its weight gradient
-  // (docs/frameworks.md "DTensor tensor parallelism").
+  // (docs/frameworks/tensor-parallelism-and-moe.md "DTensor tensor parallelism").
   bool dtensor_tp = false;
   // Memory-bound ops run as eager PyTorch ops (framework fsdp without torch_compile): every
   // kernel fusion off (Op::fusion).

@@ -6,7 +6,7 @@ namespace proteus {
 
 enum class Precision { Fp32, Tf32, Fp16, Bf16, Fp8 };
 enum class Optimizer { Adam, Sgd };
-// How Transformer Engine scales FP8 tensors (docs/frameworks.md, "FP8"): delayed (scale from the
+// How Transformer Engine scales FP8 tensors (docs/frameworks/fp8.md, "FP8"): delayed (scale from the
 // amax history: one read per cast), current (amax of the tensor itself: two reads), mxfp8
 // (Blackwell block scaling, one E8M0 scale per 32 values, row- and column-wise copies).
 enum class Fp8Recipe { Delayed, Current, Mxfp8 };

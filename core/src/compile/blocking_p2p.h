@@ -1,4 +1,4 @@
-// Megatron-Core's blocking pipeline point-to-point (docs/design.md §4, docs/frameworks.md
+// Megatron-Core's blocking pipeline point-to-point (docs/design.md §4, docs/frameworks/pipeline.md
 // "Pipeline point-to-point"). Private to the compiler.
 //
 // Megatron's schedules exchange activations and gradients in calls of

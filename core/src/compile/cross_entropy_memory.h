@@ -1,6 +1,6 @@
 // What the language model's cross-entropy holds in memory while it runs, per logit, as each
-// framework's code allocates it (docs/frameworks.md "The cross-entropy's memory"). The logits
-// are `logit_bytes` per element (2 in bf16); the softmax the backward reads is fp32 in both.
+// framework's code allocates it (docs/frameworks/attention-and-kernels.md "The cross-entropy's memory"). The
+// logits are `logit_bytes` per element (2 in bf16); the softmax the backward reads is fp32 in both.
 #pragma once
 
 namespace proteus {

@@ -1,5 +1,5 @@
 // Where Transformer Engine's delayed-scaling amax reduction runs in a pipeline pass, and how
-// big it is (docs/frameworks.md "FP8 amax reduction").
+// big it is (docs/frameworks/fp8.md "FP8 amax reduction").
 //
 // Megatron-Core wraps a model chunk's transformer layers in one fp8_autocast when the recipe is
 // delayed (TransformerBlock.forward: use_outer_fp8_context), with

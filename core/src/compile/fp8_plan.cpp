@@ -1,4 +1,4 @@
-// Transformer Engine's FP8 linears (docs/frameworks.md "FP8 casts, gathers and saved inputs"),
+// Transformer Engine's FP8 linears (docs/frameworks/fp8.md "FP8 casts, gathers and saved inputs"),
 // read from TE's code:
 //  * A norm feeding only FP8 linears is inside TE's LayerNormLinear: under delayed scaling the
 //    norm kernel writes the FP8 output itself (pytorch/csrc/extensions/normalization.cpp

@@ -1,4 +1,4 @@
-// How Transformer Engine runs a linear in FP8 (docs/frameworks.md "FP8", "FP8 casts,
+// How Transformer Engine runs a linear in FP8 (docs/frameworks/fp8.md "FP8", "FP8 casts,
 // gathers and saved inputs"): which GEMMs run at the FP8 peak, the memory-bound cast and
 // transpose kernels around them, the FP8 tensors its sequence-parallel all-gathers move and
 // the FP8 copy of the input it saves for the weight gradient.

@@ -1,5 +1,5 @@
 // The copies PyTorch FSDP2 (framework "fsdp", TorchTitan's fully_shard) makes around its
-// collectives, each a memory-bound kernel on the compute stream (docs/frameworks.md "FSDP2
+// collectives, each a memory-bound kernel on the compute stream (docs/frameworks/data-parallelism.md "FSDP2
 // copy-in and copy-out"; torch/distributed/_composable/fsdp/_fsdp_collectives.py):
 // - all-gather copy-out (foreach_all_gather_copy_out, called by FSDPParamGroup.wait_for_unshard
 //   on the current stream after it waits for the all-gather's event): split_with_sizes_copy

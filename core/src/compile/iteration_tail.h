@@ -29,7 +29,7 @@ class IterationTail {
   void weight_grad_done(int op, int w_task, int mb, int uses);
   // After each pass: under torch.distributed.pipelining with FSDP2 (fsdp_pp_post_backward), the
   // reductions of the buckets whose gradients the pass made final, issued as PyTorch does after
-  // a stage's last backward (docs/frameworks.md, "FSDP2 under pipeline parallelism").
+  // a stage's last backward (docs/frameworks/data-parallelism.md, "FSDP2 under pipeline parallelism").
   void end_pass();
   // After the last pass: remaining reductions, tied weights, optimizer, parameter gathers.
   void finish_rank();

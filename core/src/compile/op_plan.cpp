@@ -275,8 +275,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         w.data_axes_replicated |= static_cast<AxisMask>(1u << a);
         // ZeRO shards what data parallelism replicates: optimizer states from stage 1, weights at
         // stage 3. A flat shard is modelled as Shard(0) of the tensor. ZeRO-1 is Megatron's distributed
-        // optimizer: gradients reduce-scattered to the optimizer's shard (docs/frameworks.md), the full fp32
-        // buffer kept (iteration_tail).
+        // optimizer: gradients reduce-scattered to the optimizer's shard
+        // (docs/frameworks/data-parallelism.md), the full fp32 buffer kept (iteration_tail).
         if (zero >= 1) w.grad_target.placement[a] = 0;
         if (zero >= 3) w.storage.placement[a] = 0;
       }

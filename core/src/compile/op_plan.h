@@ -24,7 +24,7 @@ struct WeightPlan {
 
 // Bytes per element a weight's all-gather moves (ZeRO-1/2 after the step, ZeRO-3 before each
 // use): the 16-bit weight, or its FP8 copy when strategy.fp8_param_gather gathers FP8 weights
-// (docs/frameworks.md "FP8 parameter all-gather").
+// (docs/frameworks/fp8.md "FP8 parameter all-gather").
 inline double gather_bytes_per_element(const WeightPlan& w, double weight_bytes, bool fp8_param_gather) {
   return fp8_param_gather && w.fp8_copy ? 1.0 : weight_bytes;
 }
@@ -68,7 +68,7 @@ struct OpPlan {
   // repeat_kv; 1 otherwise). PyTorch's context parallelism gathers and rotates the repeated K/V.
   double kv_repeats = 1;
   std::vector<char> first_saves_input;  // per input: counted in saved_input_bytes here
-  // FP8 amax reductions (docs/frameworks.md "FP8 amax reduction"). Delayed scaling: the GEMMs
+  // FP8 amax reductions (docs/frameworks/fp8.md "FP8 amax reduction"). Delayed scaling: the GEMMs
   // whose amaxes this op's Transformer Engine module registers in TE's global amax buffer (set
   // on the module's first op, the one that casts its input; experts per rank for a grouped
   // linear). Current scaling with sequence parallelism: the amax of the input (column-parallel)

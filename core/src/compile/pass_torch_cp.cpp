@@ -1,7 +1,7 @@
 // PyTorch's context parallelism around one attention (framework fsdp, cp > 1):
 // torch/distributed/tensor/experimental/_attention.py, _templated_ring_attention and
-// _templated_ring_attention_backward as TorchTitan ran them (docs/frameworks.md "PyTorch's
-// context-parallel attention"). Each SDPA call takes the K/V the model code handed to SDPA,
+// _templated_ring_attention_backward as TorchTitan ran them (docs/frameworks/context-parallelism.md
+// "PyTorch's context-parallel attention"). Each SDPA call takes the K/V the model code handed to SDPA,
 // TorchTitan's repeated ones (OpPlan::kv_repeats).
 #include "pass_derivation.h"
 

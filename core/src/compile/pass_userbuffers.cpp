@@ -1,6 +1,6 @@
 // The parts of a pass that Transformer Engine's userbuffers change (strategy.tp_comm_overlap;
-// docs/frameworks.md "Tensor-parallel communication overlap"; userbuffers.h for TE's defaults):
-// which GEMMs use them, their split work, the pipelined GEMM + reduce-scatter, and which
+// docs/frameworks/tensor-parallelism-and-moe.md "Tensor-parallel communication overlap"; userbuffers.h for
+// TE's defaults): which GEMMs use them, their split work, the pipelined GEMM + reduce-scatter, and which
 // all-gathers and reduce-scatters run inside a GEMM. The ring exchange itself is the ring of
 // pass_derivation.cpp (ring_compute), shared with context parallelism. Under framework fsdp the
 // same switch is PyTorch's async TP, whose all-gather side is the same ring and whose

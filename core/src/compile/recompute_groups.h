@@ -1,4 +1,4 @@
-// Selective recompute by module (recompute_modules.h; docs/frameworks.md, "Selective recompute
+// Selective recompute by module (recompute_modules.h; docs/frameworks/recompute.md, "Selective recompute
 // by module"): the ops of one recomputed module of one layer form a group, and what each op
 // keeps for its backward follows the group's kind.
 //  - A checkpoint (mlp, moe, shared_experts: Megatron's tensor_parallel.checkpoint) keeps the

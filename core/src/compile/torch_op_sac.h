@@ -1,7 +1,7 @@
 // TorchTitan's op-level selective activation checkpointing (`activation_checkpoint.mode
 // "selective"`, `selective_ac_option "op"`; pytorch/torchtitan
 // torchtitan/parallelisms/parallelize_llama.py, `_apply_ac_to_transformer_block`, autumn 2024;
-// docs/frameworks.md "TorchTitan's selective activation checkpointing").
+// docs/frameworks/recompute.md "TorchTitan's selective activation checkpointing").
 //
 // Each transformer block is wrapped in torch.utils.checkpoint with
 // create_selective_checkpoint_contexts and a policy that marks MUST_SAVE the outputs of the ops

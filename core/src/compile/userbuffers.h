@@ -1,6 +1,6 @@
 // Transformer Engine's tensor-parallel communication/GEMM overlap ("userbuffers", Megatron-Core
-// --tp-comm-overlap; docs/frameworks.md "Tensor-parallel communication overlap"). The defaults
-// are TE's `initialize_ub` (transformer_engine/pytorch/module/base.py, get_default_config):
+// --tp-comm-overlap; docs/frameworks/tensor-parallelism-and-moe.md "Tensor-parallel communication overlap").
+// The defaults are TE's `initialize_ub` (transformer_engine/pytorch/module/base.py, get_default_config):
 //   ring_exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad: the all-gather feeding a GEMM):
 //     num_splits = tp, num_sm = 1, set_sm_margin = False, use_ce = True (copy engine);
 //   pipeline (proj_fprop, fc2_fprop: the reduce-scatter of a GEMM's output):

@@ -56,7 +56,8 @@ const char* to_string(AttentionKernel kernel) {
   return "?";
 }
 
-// docs/frameworks.md, "Attention kernels": what each framework's attention call dispatches to.
+// docs/frameworks/attention-and-kernels.md, "Attention kernels": what each framework's attention call
+// dispatches to.
 AttentionKernel attention_kernel_of(const StrategySpec& strategy) {
   if (strategy.attention_kernel != AttentionKernel::Auto) return strategy.attention_kernel;
   switch (strategy.framework) {

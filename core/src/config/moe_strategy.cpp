@@ -1,5 +1,6 @@
 // Names and mesh arithmetic of the MoE strategy knobs (strategy_spec.h): the token dispatcher
-// and expert tensor parallelism (docs/frameworks.md, "MoE token dispatch and expert TP").
+// and expert tensor parallelism (docs/frameworks/tensor-parallelism-and-moe.md, "MoE token dispatch and
+// expert TP").
 #include "proteus/strategy_spec.h"
 
 namespace proteus {

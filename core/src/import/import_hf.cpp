@@ -166,8 +166,8 @@ bool unused_key(const std::string& k) {
 // attn_implementation (saved as "_attn_implementation" by some versions): the kernel the model's
 // attention runs. flash_attention_2/3 are the flash-attn packages; sdpa is PyTorch's
 // F.scaled_dot_product_attention, whose FLASH_ATTENTION backend (FlashAttention-2) PyTorch tries
-// first on Hopper (docs/frameworks.md, "Attention kernels"); eager is unfused. Absent: fused,
-// the framework's kernel (assumed).
+// first on Hopper (docs/frameworks/attention-and-kernels.md, "Attention kernels"); eager is unfused. Absent:
+// fused, the framework's kernel (assumed).
 static void attention_implementation(HfReader& in, nlohmann::ordered_json& m, HfModel& out) {
   const char* key = in.has("attn_implementation") ? "attn_implementation" : "_attn_implementation";
   const std::string impl = in.string(key, "");

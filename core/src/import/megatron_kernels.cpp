@@ -10,7 +10,7 @@ namespace proteus::import_detail {
 
 // Megatron's --no-*-fusion flags (megatron/training/arguments.py; core_transformer_config_from_args
 // takes bias_activation_fusion from --no-bias-swiglu-fusion under --swiglu, else from
-// --no-bias-gelu-fusion). docs/frameworks.md, "Megatron's fused kernels".
+// --no-bias-gelu-fusion). docs/frameworks/attention-and-kernels.md, "Megatron's fused kernels".
 void kernel_fusion_part(ArgReader& in, const Json& model, Json& st, std::vector<std::string>& ignored) {
   const bool swiglu = model.value("mlp", "gelu") == "swiglu";
   if (in.flag("--no-bias-dropout-fusion")) st["bias_dropout_fusion"] = false;
@@ -43,7 +43,8 @@ void kernel_fusion_part(ArgReader& in, const Json& model, Json& st, std::vector<
 // sets NVTE_FUSED_ATTN / NVTE_FLASH_ATTN): fused -> cuDNN, flash -> flash-attn (FlashAttention-2;
 // TE takes FlashAttention-3 instead where it is installed on Hopper). auto is what TE picks
 // itself, the framework's default (strategy.attention_kernel "auto"); unfused / local are not a
-// fused kernel (model.flash_attention false, model_part). docs/frameworks.md, "Attention kernels".
+// fused kernel (model.flash_attention false, model_part). docs/frameworks/attention-and-kernels.md,
+// "Attention kernels".
 void attention_kernel_part(ArgReader& in, Json& st, std::vector<std::string>& assumed) {
   if (!in.has("--attention-backend")) return;
   const std::string b =

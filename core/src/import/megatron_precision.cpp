@@ -122,7 +122,7 @@ void precision_aware_optimizer_part(ArgReader& in, Json& st, const Json& trainin
 void transformer_engine_part(ArgReader& in, Json& st, Json& training, std::vector<std::string>& ignored) {
   const bool fp8 = training["precision"] == "fp8";
   if (in.has("--fp8-recipe")) {
-    // Megatron's "tensorwise" is TE's Float8CurrentScaling (docs/frameworks.md).
+    // Megatron's "tensorwise" is TE's Float8CurrentScaling (docs/frameworks/fp8.md).
     const std::string recipe =
         in.choice("--fp8-recipe", "delayed", {"delayed", "tensorwise", "mxfp8", "blockwise"});
     if (!fp8) {

@@ -321,7 +321,7 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::str
   return st;
 }
 
-// Pipeline point-to-point (docs/frameworks.md, "Pipeline point-to-point"). Megatron's
+// Pipeline point-to-point (docs/frameworks/pipeline.md, "Pipeline point-to-point"). Megatron's
 // non-interleaved 1F1B always waits on its sends and receives; the interleaved one does unless
 // overlap_p2p_comm, Megatron-LM's default since --no-overlap-p2p-communication replaced
 // --overlap-p2p-communication. Megatron-Core sends pipeline tensors whole; the legacy

@@ -98,7 +98,7 @@ int dropout_residual(OpGraphBuilder& g, int module, const std::string& dropout_n
                      const std::string& add_name, int residual, int y, DimNames dims, bool bias = false);
 
 // Op::fusion and what the unfused kernels move, per kind (constants above; Megatron's own
-// unfused paths in docs/frameworks.md, "Megatron's fused kernels"):
+// unfused paths in docs/frameworks/attention-and-kernels.md, "Megatron's fused kernels"):
 // - norms: eager PyTorch's RMSNorm (Megatron has no unfused norm: --no-persist-layer-norm picks
 //   another fused kernel);
 void set_unfused_norm(Op& op);

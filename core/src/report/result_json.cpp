@@ -431,7 +431,7 @@ PROTEUS_OUT_OF_LINE ordered_json stats_json(const ReportInputs& in, const Simula
 }
 
 // What the zero-bubble runtime's planners were given (in ms, as its log prints them, per stage)
-// and the order they chose (docs/frameworks.md, "Zero-bubble planning").
+// and the order they chose (docs/frameworks/pipeline.md, "Zero-bubble planning").
 PROTEUS_OUT_OF_LINE ordered_json pipeline_plan_json(const PassProfile& p,
                                                     const std::vector<std::string>* orders) {
   constexpr double kMsPerS = 1e3;

@@ -1,7 +1,7 @@
 // What the optimizer keeps per parameter and what its step reads and writes: the one place
 // these numbers live, used by the compiler (static memory and the step task,
 // compile/op_index.cpp, compile/iteration_tail.cpp) and the search's memory bound
-// (search/bounds.cpp). Sources in docs/frameworks.md, "Master weights as remainders" and
+// (search/bounds.cpp). Sources in docs/frameworks/data-parallelism.md, "Master weights as remainders" and
 // "Optimizer state dtypes".
 #pragma once
 

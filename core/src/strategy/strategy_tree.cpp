@@ -199,7 +199,7 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
   const int ep_axis = ep_axis_size(s);
   tree.mesh.size = {s.pp, s.dp / ep_axis, ep_axis, s.cp, s.tp};
   tree.schedule = s.schedule;
-  // docs/frameworks.md, "Pipeline point-to-point": which schedules wait on their p2p. Megatron's
+  // docs/frameworks/pipeline.md, "Pipeline point-to-point": which schedules wait on their p2p. Megatron's
   // 1F1B always, its interleaved one without overlap_p2p_comm; DeepSpeed's PipelineEngine runs
   // its 1F1B TrainSchedule with blocking p2p.send / p2p.recv and partitions what it sends over
   // the model-parallel group (is_pipe_partitioned, is_grad_partitioned: tp > 1). PyTorch's
