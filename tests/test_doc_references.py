@@ -3,7 +3,8 @@
 
 Code, presets, scripts, tests and the docs themselves cite sections as
 `docs/fidelity/gemm.md, 'Power limits'` (or "...", or a curly-quoted title, with or without the
-comma; a reference may wrap onto the next line of a comment). For each such reference the file
+comma; a reference may wrap onto the next line of a comment; further titles joined to the
+first by "and" or "or" are read as titles of the same file). For each such reference the file
 must exist and one of its headings, or a bold lead that opens a paragraph or list item as a
 section label (`**Symmetry.**`), must start with the quoted title (case-sensitive, backticks and
 double quotes ignored: a reference may quote only the start of a long heading). Relative
@@ -39,6 +40,8 @@ FOREIGN_BEFORE = re.compile(r"(?:(?:^|[\s(\"'`])[\w.-]+/[\w.-]+|torchtitan|Torch
 # curly-quoted title. A single-quoted title ends at a quote not followed by a letter (so
 # 'Megatron's fused kernels' is read whole).
 TITLE = re.compile(r"""^`?(?:,\s*|\s+)(?:'(.+?)'(?![A-Za-z])|"(.+?)"|\u201c(.+?)\u201d)""")
+# Further titles of the same file after the first: (the path), "A" and "B" (or ", or").
+MORE_TITLE = re.compile(r"""^,?\s+(?:and|or)\s+(?:'(.+?)'(?![A-Za-z])|"(.+?)"|\u201c(.+?)\u201d)""")
 COMMENT_LEAD = re.compile(r"^\s*(//+|#+(?=\s|$)|\*(?=\s|$))?\s*")
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|!\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -162,9 +165,22 @@ def section_references(files):
                         else:
                             rest = rest.rstrip() + " " + more
                         t = TITLE.match(rest)
-                title = next(g for g in t.groups() if g is not None) if t else None
-                refs.append((rel, i + 1, path, title))
+                refs.extend((rel, i + 1, path, title) for title in quoted_titles(rest, t))
     return refs
+
+
+def quoted_titles(rest, first):
+    """The titles quoted after a reference (TITLE's match `first` on `rest`), the first and any
+    joined to it by "and"/"or"; [None] when none is quoted."""
+    if first is None:
+        return [None]
+    titles, end = [], 0
+    m = first
+    while m is not None:
+        titles.append(next(g for g in m.groups() if g is not None))
+        end += m.end()
+        m = MORE_TITLE.match(rest[end:])
+    return titles
 
 
 def link_problems(files):
@@ -239,6 +255,11 @@ class Parsing(unittest.TestCase):
             self.assertIsNotNone(m, rest)
             self.assertEqual(next(g for g in m.groups() if g is not None), want)
         self.assertIsNone(TITLE.match("'s \"Versions used\""))
+        rest = ', "Framework overheads" and "The zero-bubble comparison", say which'
+        self.assertEqual(quoted_titles(rest, TITLE.match(rest)), ["Framework overheads", "The zero-bubble comparison"])
+        rest = ', "Framework overheads", and docs/fidelity/validation.md, "The zero-bubble comparison"'
+        self.assertEqual(quoted_titles(rest, TITLE.match(rest)), ["Framework overheads"])
+        self.assertEqual(quoted_titles(" says nothing", None), [None])
         self.assertIsNone(TITLE.match(" says \"We used\""))
 
 
