@@ -4,6 +4,7 @@
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <vector>
@@ -25,6 +26,15 @@ std::string guarded(F&& f) {
   } catch (...) {
     return proteus::error_json(proteus::Error("internal", "", "unknown exception"));
   }
+}
+
+// A JavaScript progress callback as the core's ProgressFn, called with its two counts as
+// numbers; empty (no reports) when `progress` is not a function, e.g. null.
+proteus::ProgressFn js_progress(const emscripten::val& progress) {
+  if (progress.typeOf().as<std::string>() != "function") return {};
+  return [progress](int64_t done, int64_t total) {
+    progress(static_cast<double>(done), static_cast<double>(total));
+  };
 }
 
 std::string version() {
@@ -104,10 +114,7 @@ emscripten::val simulate_columns(const std::string& config, bool timeline, bool 
     options.curve_columns = true;  // typed arrays below, not ~190 kB of JSON numbers
     // The page shows the run first and asks for its fit advice after it (fit_changes_json).
     options.fit_advice = false;
-    if (progress.typeOf().as<std::string>() == "function")
-      options.progress = [&progress](int64_t done, int64_t total) {
-        progress(static_cast<double>(done), static_cast<double>(total));
-      };
+    options.progress = js_progress(progress);
     run = proteus::simulate_output(config, options);
     return std::string();
   });
@@ -166,10 +173,8 @@ std::string search_json(const std::string& config, int top, int shard, int shard
     o.top = top;
     o.shard = shard;
     o.shards = shards;
-    if (progress.typeOf().as<std::string>() == "function")
-      o.progress = [&progress](const proteus::SearchProgress& p) {
-        progress(static_cast<double>(p.decided), static_cast<double>(p.candidates));
-      };
+    if (proteus::ProgressFn told = js_progress(progress))
+      o.progress = [told](const proteus::SearchProgress& p) { told(p.decided, p.candidates); };
     return proteus::search_json(config, o);
   });
 }
@@ -178,14 +183,7 @@ std::string search_json(const std::string& config, int top, int shard, int shard
 // page has shown the run. `progress`: null, or a function called with (candidates decided,
 // candidates) after each wave of bounds and simulations.
 std::string fit_changes_json(const std::string& config, emscripten::val progress) {
-  return guarded([&] {
-    proteus::ProgressFn told;
-    if (progress.typeOf().as<std::string>() == "function")
-      told = [&progress](int64_t decided, int64_t candidates) {
-        progress(static_cast<double>(decided), static_cast<double>(candidates));
-      };
-    return proteus::fit_changes_json(config, told);
-  });
+  return guarded([&] { return proteus::fit_changes_json(config, js_progress(progress)); });
 }
 
 // `shards`: a JavaScript array of the shards' result texts.
