@@ -84,7 +84,8 @@ TEST_CASE("async TP: a GEMM + reduce-scatter runs as tp chunks, copy-engine pull
   CHECK(task(g, fc2[2]).kind == TaskKind::Compute);
   for (int chunk : {fc2[0], fc2[2]}) {
     CHECK(work(g, chunk).gemm_m == 128);
-    CHECK(work(g, chunk).sm_reserved == 0);  // no SM-based communication kernel beside it
+    CHECK(work(g, chunk).sm_reserved == 0);       // no SM-based communication kernel beside it
+    CHECK(work(g, chunk).concurrent_gemms == 1);  // issued one after another on the current stream
   }
   const Collective& pull = collective_of_task(g, fc2[1]);
   CHECK(pull.kind == CollectiveKind::RingExchange);
@@ -112,6 +113,7 @@ TEST_CASE("async TP: a GEMM + reduce-scatter runs as tp chunks, copy-engine pull
   const std::vector<int> te_fc2 = tasks_of(te.exec, "layers.0.mlp.fc2", Phase::Forward);
   REQUIRE(te_fc2.size() == 8);
   CHECK(work(te.exec, te_fc2[0]).sm_reserved == 16);
+  CHECK(work(te.exec, te_fc2[0]).concurrent_gemms == 3);  // TE's round-robin compute streams
   CHECK(collective_of_task(te.exec, te_fc2[1]).kind == CollectiveKind::ReduceScatter);
   CHECK(tasks_of(te.exec, "async_tp_reduce", Phase::Forward).empty());
 }

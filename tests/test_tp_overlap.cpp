@@ -91,6 +91,8 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
   CHECK(chunk.gemm_m == 128);
   CHECK(chunk.flops == doctest::Approx(2.0 * 128 * 512 * 1024 + 128 * 1024));
   CHECK(chunk.sm_reserved == 0);  // ring_exchange: set_sm_margin = False
+  // TE issues the chunks round-robin over its 3 compute streams: both tp = 2 chunks in flight.
+  CHECK(chunk.concurrent_gemms == 2);
 
   // fc2's output is partial over tp and reduce-scattered to the sequence shard: TE's pipelined
   // GEMM + reduce-scatter, 4 chunks, each reduce-scattering S/4 = (256 x 512 x 2) / 4 = 65536
@@ -101,6 +103,7 @@ TEST_CASE("tp_comm_overlap: all-gathers run as TE's ring exchange inside the GEM
     const Task& c = g.tasks[static_cast<size_t>(fc2[2 * i])];
     REQUIRE(c.kind == TaskKind::Compute);
     CHECK(g.works[static_cast<size_t>(c.work)].sm_reserved == 16);
+    CHECK(g.works[static_cast<size_t>(c.work)].concurrent_gemms == 3);  // 4 chunks, 3 streams
     const Collective& rs = collective_of_task(g, fc2[2 * i + 1]);
     CHECK(rs.kind == CollectiveKind::ReduceScatter);
     CHECK(rs.bytes == doctest::Approx(65536));
@@ -188,6 +191,42 @@ TEST_CASE("tp_comm_overlap: the ring step runs beside the first chunk, the secon
   // The copy-engine step does not slow the chunk beside it (dgx-a100 compute_slowdown_with_comm
   // 1.189 applies to NCCL collectives only): both chunks take the same time.
   CHECK(end(fc1[2]) - start(fc1[2]) == doctest::Approx(end(fc1[0]) - start(fc1[0])));
+}
+
+TEST_CASE("tp_comm_overlap: chunks in flight on TE's compute streams share the GPU's waves") {
+  // GPT-3 175B's QKV at tp 4, one 2048-token micro-batch, split into tp ring-exchange chunks of
+  // 512 rows: 512 x 3072 x 12288 (q's share), 128 x 256 tiles on 132 SMs. Alone a chunk is
+  // 4 x 12 = 48 tiles, one wave at 48/132 of the SMs; three in flight (TE's
+  // NVTE_COMM_OVERLAP_MAX_STREAMS) are 144 tiles in two waves, 144/264. Everything else in the
+  // efficiency (ceiling, K and thin-shape factors) is the same, so the chunk's time shrinks by
+  // (48/132) / (144/264) = 2/3.
+  CostModel m;
+  m.gpu.sm_count = 132;
+  m.gpu.hbm_GBps = 3350;
+  m.gpu.peak_bf16_TFLOPS = 989.4;
+  m.gpu.gemm_max_efficiency = 0.8;
+  m.gpu.gemm_tile_m = 128;
+  m.gpu.gemm_tile_n = 256;
+  m.gpu.kernel_launch_us = 0;
+  m.precision = Precision::Bf16;
+  ComputeWork chunk;
+  chunk.op_kind = OpKind::Matmul;
+  chunk.gemm_m = 512;
+  chunk.gemm_n = 3072;
+  chunk.gemm_k = 12288;
+  chunk.flops = 2.0 * 512 * 3072 * 12288;
+  ComputeWork in_flight = chunk;
+  in_flight.concurrent_gemms = 3;
+  CHECK(m.compute_time_s(in_flight) ==
+        doctest::Approx(m.compute_time_s(chunk) * (48.0 / 132) / (144.0 / 264)).epsilon(1e-12));
+  // A chunk grid that fills whole waves gains nothing: 1024 x 8448 is 8 x 33 = 264 tiles, two
+  // full waves alone and six with three in flight.
+  chunk.gemm_m = 1024;
+  chunk.gemm_n = 8448;
+  chunk.flops = 2.0 * 1024 * 8448 * 12288;
+  in_flight = chunk;
+  in_flight.concurrent_gemms = 3;
+  CHECK(m.compute_time_s(in_flight) == doctest::Approx(m.compute_time_s(chunk)).epsilon(1e-12));
 }
 
 TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs it leaves") {

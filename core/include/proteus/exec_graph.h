@@ -49,6 +49,12 @@ struct ComputeWork {
   // userbuffers with set_sm_margin: the GEMM is launched on sm_count - sm_reserved SMs,
   // docs/frameworks/tensor-parallelism-and-moe.md "Tensor-parallel communication overlap"). 0: the whole GPU.
   int sm_reserved = 0;
+  // Identical GEMMs in flight at once, sharing the GPU's waves: Transformer Engine issues the
+  // chunks of a split GEMM (userbuffers' ring exchange and pipeline) round-robin over
+  // NVTE_COMM_OVERLAP_MAX_STREAMS = 3 compute streams, so the next chunk's tiles fill the SMs a
+  // chunk's last wave leaves idle. Timed as one GEMM of concurrent_gemms x its tiles, each chunk
+  // taking its share. 1: alone on the GPU.
+  int concurrent_gemms = 1;
   // The op's backward (its input-gradient pass): attention kernels are measured apart for it.
   bool backward = false;
 };

@@ -14,13 +14,16 @@
 namespace proteus {
 namespace {
 
-// One of `parts` chunks of a GEMM split along its rows (tokens), as TE's split GEMMs are.
-ComputeWork gemm_chunk(ComputeWork w, int parts, int sm_reserved) {
+// One of `parts` chunks of a GEMM split along its rows (tokens), as TE's split GEMMs are;
+// `streams` chunks run at once (TE's round-robin compute streams; PyTorch's async TP issues its
+// chunks on the current stream, one at a time).
+ComputeWork gemm_chunk(ComputeWork w, int parts, int sm_reserved, int streams) {
   w.flops /= parts;
   w.bytes /= parts;
   w.side_bytes /= parts;
   w.gemm_m = std::max<int64_t>(1, (w.gemm_m + parts - 1) / parts);
   w.sm_reserved = std::max(w.sm_reserved, sm_reserved);
+  w.concurrent_gemms = std::max(1, std::min(parts, streams));
   return w;
 }
 
@@ -42,8 +45,10 @@ int PassDeriver::ub_chunk_work(int op, int which, int kind) {
   if (id < 0) {
     const OpPlan& p = plans_[op];
     const ComputeWork& w = which == 0 ? p.fwd : p.bwd_input;
-    id = emit_.exec().add_work(kind == 0 ? gemm_chunk(w, mesh_.size[kAxisTp], 0)
-                                         : gemm_chunk(w, kUserbuffersPipelineSplits, kUserbuffersCommSms));
+    const int streams = tree_.nodes[g_.ops[op].module].config.torch_async_tp ? 1 : kUserbuffersComputeStreams;
+    id = emit_.exec().add_work(kind == 0
+                                   ? gemm_chunk(w, mesh_.size[kAxisTp], 0, streams)
+                                   : gemm_chunk(w, kUserbuffersPipelineSplits, kUserbuffersCommSms, streams));
   }
   return id;
 }

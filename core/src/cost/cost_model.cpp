@@ -44,6 +44,8 @@
 // rate a GEMM that would exceed the power limit at boost settles at in a training run.
 // Every compute-bound op then runs at gpu.compute_throughput_fraction (a part under a lower
 // power limit than the preset's).
+// Identical GEMMs in flight at once (work.concurrent_gemms: TE's split GEMMs on its round-robin
+// compute streams) are rated as one batched GEMM of all their tiles.
 // A GEMM beside a userbuffers kernel (work.sm_reserved SMs taken) computes at
 // (sm_count - sm_reserved) / sm_count of its throughput (a measured time is stretched alike). The table is
 // CostModel::measured_us, then the GPU's own (cluster.gpu.measured_us).
@@ -85,6 +87,11 @@ double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t 
   const double ceiling = gpu.gemm_ceiling(precision) * kd / (kd + half_k) * mn / (mn + half);
   return quantization * ceiling;
 }
+
+// The GEMMs whose tiles share the GPU's waves with this one: its batch, times the identical
+// chunks in flight beside it (ComputeWork::concurrent_gemms). Their rate is the rate of one
+// batched GEMM of that many members; each takes its own FLOPs' share of the time.
+int64_t wave_batch(const ComputeWork& work) { return work.gemm_batch * std::max(1, work.concurrent_gemms); }
 
 // Share of the GPU's math throughput a GEMM gets when a communication kernel holds
 // work.sm_reserved SMs beside it (TE userbuffers launch the GEMM with an SM margin): the GEMM's
@@ -191,7 +198,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
 
   if (work.op_kind != OpKind::Attention && has_gemm_shape(work)) {
     const auto measured_TFLOPS = gemm_table_TFLOPS(gpu.gemm_table, table_precision(gpu, op_precision),
-                                                   work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+                                                   work.gemm_m, work.gemm_n, work.gemm_k, wave_batch(work));
     if (measured_TFLOPS) {
       const double TFLOPS = sustained_gemm_TFLOPS(gpu, op_precision, *measured_TFLOPS);
       const double flops_s =
@@ -205,7 +212,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     efficiency = attention_efficiency_of(work);
   } else if (has_gemm_shape(work)) {
     efficiency =
-        gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, work.gemm_batch);
+        gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, wave_batch(work));
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
