@@ -58,7 +58,13 @@ NEMO_SRC = ("NVIDIA/NeMo docs/source/performance/performance_summary.md (commit 
 # NEMO_FRAMEWORK_LAUNCHER_DIR (PR #361, merged between #360 of 2024-06-18 and #379 of
 # 2024-07-12) and give way to a renamed one where one is stored. A YAML version is set aside
 # only when dated after the release (nemotron_340b.yaml 3be81fc carries the lines PR #450 added
-# on 2024-12-17). A setting is taken only where the remaining versions read agree; where they
+# on 2024-12-17). A version is also set aside when the row cannot have run on it: the FP8 scripts
+# set training.model.fp8=true and not transformer_engine, and under transformer_engine: False NeMo
+# builds Megatron-Core's local layer spec (megatron_gpt_model.py: self.transformer_engine =
+# cfg.get('transformer_engine', False), passed as get_specs' use_te; spec '' without TE is
+# get_gpt_layer_local_spec), whose linears run no FP8, and switches ub_tp_comm_overlap off
+# ("available with both Transformer Engine and sequence-parallelism"). A setting is taken only
+# where the remaining versions read agree; where they
 # disagree it keeps the assumption and the source names both. Settings of the config that
 # Proteus does not model are named in the source ("not modelled").
 # Strategy fields this sets: grad_reduce_in_fp32 (optim.grad_sync_dtype: bf16 is a 2-byte
@@ -75,35 +81,47 @@ NEMO_COMMON = ("optim distributed_fused_adam or mcore_distributed_optim with ove
 # store_param_remainders=True: 16-bit remainders of the fp32 master weights.
 DFA = ("optim.name: distributed_fused_adam in every version read, optimizer dtype not set (fp32): NeMo's "
        "setup_optimization passes Apex store_param_remainders=True under bf16 O2")
+# The gpt3 YAML versions that set transformer_engine: False (f4761e6; 175b.yaml 6c9e5c0) cannot
+# be the FP8 rows' configs (the rule above); 056a90e remains. NVIDIA's FP8 performance configs of
+# the same models (gpt3/{5b,20b,175b}_fp8_performance.yaml, 1e46ac6: transformer_engine and fp8
+# True) set the same values.
+GPT3_TE_ASIDE = ("f4761e6, which sets transformer_engine False, is set aside: no FP8 runs on it")
+GPT3_175B_ASIDE = ("6c9e5c0, which sets transformer_engine False, is set aside: no FP8 runs on it; "
+                   "gpt3/175b_fp8_performance.yaml (1e46ac6) agrees")
+GPT3_175B_TAKE = dict(
+    tp_comm_overlap=(True, "ub_tp_comm_overlap: True in 056a90e; " + GPT3_175B_ASIDE),
+    overlap_p2p_comm=(True, "overlap_p2p_comm: True in 056a90e, as above"),
+    recompute=("selective", "activations_checkpoint_granularity: selective in 056a90e, as above"))
+GPT3_UB_CFG = ("a tuned userbuffers config, if the run named one (the launcher's gpt3/ub-confs/"
+               "ub_cfg_h100_175b_tp4_mbs1_seqlen2k_bf16grad.yaml has other SM counts and aggregate 1 for "
+               "fc2_dgrad): tp_comm_overlap runs Transformer Engine's defaults")
 NEMO_LAUNCHER_CONFIG = {
     "gpt3-5b-64": dict(
         files="examples/training/gpt/h100/5b_fp8_8node.sh (329df4a) -> conf/training/gpt3/5b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  store_param_remainders=(True, DFA)),
-        kept="recompute none (gpt3/5b.yaml versions disagree: 056a90e selective, f4761e6 null with "
-             "transformer_engine False, which cannot run FP8; neither dated)"),
+                  store_param_remainders=(True, DFA),
+                  recompute=("selective", "activations_checkpoint_granularity: selective in 056a90e; " +
+                             GPT3_TE_ASIDE + "; gpt3/5b_fp8_performance.yaml (1e46ac6) agrees"))),
     "gpt3-20b-64": dict(
         files="examples/training/gpt/h100/20b_fp8_8node.sh (329df4a) -> conf/training/gpt3/20b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  store_param_remainders=(True, DFA)),
-        kept="tp_comm_overlap false and recompute none (gpt3/20b.yaml versions disagree: 056a90e "
-             "ub_tp_comm_overlap True with selective recompute, f4761e6 False with none and "
-             "transformer_engine False; neither dated); sequence parallelism (both versions True)"),
+                  store_param_remainders=(True, DFA),
+                  tp_comm_overlap=(True, "ub_tp_comm_overlap: True in 056a90e; " + GPT3_TE_ASIDE +
+                                   "; gpt3/20b_fp8_performance.yaml (1e46ac6) agrees"),
+                  recompute=("selective", "activations_checkpoint_granularity: selective in 056a90e, as "
+                             "above"))),
     "gpt3-175b-128": dict(
         files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; its VP 12 is not the table's 6) "
               "-> conf/training/gpt3/175b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  store_param_remainders=(True, DFA)),
-        kept="tp_comm_overlap false, overlap_p2p_comm true and recompute none (gpt3/175b.yaml versions "
-             "disagree: 056a90e ub_tp_comm_overlap True, overlap_p2p_comm True, selective recompute; "
-             "6c9e5c0 False, False, none, transformer_engine False; neither dated)"),
+                  store_param_remainders=(True, DFA), **GPT3_175B_TAKE),
+        not_modelled=GPT3_UB_CFG),
     "gpt3-175b-512": dict(
         files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; the 16-node example, the nearest "
               "script: its VP 12, GBS 256 and MBS 1 are not the table's) -> conf/training/gpt3/175b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  store_param_remainders=(True, DFA)),
-        kept="tp_comm_overlap false, overlap_p2p_comm true and recompute none (gpt3/175b.yaml versions "
-             "disagree, as for the 128-GPU row)"),
+                  store_param_remainders=(True, DFA), **GPT3_175B_TAKE),
+        not_modelled=GPT3_UB_CFG),
     "llama2-7b-8": dict(
         files="examples/training/llama/h100/llama2_7b_fp8.sh (7d6e2df) -> conf/training/llama/llama2_7b.yaml "
               "(064e676, 702ea64)",
