@@ -23,7 +23,7 @@ constexpr int kUserbuffersCommSms = 16;
 constexpr int kUserbuffersPipelineSplits = 4;
 // Compute streams TE issues a split GEMM's chunks on, round-robin (NVTE_COMM_OVERLAP_MAX_STREAMS,
 // transformer_engine/common/include/transformer_engine/comm_gemm_overlap.h; CommOverlapBase::
-// split_overlap_rs and CommOverlapP2PBase::split_overlap_ag_p2p launch chunk i on
+// split_overlap_rs and CommOverlapP2PBase::split_overlap_ag launch chunk i on
 // _stream_compute[i % _stream_compute.size()]): up to this many chunks run at once.
 constexpr int kUserbuffersComputeStreams = 3;
 
