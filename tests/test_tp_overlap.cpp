@@ -247,6 +247,21 @@ TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs i
   beside.sm_reserved = 16;
   CHECK(m.compute_time_s(gemm) == doctest::Approx(1e12 / (989.4e12 * 0.8)).epsilon(1e-12));
   CHECK(m.compute_time_s(beside) == doctest::Approx(1e12 / (989.4e12 * 0.8) * 132 / 116).epsilon(1e-12));
+
+  // TE hands cuBLAS the SMs it leaves (_math_sms), and the waves are planned over them: a grid of
+  // exactly 116 tiles of 128 x 256 (512 x 7424) is one full wave there, where on the whole GPU it
+  // leaves 16 of 132 SMs idle. Both run at 116/132 of the GPU: the same time.
+  m.gpu.gemm_tile_m = 128;
+  m.gpu.gemm_tile_n = 256;
+  ComputeWork grid;
+  grid.op_kind = OpKind::Matmul;
+  grid.gemm_m = 512;
+  grid.gemm_n = 7424;
+  grid.gemm_k = 8192;
+  grid.flops = 2.0 * 512 * 7424 * 8192;
+  ComputeWork grid_beside = grid;
+  grid_beside.sm_reserved = 16;
+  CHECK(m.compute_time_s(grid_beside) == doctest::Approx(m.compute_time_s(grid)).epsilon(1e-12));
 }
 
 TEST_CASE(

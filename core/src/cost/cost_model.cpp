@@ -47,7 +47,8 @@
 // Identical GEMMs in flight at once (work.concurrent_gemms: TE's split GEMMs on its round-robin
 // compute streams) are rated as one batched GEMM of all their tiles.
 // A GEMM beside a userbuffers kernel (work.sm_reserved SMs taken) computes at
-// (sm_count - sm_reserved) / sm_count of its throughput (a measured time is stretched alike). The table is
+// (sm_count - sm_reserved) / sm_count of its throughput, its waves counted over those SMs (TE's
+// SM count target for cuBLAS); a measured time is stretched alike. The table is
 // CostModel::measured_us, then the GPU's own (cluster.gpu.measured_us).
 #include "proteus/cost_model.h"
 #include <algorithm>
@@ -72,11 +73,14 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // results.
 double output_per_operand_bytes(Precision precision) { return precision == Precision::Fp8 ? 2.0 : 1.0; }
 
+// Efficiency of the SMs a GEMM runs on: `sms` of them (all of the GPU's but those a userbuffers
+// kernel holds: TE passes the rest to cuBLAS as its SM count target, _math_sms, so the waves are
+// planned over them). The share of the GPU those SMs are is sm_share's, applied by the caller.
 double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k,
-                               int64_t batch) {
+                               int64_t batch, int sm_count) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const int64_t tile_m = std::max(1, gpu.gemm_tile_m), tile_n = std::max(1, gpu.gemm_tile_n);
-  const double sms = std::max(1, gpu.sm_count);
+  const double sms = std::max(1, sm_count);
   const double tiles = static_cast<double>(ceil_div(m, tile_m)) * static_cast<double>(ceil_div(n, tile_n)) *
                        static_cast<double>(batch);
   const double waves = std::ceil(tiles / sms);
@@ -149,7 +153,7 @@ double GpuSpec::gemm_ceiling(Precision p) const {
 }
 
 double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
-  return gemm_efficiency_batched(gpu, precision, m, n, k, 1);
+  return gemm_efficiency_batched(gpu, precision, m, n, k, 1, gpu.sm_count);
 }
 
 Precision CostModel::precision_of(const ComputeWork& work) const {
@@ -211,8 +215,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (work.op_kind == OpKind::Attention) {
     efficiency = attention_efficiency_of(work);
   } else if (has_gemm_shape(work)) {
-    efficiency =
-        gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, wave_batch(work));
+    efficiency = gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k,
+                                         wave_batch(work), gpu.sm_count - std::max(0, work.sm_reserved));
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
