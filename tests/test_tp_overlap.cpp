@@ -21,6 +21,32 @@ using namespace proteus;
 
 namespace {
 
+// An H100-like GPU for the cost arithmetic below: 132 SMs, 989.4 bf16 TFLOP/s with a 0.8 ceiling,
+// 128 x 256 tiles, no launch time.
+CostModel h100_bf16() {
+  CostModel m;
+  m.gpu.sm_count = 132;
+  m.gpu.hbm_GBps = 3350;
+  m.gpu.peak_bf16_TFLOPS = 989.4;
+  m.gpu.gemm_max_efficiency = 0.8;
+  m.gpu.gemm_tile_m = 128;
+  m.gpu.gemm_tile_n = 256;
+  m.gpu.kernel_launch_us = 0;
+  m.precision = Precision::Bf16;
+  return m;
+}
+
+// An m x n x k GEMM's work (its FLOPs, no memory traffic).
+ComputeWork gemm(int64_t m, int64_t n, int64_t k) {
+  ComputeWork w;
+  w.op_kind = OpKind::Matmul;
+  w.gemm_m = m;
+  w.gemm_n = n;
+  w.gemm_k = k;
+  w.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return w;
+}
+
 // GPT-style, 2 layers, hidden 512, ffn 2048, 8 heads, seq 256, micro-batch 1, one micro-batch;
 // dp 4 x tp 2 with sequence parallelism on one DGX A100 node.
 std::string small(bool overlap) {
@@ -200,30 +226,15 @@ TEST_CASE("tp_comm_overlap: chunks in flight on TE's compute streams share the G
   // NVTE_COMM_OVERLAP_MAX_STREAMS) are 144 tiles in two waves, 144/264. Everything else in the
   // efficiency (ceiling, K and thin-shape factors) is the same, so the chunk's time shrinks by
   // (48/132) / (144/264) = 2/3.
-  CostModel m;
-  m.gpu.sm_count = 132;
-  m.gpu.hbm_GBps = 3350;
-  m.gpu.peak_bf16_TFLOPS = 989.4;
-  m.gpu.gemm_max_efficiency = 0.8;
-  m.gpu.gemm_tile_m = 128;
-  m.gpu.gemm_tile_n = 256;
-  m.gpu.kernel_launch_us = 0;
-  m.precision = Precision::Bf16;
-  ComputeWork chunk;
-  chunk.op_kind = OpKind::Matmul;
-  chunk.gemm_m = 512;
-  chunk.gemm_n = 3072;
-  chunk.gemm_k = 12288;
-  chunk.flops = 2.0 * 512 * 3072 * 12288;
+  const CostModel m = h100_bf16();
+  ComputeWork chunk = gemm(512, 3072, 12288);
   ComputeWork in_flight = chunk;
   in_flight.concurrent_gemms = 3;
   CHECK(m.compute_time_s(in_flight) ==
         doctest::Approx(m.compute_time_s(chunk) * (48.0 / 132) / (144.0 / 264)).epsilon(1e-12));
   // A chunk grid that fills whole waves gains nothing: 1024 x 8448 is 8 x 33 = 264 tiles, two
   // full waves alone and six with three in flight.
-  chunk.gemm_m = 1024;
-  chunk.gemm_n = 8448;
-  chunk.flops = 2.0 * 1024 * 8448 * 12288;
+  chunk = gemm(1024, 8448, 12288);
   in_flight = chunk;
   in_flight.concurrent_gemms = 3;
   CHECK(m.compute_time_s(in_flight) == doctest::Approx(m.compute_time_s(chunk)).epsilon(1e-12));
@@ -233,32 +244,19 @@ TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs i
   // H100: 132 SMs; TE's pipeline/bulk kernels hold num_sm = 16, so the GEMM gets 116 of them and
   // 116/132 of the throughput: 1e12 FLOP at 989.4 TFLOPS x 0.8 = 1263.4 us becomes
   // 1263.4 x 132/116 = 1437.7 us.
-  CostModel m;
-  m.gpu.sm_count = 132;
-  m.gpu.hbm_GBps = 3350;
-  m.gpu.peak_bf16_TFLOPS = 989.4;
-  m.gpu.gemm_max_efficiency = 0.8;
-  m.gpu.kernel_launch_us = 0;
-  m.precision = Precision::Bf16;
-  ComputeWork gemm;
-  gemm.op_kind = OpKind::Matmul;
-  gemm.flops = 1e12;
-  ComputeWork beside = gemm;
+  const CostModel m = h100_bf16();
+  ComputeWork unshaped;
+  unshaped.op_kind = OpKind::Matmul;
+  unshaped.flops = 1e12;
+  ComputeWork beside = unshaped;
   beside.sm_reserved = 16;
-  CHECK(m.compute_time_s(gemm) == doctest::Approx(1e12 / (989.4e12 * 0.8)).epsilon(1e-12));
+  CHECK(m.compute_time_s(unshaped) == doctest::Approx(1e12 / (989.4e12 * 0.8)).epsilon(1e-12));
   CHECK(m.compute_time_s(beside) == doctest::Approx(1e12 / (989.4e12 * 0.8) * 132 / 116).epsilon(1e-12));
 
   // TE hands cuBLAS the SMs it leaves (_math_sms), and the waves are planned over them: a grid of
   // exactly 116 tiles of 128 x 256 (512 x 7424) is one full wave there, where on the whole GPU it
   // leaves 16 of 132 SMs idle. Both run at 116/132 of the GPU: the same time.
-  m.gpu.gemm_tile_m = 128;
-  m.gpu.gemm_tile_n = 256;
-  ComputeWork grid;
-  grid.op_kind = OpKind::Matmul;
-  grid.gemm_m = 512;
-  grid.gemm_n = 7424;
-  grid.gemm_k = 8192;
-  grid.flops = 2.0 * 512 * 7424 * 8192;
+  const ComputeWork grid = gemm(512, 7424, 8192);
   ComputeWork grid_beside = grid;
   grid_beside.sm_reserved = 16;
   CHECK(m.compute_time_s(grid_beside) == doctest::Approx(m.compute_time_s(grid)).epsilon(1e-12));
