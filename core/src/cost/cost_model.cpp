@@ -100,10 +100,14 @@ int64_t wave_batch(const ComputeWork& work) { return work.gemm_batch * std::max(
 // Share of the GPU's math throughput a GEMM gets when a communication kernel holds
 // work.sm_reserved SMs beside it (TE userbuffers launch the GEMM with an SM margin): the GEMM's
 // throughput scales with the SMs it runs on.
+// The SMs a GEMM runs on: the GPU's, less those a userbuffers kernel beside it holds (at least 1).
+int free_sms(const GpuSpec& gpu, const ComputeWork& work) {
+  return std::max(1, gpu.sm_count - std::max(0, work.sm_reserved));
+}
+
 double sm_share(const GpuSpec& gpu, const ComputeWork& work) {
   if (work.sm_reserved <= 0 || gpu.sm_count <= 1) return 1.0;
-  const int free_sms = std::max(1, gpu.sm_count - work.sm_reserved);
-  return static_cast<double>(free_sms) / static_cast<double>(gpu.sm_count);
+  return static_cast<double>(free_sms(gpu, work)) / static_cast<double>(gpu.sm_count);
 }
 
 // The precision whose measured table times a GEMM: its own, or for FP16 the BF16 table where
@@ -216,7 +220,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     efficiency = attention_efficiency_of(work);
   } else if (has_gemm_shape(work)) {
     efficiency = gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k,
-                                         wave_batch(work), gpu.sm_count - std::max(0, work.sm_reserved));
+                                         wave_batch(work), free_sms(gpu, work));
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +
