@@ -20,8 +20,9 @@ bf16 output through cuBLASLt (torch._scaled_mm; split accumulation, as TE's inpu
 weight-gradient GEMMs and mamf-finder's FP8 ceiling), on a GPU with FP8 tensor cores (compute
 capability 8.9 or later, or an MI300-class GPU); elsewhere the script stops with the reason.
 For a transformer the script derives the signatures the compiler asks for (Megatron tensor
-parallelism: per-GPU shapes of q/kv/o projections, MLP, LM head and attention; under --precision
-fp8 the LM head and attention in bf16, as the simulator costs them):
+parallelism: per-GPU shapes of the projections, MLP, LM head and attention, as --framework launches
+them: Megatron's fused linear_qkv, or TorchTitan's wq, wk, wv; under --precision fp8 the LM head and
+attention in bf16, as the simulator costs them):
 
     python3 scripts/measure_ops.py --transformer hidden=8192,heads=64,kv_heads=8,ffn=28672,seq=4096,\\
         vocab=128256,mlp=swiglu --tp 8 --micro-batch 1 --precision bf16 --attention fused -o h200-llama70b.json
@@ -79,14 +80,22 @@ def signature(kind, m, n, k, batch, precision):
     return "%s:M=%d,N=%d,K=%d,B=%d:%s" % (kind, m, n, k, batch, precision)
 
 
-def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16"):
-    """The GEMM-shaped signatures of one Megatron transformer layer (+ LM head) per GPU: each
-    linear's forward, input-gradient and weight-gradient GEMM, attention's forward and backward.
+FRAMEWORKS = ("megatron", "deepspeed", "fsdp")
+
+
+def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16", framework="megatron"):
+    """The GEMM-shaped signatures of one transformer layer (+ LM head) per GPU: each linear's
+    forward, input-gradient and weight-gradient GEMM, attention's forward and backward.
 
     model: dict with hidden, heads, ffn, seq, vocab and optionally kv_heads, mlp ('gelu' or
     'swiglu'), head_dim. Shapes as core/src/model/transformer_builder.cpp builds them, divided by
     tensor parallelism as Megatron's column/row-parallel linears are: tokens M = micro_batch*seq.
+    The kernels are the framework's (core/src/compile/linear_kernels.h): Megatron (and
+    Megatron-DeepSpeed) runs Q, K and V as one GEMM, linear_qkv; a PyTorch model under FSDP runs
+    wq, wk, wv and a gated MLP's w1, w3 as GEMMs of their own.
     """
+    if framework not in FRAMEWORKS:
+        raise ValueError("framework %r is not one of %s" % (framework, ", ".join(FRAMEWORKS)))
     h, a, s = int(model["hidden"]), int(model["heads"]), int(model["seq"])
     kvh = int(model.get("kv_heads", a))
     d = int(model.get("head_dim", h // a))
@@ -100,11 +109,19 @@ def transformer_signatures(model, tp=1, micro_batch=1, precision="bf16"):
     # Transformer Engine module) and attention (TE runs it in bf16 unless fp8_dpa) stay bf16, as
     # CostModel::precision_of costs them.
     high = "bf16" if precision == "fp8" else precision
-    shapes = [
-        ("matmul", tokens, a * d // tp, h, 1, precision),        # q_proj
-        ("matmul", tokens, 2 * kvh * d // tp, h, 1, precision),  # kv_proj
+    if framework == "fsdp":
+        projections = [
+            ("matmul", tokens, a * d // tp, h, 1, precision),    # wq
+            ("matmul", tokens, kvh * d // tp, h, 1, precision),  # wk, wv
+            ("matmul", tokens, f // tp, h, 1, precision),        # w1 (and w3 when gated)
+        ]
+    else:
+        projections = [
+            ("matmul", tokens, (a + 2 * kvh) * d // tp, h, 1, precision),  # linear_qkv
+            ("matmul", tokens, fc1 // tp, h, 1, precision),                # linear_fc1
+        ]
+    shapes = projections + [
         ("matmul", tokens, h, a * d // tp, 1, precision),        # o_proj
-        ("matmul", tokens, fc1 // tp, h, 1, precision),          # fc1
         ("matmul", tokens, h, f // tp, 1, precision),            # fc2
         ("matmul", tokens, v // tp, h, 1, high),                 # lm_head
         ("attention", s, s, d, micro_batch * a // tp, high),
@@ -344,6 +361,9 @@ def main(argv=None):
     parser.add_argument("--transformer", help="hidden=..,heads=..,ffn=..,seq=..,vocab=..[,kv_heads=..,mlp=swiglu]")
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--micro-batch", type=int, default=1)
+    parser.add_argument("--framework", default="megatron", choices=FRAMEWORKS,
+                        help="whose kernels --transformer lists: megatron and deepspeed fuse Q, K, V into one "
+                             "GEMM; fsdp (TorchTitan) runs wq, wk, wv and w1, w3 apart")
     parser.add_argument("--precision", default="bf16", choices=PRECISIONS)
     parser.add_argument("--attention", choices=ATTENTION_KINDS,
                         help="how attention runs, as the model's flash_attention says: fused (one SDPA kernel) or "
@@ -381,7 +401,8 @@ def main(argv=None):
         with open(args.signatures) as f:
             signatures += [line.strip() for line in f if line.strip() and not line.startswith("#")]
     if args.transformer:
-        signatures += transformer_signatures(_key_values(args.transformer), args.tp, args.micro_batch, args.precision)
+        signatures += transformer_signatures(_key_values(args.transformer), args.tp, args.micro_batch, args.precision,
+                                             args.framework)
     for text in signatures:
         parse_signature(text)
     if not signatures:

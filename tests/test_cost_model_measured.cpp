@@ -63,13 +63,47 @@ TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-sh
   std::istringstream lines(listed);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) script.insert(line);
-  // Per GPU (tokens 1024): q 1024 x 256 x 1024, kv 1024 x 512 x 1024, o 1024 x 1024 x 256,
-  // fc1 = fc2 1024 x 1024 x 1024, lm_head 1024 x 2048 x 1024, each with its input gradient
-  // (M, K, N) and weight gradient (N, K, M); o's two are q's forward, fc's its own: 10 GEMM
-  // shapes, and attention forward and backward.
-  CHECK(script.size() == 12);
-  CHECK(script.count("matmul:M=256,N=1024,K=1024,B=1:fp16") == 1);   // q's weight gradient
+  // Per GPU (tokens 1024): Megatron's fused linear_qkv 1024 x 768 x 1024 (q and kv each timed
+  // as their share of it), o 1024 x 1024 x 256, fc1 = fc2 1024 x 1024 x 1024, lm_head 1024 x
+  // 2048 x 1024, each with its input gradient (M, K, N) and weight gradient (N, K, M); o's two
+  // are one shape, fc's its own: 9 GEMM shapes, and attention forward and backward.
+  CHECK(script.size() == 11);
+  CHECK(script.count("matmul:M=768,N=1024,K=1024,B=1:fp16") == 1);   // qkv's weight gradient
   CHECK(script.count("matmul:M=1024,N=1024,K=2048,B=1:fp16") == 1);  // lm_head's input gradient
+  CHECK(script == compiler);
+}
+
+TEST_CASE("measure_ops.py: under FSDP its signatures are TorchTitan's separate wq, wk, wv, w1, w3") {
+  if (!have_python()) {
+    MESSAGE("python3 not found: skipped");
+    return;
+  }
+  // Llama-like: hidden 1024, 16 heads, 4 kv heads, SwiGLU ffn 2048, TP 4, micro-batch 2, bf16.
+  const std::string config = R"({"model": {"kind": "transformer", "layers": 2, "hidden": 1024, "heads": 16,
+    "kv_heads": 4, "ffn_hidden": 2048, "seq_len": 512, "vocab": 8192, "mlp": "swiglu", "norm": "rmsnorm",
+    "flash_attention": true}, "cluster": {"preset": "dgx-h100"}, "training": {"global_batch": 4, "precision": "bf16"},
+    "strategy": {"framework": "fsdp", "tp": 4, "dp": 2, "zero": 3, "micro_batch": 2}})";
+  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
+  std::set<std::string> compiler;
+  for (const proteus::Task& t : compiled.exec.tasks) {
+    if (t.kind != proteus::TaskKind::Compute) continue;
+    const proteus::ComputeWork& w = compiled.exec.work_of(t);
+    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
+      continue;
+    compiler.insert(proteus::op_signature(w, proteus::Precision::Bf16));
+  }
+  const std::string listed =
+      run("python3 " PROTEUS_SOURCE_DIR
+          "/scripts/measure_ops.py --list --precision bf16 --tp 4 --micro-batch 2 "
+          "--framework fsdp --transformer hidden=1024,heads=16,kv_heads=4,ffn=2048,seq=512,"
+          "vocab=8192,mlp=swiglu");
+  std::set<std::string> script;
+  std::istringstream lines(listed);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) script.insert(line);
+  CHECK(script.count("matmul:M=1024,N=64,K=1024,B=1:bf16") == 1);   // wk (and wv): 4 x 64 / 4
+  CHECK(script.count("matmul:M=1024,N=512,K=1024,B=1:bf16") == 1);  // w1 (and w3): 2048 / 4
+  CHECK(script.count("matmul:M=1024,N=256,K=1024,B=1:bf16") == 1);  // wq
   CHECK(script == compiler);
 }
 
@@ -102,7 +136,7 @@ TEST_CASE("measure_ops.py: under FP8 its signatures carry the precision each op 
   std::istringstream lines(listed);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty()) script.insert(line);
-  CHECK(script.size() == 12);  // as above: 7 FP8 linear shapes, the LM head's 3 in bf16, attention's 2
+  CHECK(script.size() == 11);  // as above: 6 FP8 linear shapes, the LM head's 3 in bf16, attention's 2
   CHECK(script == compiler);
   CHECK(script.count("matmul:M=1024,N=2048,K=1024,B=1:bf16") == 1);  // the LM head
   CHECK(script.count("matmul:M=2048,N=1024,K=1024,B=1:bf16") == 1);  // its weight gradient

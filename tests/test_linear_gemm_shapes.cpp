@@ -45,24 +45,25 @@ TEST_CASE("a linear's input and weight gradients are GEMMs of their own shapes")
   const ComputeWork w2 = work_of(c, "layers.0.mlp.fc2", Phase::BackwardWeight);
   CHECK(f2.gemm_n == 1024);
   CHECK(f2.gemm_k == 1024);
-  // q_proj: forward 1024 tokens x 256 (16 heads x 64 / 4) x 1024.
-  const ComputeWork fq = work_of(c, "layers.0.attention.q_proj", Phase::Forward);
-  const ComputeWork dq = work_of(c, "layers.0.attention.q_proj", Phase::BackwardInput);
-  const ComputeWork wq = work_of(c, "layers.0.attention.q_proj", Phase::BackwardWeight);
-  CHECK(fq.gemm_m == 1024);
-  CHECK(fq.gemm_n == 256);
-  CHECK(fq.gemm_k == 1024);
-  CHECK(dq.gemm_m == 1024);  // tokens
-  CHECK(dq.gemm_n == 1024);  // in: hidden
-  CHECK(dq.gemm_k == 256);   // reduced over out
-  CHECK(wq.gemm_m == 256);   // out
-  CHECK(wq.gemm_n == 1024);  // in
-  CHECK(wq.gemm_k == 1024);  // reduced over the tokens
+  // o_proj, row-parallel: forward 1024 tokens x 1024 (hidden) x 256 (16 heads x 64 / 4). (q_proj
+  // and kv_proj are timed as Megatron's fused linear_qkv: test_linear_kernels.cpp.)
+  const ComputeWork fo = work_of(c, "layers.0.attention.o_proj", Phase::Forward);
+  const ComputeWork d_o = work_of(c, "layers.0.attention.o_proj", Phase::BackwardInput);
+  const ComputeWork wo = work_of(c, "layers.0.attention.o_proj", Phase::BackwardWeight);
+  CHECK(fo.gemm_m == 1024);
+  CHECK(fo.gemm_n == 1024);
+  CHECK(fo.gemm_k == 256);
+  CHECK(d_o.gemm_m == 1024);  // tokens
+  CHECK(d_o.gemm_n == 256);   // in: the rank's heads
+  CHECK(d_o.gemm_k == 1024);  // reduced over out
+  CHECK(wo.gemm_m == 1024);   // out
+  CHECK(wo.gemm_n == 256);    // in
+  CHECK(wo.gemm_k == 1024);   // reduced over the tokens
   // Every GEMM of a linear does 2·M·N·K, the same in each pass (the bias's FLOPs beside it).
-  for (const ComputeWork* x : {&f, &d, &w, &f2, &d2, &w2, &fq, &dq, &wq})
+  for (const ComputeWork* x : {&f, &d, &w, &f2, &d2, &w2, &fo, &d_o, &wo})
     CHECK(x->flops == doctest::Approx(2.0 * x->gemm_m * x->gemm_n * x->gemm_k * x->gemm_batch).epsilon(1e-3));
   // The weight gradient's output is the rank's weight shard.
-  CHECK(static_cast<double>(wq.gemm_m) * wq.gemm_n == 1024.0 * 1024 / 4);
+  CHECK(static_cast<double>(wo.gemm_m) * wo.gemm_n == 1024.0 * 1024 / 4);
 }
 
 TEST_CASE("linear_pass_shape: only a linear layer's backward is transposed") {

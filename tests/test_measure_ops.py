@@ -32,12 +32,14 @@ class Signatures(unittest.TestCase):
                 measure_ops.parse_signature(bad)
 
     def test_megatron_layer_shapes(self):
-        # GPT-3 175B on TP 8, micro-batch 1, seq 2048: tokens 2048; per GPU q 1536, kv 3072,
-        # o_proj K 1536, fc1 N 6144, fc2 K 6144, lm_head N 6400; attention batch 96/8 = 12 heads.
+        # GPT-3 175B on TP 8, micro-batch 1, seq 2048: tokens 2048; per GPU Megatron's fused
+        # linear_qkv 3 x 1536 = 4608, o_proj K 1536, fc1 N 6144, fc2 K 6144, lm_head N 6400;
+        # attention batch 96/8 = 12 heads.
         sigs = measure_ops.transformer_signatures(
             {"hidden": 12288, "heads": 96, "ffn": 49152, "seq": 2048, "vocab": 51200}, tp=8, precision="fp16")
-        self.assertIn("matmul:M=2048,N=1536,K=12288,B=1:fp16", sigs)
-        self.assertIn("matmul:M=2048,N=3072,K=12288,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=4608,K=12288,B=1:fp16", sigs)
+        self.assertIn("matmul:M=2048,N=12288,K=4608,B=1:fp16", sigs)  # its input gradient
+        self.assertNotIn("matmul:M=2048,N=3072,K=12288,B=1:fp16", sigs)  # no separate [K | V] GEMM
         self.assertIn("matmul:M=2048,N=12288,K=1536,B=1:fp16", sigs)
         self.assertIn("matmul:M=2048,N=6144,K=12288,B=1:fp16", sigs)
         self.assertIn("matmul:M=2048,N=12288,K=6144,B=1:fp16", sigs)
@@ -55,12 +57,25 @@ class Signatures(unittest.TestCase):
         # module) and attention (no fp8_dpa) bf16.
         sigs = measure_ops.transformer_signatures(
             {"hidden": 1024, "heads": 16, "ffn": 4096, "seq": 512, "vocab": 8192}, tp=4, precision="fp8")
-        self.assertIn("matmul:M=512,N=256,K=1024,B=1:fp8", sigs)   # q_proj
+        self.assertIn("matmul:M=512,N=768,K=1024,B=1:fp8", sigs)   # linear_qkv
         self.assertIn("matmul:M=512,N=1024,K=1024,B=1:fp8", sigs)  # fc1 (and fc2: same shape)
         self.assertIn("matmul:M=512,N=2048,K=1024,B=1:bf16", sigs)  # lm_head
         self.assertIn("attention:M=512,N=512,K=64,B=4:bf16", sigs)
         self.assertIn("attention_backward:M=512,N=512,K=64,B=4:bf16", sigs)
         self.assertFalse(any(s.startswith("attention") and s.endswith(":fp8") for s in sigs))
+
+    def test_fsdp_runs_wq_wk_wv_w1_w3_apart(self):
+        # TorchTitan's Llama 3 8B on TP 2: wq 4096 / 2, wk = wv 8 x 128 / 2, w1 = w3 14336 / 2.
+        sigs = measure_ops.transformer_signatures(
+            {"hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "seq": 8192, "vocab": 128256,
+             "mlp": "swiglu"}, tp=2, framework="fsdp")
+        self.assertIn("matmul:M=8192,N=2048,K=4096,B=1:bf16", sigs)  # wq
+        self.assertIn("matmul:M=8192,N=512,K=4096,B=1:bf16", sigs)   # wk, wv
+        self.assertIn("matmul:M=8192,N=7168,K=4096,B=1:bf16", sigs)  # w1, w3
+        self.assertNotIn("matmul:M=8192,N=14336,K=4096,B=1:bf16", sigs)
+        with self.assertRaises(ValueError):
+            measure_ops.transformer_signatures({"hidden": 64, "heads": 4, "ffn": 256, "seq": 8, "vocab": 16},
+                                               framework="jax")
 
     def test_attention_needs_to_be_told_fused_or_unfused(self):
         # Checked before PyTorch is imported: a fused model timed with unfused attention (or the

@@ -55,6 +55,10 @@ struct ComputeWork {
   // chunk's last wave leaves idle. Timed as one GEMM of concurrent_gemms x its tiles, each chunk
   // taking its share. 1: alone on the GPU.
   int concurrent_gemms = 1;
+  // The FLOPs of this work over those of one GEMM of its shape: below 1 for one op's part of a
+  // fused kernel (Megatron's linear_qkv), above 1 for an op that runs as several kernels of that
+  // shape (PyTorch's wk and wv). A measured time of the shape is scaled by it.
+  double gemm_kernel_share = 1;
   // The op's backward (its input-gradient pass): attention kernels are measured apart for it.
   bool backward = false;
 };

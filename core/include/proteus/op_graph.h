@@ -92,6 +92,13 @@ struct Op {
   // TorchTitan's op-level selective checkpointing counts, compile/torch_op_sac.h): 2 for
   // kv_proj (Llama's wk, wv) and a gated fc1 (w1, w3), equal halves of the op; else 1.
   int torch_linears = 1;
+  // Megatron's fused linear_qkv (Megatron-Core's TELayerNormColumnParallelLinear linear_qkv,
+  // legacy Megatron's and Megatron-DeepSpeed's query_key_value): Q and [K | V] are one GEMM there,
+  // split into q_proj and kv_proj here so that tensor parallelism binds each to its own heads.
+  // The fused GEMM's N over this op's: q_proj (a + 2k)/a, kv_proj (a + 2k)/2k (a, k: query and
+  // kv heads); 1 for any other op. fused_qkv_second marks kv_proj, whose launch is q_proj's.
+  double fused_qkv_n_scale = 1;
+  bool fused_qkv_second = false;
   // Cost, for the whole global op (the compiler divides by the shards of its dims).
   double fwd_flops = 0;
   double fwd_bytes = 0;        // HBM traffic (reads + writes)

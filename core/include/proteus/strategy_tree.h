@@ -72,6 +72,11 @@ struct ParallelConfig {
   // Megatron-Core's attention splits Q, K, V out of linear_qkv's output and TE copies the views
   // it cannot take (Op::split_qkv_fwd_bytes; framework megatron).
   bool megatron_split_qkv = false;
+  // How a linear op's GEMMs are launched (compile/linear_kernels.h): Megatron's fused linear_qkv
+  // (Op::fused_qkv_n_scale; frameworks megatron and deepspeed), or one GEMM per nn.Linear of the
+  // PyTorch model (Op::torch_linears: Llama's wk and wv, w1 and w3; framework fsdp).
+  bool fused_qkv_gemm = false;
+  bool torch_linear_gemms = false;
   // TorchTitan's attention repeats grouped K/V to every head before SDPA (Op::repeat_kv_fwd_bytes;
   // framework fsdp).
   bool torch_repeat_kv = false;

@@ -6,6 +6,7 @@
 #include "cross_entropy_memory.h"
 #include "fp8_plan.h"
 #include "linear_gemm_shapes.h"
+#include "linear_kernels.h"
 #include "proteus/error.h"
 #include "torch_op_sac.h"
 #include "userbuffers.h"
@@ -298,6 +299,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     if (cfg.torch_repeat_kv) apply_repeat_kv(g, op, mesh, &p);
     if (op.vocab_cross_entropy) apply_cross_entropy_memory(g, op, mesh, cfg.torch_cross_entropy, &p);
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
+    // After the FP8 plan, which sizes the op's own output gradient from its forward shape.
+    apply_linear_kernels(op, cfg, &p);
     // PyTorch's async TP has no bulk kernels: those collectives stay NCCL's (userbuffers.h).
     if (cfg.tp_comm_overlap && !cfg.torch_async_tp) apply_bulk_overlap(g, op, mesh, &p);
 

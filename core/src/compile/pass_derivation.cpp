@@ -284,14 +284,21 @@ int PassDeriver::work_id(int op, int which) {
 }
 
 // The unsaved share of a partly saved op's forward (torch_op_sac.h): its GEMMs are equal halves
-// along the output (wk and wv, w1 and w3), so the replay is a GEMM of that share of N.
+// along the output (wk and wv, w1 and w3), so the replay is that share of them. Where the op is
+// timed as its separate kernels (linear_kernels.h: gemm_kernel_share of them, each of its shape)
+// the replay runs that share of the kernels; else a GEMM of that share of N.
 ComputeWork PassDeriver::partial_replay_work(const OpPlan& p) {
   ComputeWork w = p.fwd;
   const double share = 1 - p.sac_saved_share;
   w.flops *= share;
   w.bytes *= share;
   w.side_bytes *= share;
-  if (w.gemm_n > 0) w.gemm_n = std::max<int64_t>(1, std::llround(static_cast<double>(w.gemm_n) * share));
+  if (w.gemm_kernel_share > 1) {
+    w.gemm_kernel_share *= share;
+    w.kernels = std::max(1, static_cast<int>(std::lround(w.kernels * share)));
+  } else if (w.gemm_n > 0) {
+    w.gemm_n = std::max<int64_t>(1, std::llround(static_cast<double>(w.gemm_n) * share));
+  }
   return w;
 }
 

@@ -191,7 +191,8 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
     for (const auto* table : {&measured_us, &gpu.measured_us}) {
       const auto it = table->find(signature);
       if (it != table->end())
-        return it->second * kSecondsPerUs / sm_share(gpu, work) * gemm_time_factor(work, op_precision);
+        return it->second * kSecondsPerUs * work.gemm_kernel_share / sm_share(gpu, work) *
+               gemm_time_factor(work, op_precision);
     }
   }
   const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;

@@ -311,8 +311,12 @@ class TransformerBuilder {
   void gqa_projections(int mod, int n1, int& q, int& kv) {
     const int64_t h = z_.h, a = z_.a, d = z_.d, kvh = z_.kvh;
     q = token_linear(mod, "q_proj", n1, "heads", a * d, "hidden", h, m_.bias);
+    g_.at(g_.num_ops() - 1).fused_qkv_n_scale = static_cast<double>(a + 2 * kvh) / static_cast<double>(a);
     kv = token_linear(mod, "kv_proj", n1, "kv_heads", 2 * kvh * d, "hidden", h, m_.bias);
-    g_.at(g_.num_ops() - 1).torch_linears = 2;  // wk, wv
+    Op& kv_op = g_.at(g_.num_ops() - 1);
+    kv_op.torch_linears = 2;  // wk, wv
+    kv_op.fused_qkv_n_scale = static_cast<double>(a + 2 * kvh) / static_cast<double>(2 * kvh);
+    kv_op.fused_qkv_second = true;
     if (m_.qk_norm) {
       q = head_norm(mod, "q_norm", q, "heads", a, 1.0);
       kv = head_norm(mod, "k_norm", kv, "kv_heads", 2 * kvh, 0.5);  // the K half of [K | V]

@@ -94,6 +94,8 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.torch_cp = s.framework == Framework::Fsdp;
   c.torch_op_sac = s.framework == Framework::Fsdp;
   c.megatron_split_qkv = s.framework == Framework::Megatron;
+  c.fused_qkv_gemm = s.framework != Framework::Fsdp;
+  c.torch_linear_gemms = s.framework == Framework::Fsdp;
   c.torch_repeat_kv = s.framework == Framework::Fsdp;
   c.torch_cross_entropy = s.framework == Framework::Fsdp;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;

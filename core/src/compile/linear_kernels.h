@@ -1,0 +1,25 @@
+// How many GEMM kernels a linear op of the op graph is, by framework: the graph splits a
+// layer's projections the way tensor parallelism binds them (q_proj to the query heads, kv_proj to
+// the kv heads; a gated fc1 is one op), and the frameworks launch them otherwise:
+//  - Megatron-Core, legacy Megatron and Megatron-DeepSpeed run Q, K and V as one GEMM,
+//    linear_qkv / query_key_value, of N = (a + 2k) d / tp (megatron/core/transformer/
+//    attention.py SelfAttention: `self.linear_qkv = build_module(..., self.query_projection_size
+//    + 2 * self.kv_projection_size, ...)`; megatron/legacy/model/transformer.py ParallelAttention
+//    `query_key_value`). q_proj and kv_proj are each timed as its share of that GEMM.
+//  - A PyTorch model under FSDP (TorchTitan's Llama: wq, wk, wv and w1, w3 are nn.Linear each,
+//    torchtitan/models/llama3/model.py) runs one aten.mm per nn.Linear: kv_proj is wk then wv and
+//    a gated fc1 w1 then w3, each a GEMM of half the op's N (Op::torch_linears).
+// The FLOPs stay the op's; only the shape the GEMM is timed at, its launches and the share of a
+// measured time of that shape change (ComputeWork::gemm_kernel_share).
+#pragma once
+
+#include "linear_gemm_shapes.h"
+#include "op_plan.h"
+
+namespace proteus {
+
+struct ParallelConfig;
+
+void apply_linear_kernels(const Op& op, const ParallelConfig& cfg, OpPlan* p);
+
+}  // namespace proteus
