@@ -34,6 +34,37 @@ std::string run(const std::string& command) {
   return out;
 }
 
+// The signatures of the compiler's GEMM-shaped compute tasks (linears and attention) for a config,
+// each in the precision `costs` times it in.
+std::set<std::string> compiler_signatures(const std::string& config, const proteus::CostModel& costs) {
+  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
+  std::set<std::string> out;
+  for (const proteus::Task& t : compiled.exec.tasks) {
+    if (t.kind != proteus::TaskKind::Compute) continue;
+    const proteus::ComputeWork& w = compiled.exec.work_of(t);
+    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
+      continue;
+    out.insert(proteus::op_signature(w, costs.precision_of(w)));
+  }
+  return out;
+}
+
+proteus::CostModel costs_in(proteus::Precision precision) {
+  proteus::CostModel costs;
+  costs.precision = precision;
+  return costs;
+}
+
+// The signatures `measure_ops.py --list` prints for these arguments.
+std::set<std::string> script_signatures(const std::string& arguments) {
+  const std::string listed = run("python3 " PROTEUS_SOURCE_DIR "/scripts/measure_ops.py --list " + arguments);
+  std::set<std::string> out;
+  std::istringstream lines(listed);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) out.insert(line);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-shaped tasks") {
@@ -47,22 +78,10 @@ TEST_CASE("measure_ops.py: its transformer signatures are the compiler's GEMM-sh
     "ffn_hidden": 4096, "seq_len": 512, "vocab": 8192, "mlp": "gelu", "norm": "layernorm"},
     "cluster": {"preset": "dgx-a100-80g"}, "training": {"global_batch": 4, "precision": "fp16"},
     "strategy": {"tp": 4, "dp": 2, "micro_batch": 2}})";
-  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
-  std::set<std::string> compiler;
-  for (const proteus::Task& t : compiled.exec.tasks) {
-    if (t.kind != proteus::TaskKind::Compute) continue;
-    const proteus::ComputeWork& w = compiled.exec.work_of(t);
-    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
-      continue;
-    compiler.insert(proteus::op_signature(w, proteus::Precision::Fp16));
-  }
-  const std::string listed = run("python3 " PROTEUS_SOURCE_DIR
-                                 "/scripts/measure_ops.py --list --precision fp16 --tp 4 --micro-batch 2 "
-                                 "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
-  std::set<std::string> script;
-  std::istringstream lines(listed);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) script.insert(line);
+  const std::set<std::string> compiler = compiler_signatures(config, costs_in(proteus::Precision::Fp16));
+  const std::set<std::string> script = script_signatures(
+      "--precision fp16 --tp 4 --micro-batch 2 "
+      "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
   // Per GPU (tokens 1024): Megatron's fused linear_qkv 1024 x 768 x 1024 (q and kv each timed
   // as their share of it), o 1024 x 1024 x 256, fc1 = fc2 1024 x 1024 x 1024, lm_head 1024 x
   // 2048 x 1024, each with its input gradient (M, K, N) and weight gradient (N, K, M); o's two
@@ -83,24 +102,11 @@ TEST_CASE("measure_ops.py: under FSDP its signatures are TorchTitan's separate w
     "kv_heads": 4, "ffn_hidden": 2048, "seq_len": 512, "vocab": 8192, "mlp": "swiglu", "norm": "rmsnorm",
     "flash_attention": true}, "cluster": {"preset": "dgx-h100"}, "training": {"global_batch": 4, "precision": "bf16"},
     "strategy": {"framework": "fsdp", "tp": 4, "dp": 2, "zero": 3, "micro_batch": 2}})";
-  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
-  std::set<std::string> compiler;
-  for (const proteus::Task& t : compiled.exec.tasks) {
-    if (t.kind != proteus::TaskKind::Compute) continue;
-    const proteus::ComputeWork& w = compiled.exec.work_of(t);
-    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
-      continue;
-    compiler.insert(proteus::op_signature(w, proteus::Precision::Bf16));
-  }
-  const std::string listed =
-      run("python3 " PROTEUS_SOURCE_DIR
-          "/scripts/measure_ops.py --list --precision bf16 --tp 4 --micro-batch 2 "
-          "--framework fsdp --transformer hidden=1024,heads=16,kv_heads=4,ffn=2048,seq=512,"
-          "vocab=8192,mlp=swiglu");
-  std::set<std::string> script;
-  std::istringstream lines(listed);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) script.insert(line);
+  const std::set<std::string> compiler = compiler_signatures(config, costs_in(proteus::Precision::Bf16));
+  const std::set<std::string> script = script_signatures(
+      "--precision bf16 --tp 4 --micro-batch 2 "
+      "--framework fsdp --transformer hidden=1024,heads=16,kv_heads=4,ffn=2048,seq=512,"
+      "vocab=8192,mlp=swiglu");
   CHECK(script.count("matmul:M=1024,N=64,K=1024,B=1:bf16") == 1);   // wk (and wv): 4 x 64 / 4
   CHECK(script.count("matmul:M=1024,N=512,K=1024,B=1:bf16") == 1);  // w1 (and w3): 2048 / 4
   CHECK(script.count("matmul:M=1024,N=256,K=1024,B=1:bf16") == 1);  // wq
@@ -118,24 +124,10 @@ TEST_CASE("measure_ops.py: under FP8 its signatures carry the precision each op 
     "ffn_hidden": 4096, "seq_len": 512, "vocab": 8192, "mlp": "gelu", "norm": "layernorm", "flash_attention": true},
     "cluster": {"preset": "dgx-h100"}, "training": {"global_batch": 4, "precision": "fp8"},
     "strategy": {"tp": 4, "dp": 2, "micro_batch": 2, "sequence_parallel": true}})";
-  const proteus::CompiledModel compiled = proteus::compile(proteus::parse_config(config));
-  proteus::CostModel costs;
-  costs.precision = proteus::Precision::Fp8;
-  std::set<std::string> compiler;
-  for (const proteus::Task& t : compiled.exec.tasks) {
-    if (t.kind != proteus::TaskKind::Compute) continue;
-    const proteus::ComputeWork& w = compiled.exec.work_of(t);
-    if (w.gemm_m <= 0 || (w.op_kind != proteus::OpKind::Matmul && w.op_kind != proteus::OpKind::Attention))
-      continue;
-    compiler.insert(proteus::op_signature(w, costs.precision_of(w)));
-  }
-  const std::string listed = run("python3 " PROTEUS_SOURCE_DIR
-                                 "/scripts/measure_ops.py --list --precision fp8 --tp 4 --micro-batch 2 "
-                                 "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
-  std::set<std::string> script;
-  std::istringstream lines(listed);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty()) script.insert(line);
+  const std::set<std::string> compiler = compiler_signatures(config, costs_in(proteus::Precision::Fp8));
+  const std::set<std::string> script = script_signatures(
+      "--precision fp8 --tp 4 --micro-batch 2 "
+      "--transformer hidden=1024,heads=16,ffn=4096,seq=512,vocab=8192");
   CHECK(script.size() == 11);  // as above: 6 FP8 linear shapes, the LM head's 3 in bf16, attention's 2
   CHECK(script == compiler);
   CHECK(script.count("matmul:M=1024,N=2048,K=1024,B=1:bf16") == 1);  // the LM head

@@ -17,7 +17,9 @@ int64_t scaled(int64_t extent, double scale) {
 // as linear_gemm_shapes.h transposes them.
 void scale_forward_n(ComputeWork* w, GemmPass pass, double n_scale, int launches) {
   if (w->flops <= 0 || w->gemm_m <= 0 || w->gemm_n <= 0 || w->gemm_k <= 0) return;
-  int64_t& extent = pass == GemmPass::Forward ? w->gemm_n : pass == GemmPass::InputGrad ? w->gemm_k : w->gemm_m;
+  int64_t& extent = pass == GemmPass::Forward     ? w->gemm_n
+                    : pass == GemmPass::InputGrad ? w->gemm_k
+                                                  : w->gemm_m;
   const int64_t own = extent;
   extent = scaled(own, n_scale);
   w->gemm_kernel_share = static_cast<double>(own) / static_cast<double>(extent);
