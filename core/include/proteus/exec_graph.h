@@ -59,6 +59,10 @@ struct ComputeWork {
   // fused kernel (Megatron's linear_qkv), above 1 for an op that runs as several kernels of that
   // shape (PyTorch's wk and wv). A measured time of the shape is scaled by it.
   double gemm_kernel_share = 1;
+  // Bytes per output element the GEMM's epilogue reads from and writes back to an accumulation
+  // buffer (Megatron's fused weight-gradient accumulation into main_grad, beta = 1: its dtype
+  // read and written); 0: the output is written once, in the GEMM's output dtype.
+  double accumulate_bytes_per_output = 0;
   // The op's backward (its input-gradient pass): attention kernels are measured apart for it.
   bool backward = false;
 };

@@ -77,6 +77,9 @@ struct ParallelConfig {
   // PyTorch model (Op::torch_linears: Llama's wk and wv, w1 and w3; framework fsdp).
   bool fused_qkv_gemm = false;
   bool torch_linear_gemms = false;
+  // Megatron's gradient_accumulation_fusion (on by default): a linear's weight-gradient GEMM adds
+  // into the parameter's main_grad in its epilogue (compile/op_plan.cpp; framework megatron).
+  bool wgrad_into_main_grad = false;
   // TorchTitan's attention repeats grouped K/V to every head before SDPA (Op::repeat_kv_fwd_bytes;
   // framework fsdp).
   bool torch_repeat_kv = false;

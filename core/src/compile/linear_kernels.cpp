@@ -46,4 +46,12 @@ void apply_linear_kernels(const Op& op, const ParallelConfig& cfg, OpPlan* p) {
   scale_forward_n(&p->bwd_weight, GemmPass::WeightGrad, n_scale, launches);
 }
 
+void apply_wgrad_accumulation(const Op& op, const ParallelConfig& cfg, Precision precision, OpPlan* p) {
+  if (!cfg.wgrad_into_main_grad || op.kind != OpKind::Matmul || op.weights.empty()) return;
+  if (p->bwd_weight.flops <= 0) return;
+  const bool wide = cfg.grad_reduce_in_fp32 || precision == Precision::Fp32 || precision == Precision::Tf32;
+  const double main_grad_bytes = wide ? 4.0 : 2.0;
+  p->bwd_weight.accumulate_bytes_per_output = 2 * main_grad_bytes;  // read, then write
+}
+
 }  // namespace proteus

@@ -11,15 +11,30 @@
 //    a gated fc1 w1 then w3, each a GEMM of half the op's N (Op::torch_linears).
 // The FLOPs stay the op's; only the shape the GEMM is timed at, its launches and the share of a
 // measured time of that shape change (ComputeWork::gemm_kernel_share).
+//
+// And where the weight-gradient GEMM writes: Megatron's gradient_accumulation_fusion (on by
+// default, `--no-gradient-accumulation-fusion` turns it off) has every linear's weight gradient
+// added into the parameter's main_grad by the GEMM itself, beta = 1 (Megatron-Core
+// tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication:
+// fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 / _fp16; Transformer Engine's linears with
+// fuse_wgrad_accumulation: the wgrad GEMM with accumulate=True, out=weight.main_grad). Its epilogue
+// reads and writes main_grad in main_grad's dtype: fp32 (4 + 4 bytes per element) unless the
+// gradients are reduced in 16 bits (2 + 2). PyTorch's autograd (framework fsdp) writes param.grad
+// once.
 #pragma once
 
 #include "linear_gemm_shapes.h"
 #include "op_plan.h"
+#include "proteus/training_spec.h"
 
 namespace proteus {
 
 struct ParallelConfig;
 
 void apply_linear_kernels(const Op& op, const ParallelConfig& cfg, OpPlan* p);
+
+// Megatron's fused weight-gradient accumulation (ComputeWork::accumulate_bytes_per_output of the
+// weight-gradient pass), for a run training in `precision`.
+void apply_wgrad_accumulation(const Op& op, const ParallelConfig& cfg, Precision precision, OpPlan* p);
 
 }  // namespace proteus

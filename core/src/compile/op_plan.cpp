@@ -301,6 +301,7 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     if (fp8) apply_fp8_recipe(ctx, i, fp8_only, &plans, &fp8_cast);
     // After the FP8 plan, which sizes the op's own output gradient from its forward shape.
     apply_linear_kernels(op, cfg, &p);
+    apply_wgrad_accumulation(op, cfg, ctx.training.precision, &p);
     // PyTorch's async TP has no bulk kernels: those collectives stay NCCL's (userbuffers.h).
     if (cfg.tp_comm_overlap && !cfg.torch_async_tp) apply_bulk_overlap(g, op, mesh, &p);
 

@@ -73,11 +73,50 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // results.
 double output_per_operand_bytes(Precision precision) { return precision == Precision::Fp8 ? 2.0 : 1.0; }
 
+double operand_bytes(Precision precision) {
+  switch (precision) {
+    case Precision::Fp8:
+      return 1;
+    case Precision::Fp16:
+    case Precision::Bf16:
+      return 2;
+    case Precision::Fp32:
+    case Precision::Tf32:
+      break;
+  }
+  return 4;
+}
+
+// The epilogue's bytes per operand byte: its output written once, or, for a GEMM that accumulates
+// into a buffer (ComputeWork::accumulate_bytes_per_output: Megatron's weight gradient into
+// main_grad), that buffer read and written.
+double epilogue_per_operand_bytes(Precision precision, const ComputeWork& work) {
+  if (work.accumulate_bytes_per_output > 0)
+    return work.accumulate_bytes_per_output / operand_bytes(precision);
+  return output_per_operand_bytes(precision);
+}
+
+// The tile's half-point h = tile_m * tile_n / (tile_m + tile_n) (above).
+double tile_half_point(const GpuSpec& gpu) {
+  const double tile_m = std::max(1, gpu.gemm_tile_m), tile_n = std::max(1, gpu.gemm_tile_n);
+  return tile_m * tile_n / (tile_m + tile_n);
+}
+
+// An accumulating GEMM's time over the same GEMM writing its output once: the ratio of the
+// roofline's K factors, K / (K + h_K), for the two epilogues. It scales a measured table's rate
+// and a measured time, both of GEMMs that write their output (XLA's tables, measure_ops.py).
+double accumulate_time_factor(const GpuSpec& gpu, Precision precision, const ComputeWork& work) {
+  if (work.accumulate_bytes_per_output <= 0 || work.gemm_k <= 0) return 1.0;
+  const double kd = static_cast<double>(work.gemm_k), half = tile_half_point(gpu);
+  return (kd + half * epilogue_per_operand_bytes(precision, work)) /
+         (kd + half * output_per_operand_bytes(precision));
+}
+
 // Efficiency of the SMs a GEMM runs on: `sms` of them (all of the GPU's but those a userbuffers
 // kernel holds: TE passes the rest to cuBLAS as its SM count target, _math_sms, so the waves are
 // planned over them). The share of the GPU those SMs are is sm_share's, applied by the caller.
 double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t m, int64_t n, int64_t k,
-                               int64_t batch, int sm_count) {
+                               int64_t batch, int sm_count, double epilogue_per_operand) {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 0;
   const int64_t tile_m = std::max(1, gpu.gemm_tile_m), tile_n = std::max(1, gpu.gemm_tile_n);
   const double sms = std::max(1, sm_count);
@@ -85,8 +124,8 @@ double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t 
                        static_cast<double>(batch);
   const double waves = std::ceil(tiles / sms);
   const double quantization = tiles / (waves * sms);
-  const double half = static_cast<double>(tile_m * tile_n) / static_cast<double>(tile_m + tile_n);
-  const double half_k = half * output_per_operand_bytes(precision);
+  const double half = tile_half_point(gpu);
+  const double half_k = half * epilogue_per_operand;
   const double kd = static_cast<double>(k), mn = static_cast<double>(std::min(m, n));
   const double ceiling = gpu.gemm_ceiling(precision) * kd / (kd + half_k) * mn / (mn + half);
   return quantization * ceiling;
@@ -157,7 +196,8 @@ double GpuSpec::gemm_ceiling(Precision p) const {
 }
 
 double CostModel::gemm_efficiency(int64_t m, int64_t n, int64_t k) const {
-  return gemm_efficiency_batched(gpu, precision, m, n, k, 1, gpu.sm_count);
+  return gemm_efficiency_batched(gpu, precision, m, n, k, 1, gpu.sm_count,
+                                 output_per_operand_bytes(precision));
 }
 
 Precision CostModel::precision_of(const ComputeWork& work) const {
@@ -192,7 +232,7 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
       const auto it = table->find(signature);
       if (it != table->end())
         return it->second * kSecondsPerUs * work.gemm_kernel_share / sm_share(gpu, work) *
-               gemm_time_factor(work, op_precision);
+               gemm_time_factor(work, op_precision) * accumulate_time_factor(gpu, op_precision, work);
     }
   }
   const double hbm_Bps = gpu.hbm_GBps * kBytesPerGB * gpu.memory_bound_efficiency;
@@ -212,7 +252,10 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
       const double TFLOPS = sustained_gemm_TFLOPS(gpu, op_precision, *measured_TFLOPS);
       const double flops_s =
           work.flops / (TFLOPS * kFlopsPerTFLOP * gpu.compute_throughput_fraction * sm_share(gpu, work));
-      return std::max(flops_s * gemm_time_factor(work, op_precision), memory_s) + launch_s;
+      return std::max(flops_s * gemm_time_factor(work, op_precision) *
+                          accumulate_time_factor(gpu, op_precision, work),
+                      memory_s) +
+             launch_s;
     }
   }
   const double peak_flops = gpu.peak_TFLOPS(op_precision) * kFlopsPerTFLOP;
@@ -220,8 +263,9 @@ double CostModel::compute_time_s(const ComputeWork& work) const {
   if (work.op_kind == OpKind::Attention) {
     efficiency = attention_efficiency_of(work);
   } else if (has_gemm_shape(work)) {
-    efficiency = gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k,
-                                         wave_batch(work), free_sms(gpu, work));
+    efficiency =
+        gemm_efficiency_batched(gpu, op_precision, work.gemm_m, work.gemm_n, work.gemm_k, wave_batch(work),
+                                free_sms(gpu, work), epilogue_per_operand_bytes(op_precision, work));
   }
   if (peak_flops <= 0 || efficiency <= 0)
     throw invalid_config("cluster.gpu", "the GPU needs a positive peak and efficiency for " +

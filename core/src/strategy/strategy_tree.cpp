@@ -96,6 +96,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.megatron_split_qkv = s.framework == Framework::Megatron;
   c.fused_qkv_gemm = s.framework != Framework::Fsdp;
   c.torch_linear_gemms = s.framework == Framework::Fsdp;
+  c.wgrad_into_main_grad = s.framework == Framework::Megatron;
   c.torch_repeat_kv = s.framework == Framework::Fsdp;
   c.torch_cross_entropy = s.framework == Framework::Fsdp;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
