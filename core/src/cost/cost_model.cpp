@@ -18,7 +18,9 @@
 //     h_K = h * output bytes / operand bytes: an FP8 GEMM loads 1-byte operands and stores a
 //     16-bit output (Transformer Engine, torchao), so its epilogue weighs twice as much
 //     (h_K = 2h); 16- and 32-bit GEMMs store what they load (h_K = h). Checked against
-//     cuBLASLt's FP8 sweep on H100 (docs/fidelity/gemm.md, "FP8 GEMMs by shape").
+//     cuBLASLt's FP8 sweep on H100 (docs/fidelity/gemm.md, "FP8 GEMMs by shape"). A GEMM that
+//     accumulates into a buffer reads and writes it instead (Megatron's weight gradient into an
+//     fp32 main_grad: h_K = 4h for bf16 operands; "Weight gradients accumulated into main_grad").
 //   - thin shapes: an m-row tile reuses each loaded element of the other operand m times per
 //     byte, a full tile h times (m * tile_n / (m + tile_n) ~ m for m << tile_n); m / (m + h)
 //     is that reuse relative to a full tile's, saturating at 1 for wide GEMMs.
