@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "error_path.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
 
@@ -108,4 +109,36 @@ TEST_CASE("wgrad accumulation: Megatron's linears accumulate into main_grad, in 
   CHECK(accumulate_of(gpt("fp8", R"(,"grad_reduce_in_fp32":false)"), "mlp.fc2", Phase::BackwardWeight) == 4);
   // PyTorch's autograd under FSDP writes param.grad once.
   CHECK(accumulate_of(gpt("bf16", R"(,"framework":"fsdp","zero":3)"), "mlp.fc1", Phase::BackwardWeight) == 0);
+}
+
+TEST_CASE("wgrad accumulation: without the fusion a separate kernel adds the gradient into main_grad") {
+  // --no-gradient-accumulation-fusion: the GEMM writes its output once (no accumulating
+  // epilogue) and Megatron's backward hook runs main_grad.add_(grad): the bf16 gradient read (2)
+  // and the fp32 main_grad read and written (4 + 4), per weight element of the rank.
+  const CompiledModel fused = test::compile_text(gpt("bf16", ""));
+  const CompiledModel unfused = test::compile_text(gpt("bf16", R"(,"gradient_accumulation_fusion":false)"));
+  const ComputeWork* f = test::compute_work_ending(fused, Phase::BackwardWeight, "mlp.fc1");
+  const ComputeWork* u = test::compute_work_ending(unfused, Phase::BackwardWeight, "mlp.fc1");
+  REQUIRE(f != nullptr);
+  REQUIRE(u != nullptr);
+  CHECK(u->accumulate_bytes_per_output == 0);
+  // fc1's weight shard over tp 2: 2048 x 512 / 2, and its bias 2048 / 2.
+  const double elements = 2048.0 * 512 / 2 + 2048.0 / 2;
+  CHECK(u->side_bytes - f->side_bytes == doctest::Approx(elements * (2 + 4 + 4)));
+  // With 16-bit main_grad: 2 + 2 + 2.
+  const CompiledModel unfused16 =
+      test::compile_text(gpt("bf16", R"(,"gradient_accumulation_fusion":false,"grad_reduce_in_fp32":false)"));
+  const ComputeWork* u16 = test::compute_work_ending(unfused16, Phase::BackwardWeight, "mlp.fc1");
+  REQUIRE(u16 != nullptr);
+  CHECK(u16->side_bytes - f->side_bytes == doctest::Approx(elements * (2 + 2 + 2)));
+}
+
+TEST_CASE("wgrad accumulation: the switch is Megatron's; elsewhere an error naming it") {
+  for (const std::string framework :
+       {R"("framework":"fsdp","zero":3)", R"("framework":"deepspeed","zero":1)"}) {
+    CAPTURE(framework);
+    CHECK(test::error_path([&] {
+            test::compile_text(gpt("bf16", "," + framework + R"(,"gradient_accumulation_fusion":false)"));
+          }) == "strategy.gradient_accumulation_fusion");
+  }
 }

@@ -116,6 +116,11 @@ struct StrategySpec {
   bool bias_activation_fusion = true;
   bool masked_softmax_fusion = true;
   bool apply_rope_fusion = true;
+  // Megatron's gradient_accumulation_fusion (on by default; --no-gradient-accumulation-fusion):
+  // the weight-gradient GEMM adds into main_grad itself; off, it writes a gradient in the training
+  // dtype and a separate kernel adds that into main_grad (compile/linear_kernels.h). Framework
+  // "megatron" only.
+  bool gradient_accumulation_fusion = true;
   // FP8 weights gathered in FP8 (1 byte per parameter): Megatron-Core --fp8-param-gather (the
   // distributed optimizer's parameter buffer holds the FP8 weights, no 16-bit copy), TorchTitan
   // / torchao enable_fsdp_float8_all_gather (FSDP2 casts the shard, then gathers). FP8 only.

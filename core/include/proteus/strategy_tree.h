@@ -78,8 +78,10 @@ struct ParallelConfig {
   bool fused_qkv_gemm = false;
   bool torch_linear_gemms = false;
   // Megatron's gradient_accumulation_fusion (on by default): a linear's weight-gradient GEMM adds
-  // into the parameter's main_grad in its epilogue (compile/op_plan.cpp; framework megatron).
+  // into the parameter's main_grad in its epilogue; off, a separate kernel adds the GEMM's output
+  // into main_grad (compile/linear_kernels.h; framework megatron).
   bool wgrad_into_main_grad = false;
+  bool wgrad_add_to_main_grad = false;
   // TorchTitan's attention repeats grouped K/V to every head before SDPA (Op::repeat_kv_fwd_bytes;
   // framework fsdp).
   bool torch_repeat_kv = false;

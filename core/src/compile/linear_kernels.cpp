@@ -47,11 +47,20 @@ void apply_linear_kernels(const Op& op, const ParallelConfig& cfg, OpPlan* p) {
 }
 
 void apply_wgrad_accumulation(const Op& op, const ParallelConfig& cfg, Precision precision, OpPlan* p) {
-  if (!cfg.wgrad_into_main_grad || op.kind != OpKind::Matmul || op.weights.empty()) return;
-  if (p->bwd_weight.flops <= 0) return;
-  const bool wide = cfg.grad_reduce_in_fp32 || precision == Precision::Fp32 || precision == Precision::Tf32;
-  const double main_grad_bytes = wide ? 4.0 : 2.0;
-  p->bwd_weight.accumulate_bytes_per_output = 2 * main_grad_bytes;  // read, then write
+  if (!(cfg.wgrad_into_main_grad || cfg.wgrad_add_to_main_grad)) return;
+  if (op.kind != OpKind::Matmul || op.weights.empty() || p->bwd_weight.flops <= 0) return;
+  const bool fp32 = precision == Precision::Fp32 || precision == Precision::Tf32;
+  const double main_grad_bytes = cfg.grad_reduce_in_fp32 || fp32 ? 4.0 : 2.0;
+  if (cfg.wgrad_into_main_grad) {
+    p->bwd_weight.accumulate_bytes_per_output = 2 * main_grad_bytes;  // read, then write
+    return;
+  }
+  // Unfused: the GEMM writes the gradient in the training dtype (fp32, or 16 bits, FP8 included);
+  // Megatron's backward hook then runs main_grad.add_(grad): that gradient read, main_grad read
+  // and written, per weight element of the rank.
+  double elements = 0;
+  for (const WeightPlan& w : p->weights) elements += w.local_params;
+  p->bwd_weight.side_bytes += elements * ((fp32 ? 4.0 : 2.0) + 2 * main_grad_bytes);
 }
 
 }  // namespace proteus

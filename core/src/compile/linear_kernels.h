@@ -19,8 +19,11 @@
 // fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 / _fp16; Transformer Engine's linears with
 // fuse_wgrad_accumulation: the wgrad GEMM with accumulate=True, out=weight.main_grad). Its epilogue
 // reads and writes main_grad in main_grad's dtype: fp32 (4 + 4 bytes per element) unless the
-// gradients are reduced in 16 bits (2 + 2). PyTorch's autograd (framework fsdp) writes param.grad
-// once.
+// gradients are reduced in 16 bits (2 + 2). Without the fusion (strategy.gradient_accumulation_fusion
+// false) the GEMM writes the gradient once and Megatron's backward hook adds it into main_grad
+// (megatron/core/distributed/distributed_data_parallel.py, _make_backward_post_hook:
+// param.main_grad.add_(param.grad.data)): a memory-bound kernel beside the weight gradient.
+// PyTorch's autograd (framework fsdp) writes param.grad once.
 #pragma once
 
 #include "linear_gemm_shapes.h"
@@ -33,8 +36,9 @@ struct ParallelConfig;
 
 void apply_linear_kernels(const Op& op, const ParallelConfig& cfg, OpPlan* p);
 
-// Megatron's fused weight-gradient accumulation (ComputeWork::accumulate_bytes_per_output of the
-// weight-gradient pass), for a run training in `precision`.
+// Megatron's weight-gradient accumulation into main_grad, for a run training in `precision`:
+// fused (ComputeWork::accumulate_bytes_per_output of the weight-gradient pass) or the separate add
+// (its side bytes).
 void apply_wgrad_accumulation(const Op& op, const ParallelConfig& cfg, Precision precision, OpPlan* p);
 
 }  // namespace proteus

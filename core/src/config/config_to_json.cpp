@@ -264,6 +264,7 @@ Out strategy_json(const StrategySpec& s) {
   if (!s.bias_activation_fusion) out["bias_activation_fusion"] = false;
   if (!s.masked_softmax_fusion) out["masked_softmax_fusion"] = false;
   if (!s.apply_rope_fusion) out["apply_rope_fusion"] = false;
+  if (!s.gradient_accumulation_fusion) out["gradient_accumulation_fusion"] = false;
   // Written only when chosen, so configs that leave it to the framework resolve as before.
   if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;

@@ -218,6 +218,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "bias_activation_fusion",
                    "masked_softmax_fusion",
                    "apply_rope_fusion",
+                   "gradient_accumulation_fusion",
                    "fp8_param_gather",
                    "store_param_remainders",
                    "exp_avg_dtype",
@@ -283,6 +284,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.bias_activation_fusion = in.boolean("bias_activation_fusion", true);
   strategy.masked_softmax_fusion = in.boolean("masked_softmax_fusion", true);
   strategy.apply_rope_fusion = in.boolean("apply_rope_fusion", true);
+  strategy.gradient_accumulation_fusion = in.boolean("gradient_accumulation_fusion", true);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   strategy.store_param_remainders = in.boolean("store_param_remainders", false);
   const std::initializer_list<StateDtype> moment_dtypes = {StateDtype::Fp32, StateDtype::Bf16,

@@ -154,6 +154,17 @@ void check_megatron_fusions(const Config& c) {
   }
 }
 
+// strategy.gradient_accumulation_fusion is Megatron's --no-gradient-accumulation-fusion: the other
+// frameworks' weight gradients are not Megatron's main_grad, so turning it off there would be a
+// silent no-op.
+void check_gradient_accumulation_fusion(const Config& c) {
+  if (c.strategy.gradient_accumulation_fusion || c.strategy.framework == Framework::Megatron) return;
+  throw invalid_config(
+      "strategy.gradient_accumulation_fusion",
+      "gradient_accumulation_fusion is Megatron's switch (framework \"megatron\"); framework \"" +
+          std::string(to_string(c.strategy.framework)) + "\" has no main_grad to add into: remove it");
+}
+
 // strategy.store_param_remainders: the fp32 master weight is rebuilt from the bf16 weight (its
 // high 16 bits) and the stored low 16 bits, so the weights must be bf16 and the states an
 // fp32-master Adam's. FSDP2 keeps fp32 shards (no master copy) and DeepSpeed has no such option.
@@ -236,6 +247,7 @@ void check_framework(const Config& config) {
   check_overlaps(config);
   check_compile(config);
   check_megatron_fusions(config);
+  check_gradient_accumulation_fusion(config);
   check_param_remainders(config);
   check_optimizer_dtypes(config);
 }

@@ -224,6 +224,7 @@ void strategy_args(const Config& c, Args& a) {
     a.add(c.model.mlp == MlpKind::Swiglu ? "--no-bias-swiglu-fusion" : "--no-bias-gelu-fusion");
   if (!st.masked_softmax_fusion) a.add("--no-masked-softmax-fusion");
   if (!st.apply_rope_fusion) a.add("--no-rope-fusion");
+  if (!st.gradient_accumulation_fusion) a.add("--no-gradient-accumulation-fusion");
   if (st.fp8_param_gather) a.add("--fp8-param-gather");
   precision_aware_optimizer_args(c, a);
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");

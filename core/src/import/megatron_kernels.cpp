@@ -30,11 +30,7 @@ void kernel_fusion_part(ArgReader& in, const Json& model, Json& st, std::vector<
     if (model.value("learned_positions", true))
       ignored.push_back("--no-rope-fusion: the model has no rotary embedding");
   }
-  if (in.flag("--no-gradient-accumulation-fusion"))
-    ignored.push_back(
-        "--no-gradient-accumulation-fusion: the weight gradient is written in 16 bits and added to the "
-        "fp32 main_grad by a second kernel, 4 bytes more per parameter and micro-batch than the fused "
-        "GEMM's read and write of main_grad (not simulated)");
+  if (in.flag("--no-gradient-accumulation-fusion")) st["gradient_accumulation_fusion"] = false;
   if (in.flag("--no-persist-layer-norm"))
     ignored.push_back("--no-persist-layer-norm: another fused LayerNorm kernel, costed the same");
 }

@@ -96,7 +96,8 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.megatron_split_qkv = s.framework == Framework::Megatron;
   c.fused_qkv_gemm = s.framework != Framework::Fsdp;
   c.torch_linear_gemms = s.framework == Framework::Fsdp;
-  c.wgrad_into_main_grad = s.framework == Framework::Megatron;
+  c.wgrad_into_main_grad = s.framework == Framework::Megatron && s.gradient_accumulation_fusion;
+  c.wgrad_add_to_main_grad = s.framework == Framework::Megatron && !s.gradient_accumulation_fusion;
   c.torch_repeat_kv = s.framework == Framework::Fsdp;
   c.torch_cross_entropy = s.framework == Framework::Fsdp;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
