@@ -154,15 +154,17 @@ void check_megatron_fusions(const Config& c) {
   }
 }
 
-// strategy.gradient_accumulation_fusion is Megatron's --no-gradient-accumulation-fusion: the other
-// frameworks' weight gradients are not Megatron's main_grad, so turning it off there would be a
-// silent no-op.
+// strategy.gradient_accumulation_fusion is Megatron's --no-gradient-accumulation-fusion, simulated for
+// framework megatron only (compile/linear_kernels.h): turning it off elsewhere would be a silent
+// no-op.
 void check_gradient_accumulation_fusion(const Config& c) {
   if (c.strategy.gradient_accumulation_fusion || c.strategy.framework == Framework::Megatron) return;
   throw invalid_config(
       "strategy.gradient_accumulation_fusion",
-      "gradient_accumulation_fusion is Megatron's switch (framework \"megatron\"); framework \"" +
-          std::string(to_string(c.strategy.framework)) + "\" has no main_grad to add into: remove it");
+      "gradient_accumulation_fusion is Megatron's switch, simulated under framework \"megatron\" only; "
+      "under framework \"" +
+          std::string(to_string(c.strategy.framework)) +
+          "\" the weight gradients are accumulated the framework's own way: remove it");
 }
 
 // strategy.store_param_remainders: the fp32 master weight is rebuilt from the bf16 weight (its
