@@ -55,7 +55,8 @@ std::string gpt(const std::string& precision, const std::string& strategy_extra)
 }
 
 double accumulate_of(const std::string& config, const std::string& label, Phase phase) {
-  const ComputeWork* w = test::compute_work_ending(test::compile_text(config), phase, label);
+  const CompiledModel compiled = test::compile_text(config);  // outlives the work it points into
+  const ComputeWork* w = test::compute_work_ending(compiled, phase, label);
   REQUIRE_MESSAGE(w != nullptr, "no task " << label);
   return w->accumulate_bytes_per_output;
 }
