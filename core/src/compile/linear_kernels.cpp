@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "linear_gemm_shapes.h"
 #include "proteus/strategy_tree.h"
 
 namespace proteus {

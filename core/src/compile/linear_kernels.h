@@ -26,7 +26,6 @@
 // PyTorch's autograd (framework fsdp) writes param.grad once.
 #pragma once
 
-#include "linear_gemm_shapes.h"
 #include "op_plan.h"
 #include "proteus/training_spec.h"
 

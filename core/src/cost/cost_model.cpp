@@ -138,14 +138,14 @@ double gemm_efficiency_batched(const GpuSpec& gpu, Precision precision, int64_t 
 // batched GEMM of that many members; each takes its own FLOPs' share of the time.
 int64_t wave_batch(const ComputeWork& work) { return work.gemm_batch * std::max(1, work.concurrent_gemms); }
 
-// Share of the GPU's math throughput a GEMM gets when a communication kernel holds
-// work.sm_reserved SMs beside it (TE userbuffers launch the GEMM with an SM margin): the GEMM's
-// throughput scales with the SMs it runs on.
 // The SMs a GEMM runs on: the GPU's, less those a userbuffers kernel beside it holds (at least 1).
 int free_sms(const GpuSpec& gpu, const ComputeWork& work) {
   return std::max(1, gpu.sm_count - std::max(0, work.sm_reserved));
 }
 
+// Share of the GPU's math throughput a GEMM gets when a communication kernel holds
+// work.sm_reserved SMs beside it (TE userbuffers launch the GEMM with an SM margin): the GEMM's
+// throughput scales with the SMs it runs on.
 double sm_share(const GpuSpec& gpu, const ComputeWork& work) {
   if (work.sm_reserved <= 0 || gpu.sm_count <= 1) return 1.0;
   return static_cast<double>(free_sms(gpu, work)) / static_cast<double>(gpu.sm_count);
