@@ -229,6 +229,14 @@ int ep_axis_size(const StrategySpec& strategy);
 // and DeepSpeed's pipelines shard at most the optimizer state (zero 0-1), FSDP has no
 // optimizer-only sharding (no zero 1). The validator names the field; the search skips the rest.
 bool framework_runs_zero(const StrategySpec& strategy, int zero);
+// DeepSpeed trains bf16 without ZeRO through its BF16_Optimizer (deepspeed/runtime/engine.py
+// _do_optimizer_sanity_check: bf16 at stage 0 accumulates gradients in fp32 -> BFLOAT16), "its own
+// zero stage 1 equivalent": optimizer states sharded over the data-parallel ranks, fp32 gradients
+// accumulated after every micro-batch and all-reduced after the backward, the updated bf16
+// weights all-gathered (docs/frameworks/data-parallelism.md, "DeepSpeed's BF16_Optimizer").
+bool deepspeed_bf16_optimizer(const StrategySpec& strategy, bool bf16_training);
+// The ZeRO stage the optimizer states are sharded at: the config's, or 1 under BF16_Optimizer.
+int optimizer_state_zero(const StrategySpec& strategy, bool bf16_training);
 
 // Ranks of a context-parallel group that exchange heads by all-to-all: a2a all of cp; a2a+p2p
 // cp_a2a_size, or when 0 the largest power of two dividing cp with tp x it <= gpus_per_node

@@ -93,6 +93,10 @@ struct ParallelConfig {
   // ones grad_bucket_MB; Megatron's and DeepSpeed's buckets are all one size (framework fsdp,
   // zero 0: DDP; compile/iteration_tail.cpp).
   bool ddp_first_bucket = false;
+  // DeepSpeed's BF16_Optimizer (deepspeed_bf16_optimizer, strategy_spec.h; root): the optimizer
+  // states at zero 1, the gradients all-reduced whole in fp32 after the last backward, each
+  // micro-batch's bf16 gradients cast and added into that fp32 buffer (compile/iteration_tail.cpp).
+  bool bf16_optimizer = false;
   bool fp8_param_gather = false;        // FP8 weights gathered in FP8 (root)
   bool store_param_remainders = false;  // master weights as 16-bit remainders of the bf16 weights (root)
   // The precision-aware optimizer's state dtypes (root; strategy_spec.h).

@@ -141,6 +141,7 @@ void IterationTail::plan_buckets() {
 
 void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
   if (fsdp_accumulates()) fsdp_accumulate(op, w_task, mb, uses);
+  if (knobs_.bf16_optimizer) bf16_optimizer_accumulate(op, w_task, mb);
   if (knobs_.grad_sync == GradSync::PerMicroBatch)
     micro_batch_grad_done(op, w_task, mb);
   else if (uses == tree_.micro_batches_per_copy())  // DualPipe: each copy runs half of them
@@ -193,6 +194,33 @@ void IterationTail::fsdp_accumulate(int op, int w_task, int mb, int uses) {
     const Task t =
         emit_.compute_task(emit_.exec().label_id("fsdp_grad_accumulate"), Phase::BackwardWeight, mb, work);
     emit_.compute(t, {w_task}, {});
+  }
+}
+
+// DeepSpeed's BF16_Optimizer after every micro-batch's backward (BF16_Optimizer.update_hp_grads,
+// which the pipeline engine calls after each BackwardPass): for each parameter
+// hp_grad.add_(lp.grad.to(float32)), the cast reading the bf16 gradient and writing an fp32 copy
+// (2 + 4 bytes per element), the add reading both and writing the buffer (4 + 4 + 4): 18 bytes,
+// on the compute stream. The buffer is zeroed after every step, so the first micro-batch pays it
+// too. Once per tensor: autograd sums a tied weight's uses into one gradient first. Timed after
+// each weight's gradient rather than after the whole backward (the same kernels; DeepSpeed's
+// immediate_grad_update hooks run them there).
+void IterationTail::bf16_optimizer_accumulate(int op, int w_task, int mb) {
+  const double per_element = index_.weight_bytes + 4 + 3 * 4;
+  for (const WeightPlan& w : plans_[op].weights) {
+    if (weight_plan_of_tensor_[w.tensor] != &w) continue;
+    int& work = accumulate_work_[0][static_cast<size_t>(w.tensor)];
+    if (work < 0) {
+      ComputeWork cw;
+      cw.op_kind = OpKind::Elementwise;
+      cw.bytes = w.local_params * per_element;
+      work = emit_.exec().add_work(cw);
+    }
+    const Task t = emit_.compute_task(emit_.exec().label_id("bf16_optimizer_grad_accumulate"),
+                                      Phase::BackwardWeight, mb, work);
+    // Inside the backward pass's call (_exec_backward_pass): what follows on the compute stream,
+    // the input gradient's send and the boundary's all-reduce, waits for it.
+    state_.last_compute = emit_.compute(t, {w_task}, {});
   }
 }
 
@@ -299,7 +327,7 @@ double IterationTail::data_replication(const WeightPlan& w) const {
 
 void IterationTail::static_memory_and_optimizer() {
   std::array<double, kNumMemCategories> bytes{};
-  double opt_params = 0, fp8_cast_params = 0;
+  double opt_params = 0, fp8_cast_params = 0, grad_params = 0;
   for (size_t t = 0; t < g_.tensors.size(); ++t) {
     const WeightPlan* w = weight_plan_of_tensor_[t];
     if (!w) continue;
@@ -326,6 +354,10 @@ void IterationTail::static_memory_and_optimizer() {
     // reduced every micro-batch, only the shard survives (DeepSpeed ZeRO-2/3).
     const bool grads_sharded = zero >= 2 && knobs_.grad_sync == GradSync::PerMicroBatch;
     bytes[static_cast<int>(MemCategory::Gradients)] += p * grad_bytes(knobs_) / (grads_sharded ? d : 1);
+    // BF16_Optimizer keeps autograd's bf16 gradients beside its fp32 buffer (the pipeline engine
+    // calls update_hp_grads(clear_lp_grads=False); the next backward frees them first).
+    if (knobs_.bf16_optimizer) bytes[static_cast<int>(MemCategory::Gradients)] += p * index_.weight_bytes;
+    grad_params += p;
     bytes[static_cast<int>(MemCategory::OptimizerStates)] += p * index_.opt_state_bytes / (zero >= 1 ? d : 1);
     opt_params += p / (zero >= 1 ? d : 1);
   }
@@ -346,6 +378,8 @@ void IterationTail::static_memory_and_optimizer() {
   const double grad_read_saving =
       knobs_.torch_optimizer ? 0 : grad_bytes_per_element(true) - grad_bytes(knobs_);
   step.bytes = opt_params * (index_.opt_traffic_bytes - grad_read_saving) + fp8_cast_params * 4;
+  // BF16_Optimizer.step ends with clear_hp_grads: the whole fp32 buffer zeroed, 4 bytes written.
+  if (knobs_.bf16_optimizer) step.bytes += grad_params * 4;
   step.flops = opt_params * 10;  // a handful of flops per parameter (Adam: ~10)
   t.work = emit_.exec().add_work(step);
   std::vector<int> deps = grad_sync_tasks_;

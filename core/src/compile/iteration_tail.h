@@ -50,6 +50,8 @@ class IterationTail {
   // FSDP2 keeps the unsharded gradient across micro-batches (pipelining, more than one).
   bool fsdp_accumulates() const;
   void fsdp_accumulate(int op, int w_task, int mb, int uses);
+  // DeepSpeed's BF16_Optimizer casts and adds every micro-batch's gradients into its fp32 buffer.
+  void bf16_optimizer_accumulate(int op, int w_task, int mb);
   void micro_batch_grad_done(int op, int w_task, int mb);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
   int fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb);
@@ -77,7 +79,7 @@ class IterationTail {
   std::vector<const WeightPlan*> weight_plan_of_tensor_;
   std::vector<int> grad_sync_tasks_;
   std::vector<int> post_backward_buckets_;  // final in this pass, reduced at its end (end_pass)
-  std::vector<int> accumulate_work_[2];     // fsdp_accumulate's work per tensor: first use, later ones
+  std::vector<int> accumulate_work_[2];     // accumulation work per tensor: first use, later ones
 };
 
 }  // namespace proteus

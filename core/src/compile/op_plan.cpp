@@ -278,7 +278,8 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         // stage 3. A flat shard is modelled as Shard(0) of the tensor. ZeRO-1 is Megatron's distributed
         // optimizer: gradients reduce-scattered to the optimizer's shard
         // (docs/frameworks/data-parallelism.md), the full fp32 buffer kept (iteration_tail).
-        if (zero >= 1) w.grad_target.placement[a] = 0;
+        // DeepSpeed's BF16_Optimizer all-reduces the whole buffer instead.
+        if (zero >= 1 && !cfg.bf16_optimizer) w.grad_target.placement[a] = 0;
         if (zero >= 3) w.storage.placement[a] = 0;
       }
       const Tensor& t = g.tensors[wu.tensor];

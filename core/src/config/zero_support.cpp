@@ -1,4 +1,5 @@
-// framework_runs_zero (proteus/strategy_spec.h): the ZeRO stages each framework runs.
+// framework_runs_zero (proteus/strategy_spec.h): the ZeRO stages each framework runs, and the
+// stage DeepSpeed's BF16_Optimizer shards its optimizer states at.
 #include "proteus/strategy_spec.h"
 
 namespace proteus {
@@ -10,6 +11,14 @@ bool framework_runs_zero(const StrategySpec& s, int zero) {
       zero >= 2 && s.pp > 1 && (s.framework == Framework::DeepSpeed || s.framework == Framework::Megatron);
   const bool fsdp_refuses = zero == 1 && s.framework == Framework::Fsdp;
   return !pipeline_refuses && !fsdp_refuses;
+}
+
+bool deepspeed_bf16_optimizer(const StrategySpec& s, bool bf16_training) {
+  return s.framework == Framework::DeepSpeed && bf16_training && s.zero == 0;
+}
+
+int optimizer_state_zero(const StrategySpec& s, bool bf16_training) {
+  return deepspeed_bf16_optimizer(s, bf16_training) ? 1 : s.zero;
 }
 
 }  // namespace proteus

@@ -65,9 +65,20 @@ double bytes_per_param(const Config& c, double data_ranks) {
   const double weight = mixed ? 2 : 4, grad = grad_bytes_per_element(c.strategy.grad_reduce_in_fp32);
   const double opt = optimizer_state_bytes_per_param(optimizer_states(c.strategy, c.training));
   const int zero = c.strategy.zero;
+  const int state_zero = optimizer_state_zero(c.strategy, c.training.precision == Precision::Bf16);
   return weight / (zero >= 3 ? data_ranks : 1) + grad / (zero >= 2 ? data_ranks : 1) +
-         opt / (zero >= 1 ? data_ranks : 1);
+         opt / (state_zero >= 1 ? data_ranks : 1);
 }
+
+namespace {
+// The ZeRO stage a profile is compiled at: 0, whose static memory and optimizer step
+// bounds_from_profile divides for the candidate's stage. DeepSpeed bf16 at zero 0 is its
+// BF16_Optimizer, whose per-micro-batch accumulation the ZeRO-1 candidates do not run: those
+// profiles are compiled at zero 1 (DeepSpeed's ZeRO optimizer), a lower bound for both.
+int profile_zero(const Config& c) {
+  return c.strategy.framework == Framework::DeepSpeed && c.training.precision == Precision::Bf16 ? 1 : 0;
+}
+}  // namespace
 
 namespace {
 // Stage of each chunk and layers of each chunk, as the strategy tree splits them.
@@ -380,7 +391,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
   StrategySpec& s = c.strategy;
   // ZeRO changes only the static memory and the optimizer step, which bounds_from_profile
   // divides by the data-parallel ranks; every schedule but interleaved runs the same tasks.
-  s.zero = 0;
+  s.zero = profile_zero(c);
   if (s.schedule != Schedule::Interleaved1F1B && megatron_placement(s.schedule))
     s.schedule = Schedule::OneFOneB;
   const int64_t micro_batches = c.training.global_batch / (int64_t{s.dp} * s.micro_batch);
@@ -504,6 +515,9 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
   const StrategySpec& s = c.strategy;
   const int pp = s.pp, zero = s.zero;
   const double data_ranks = double(s.dp) * s.cp;  // the most any weight is sharded over by ZeRO
+  // Optimizer states and step: divided here unless the profile already is (profile_zero).
+  const bool states_sharded_here =
+      profile_zero(c) == 0 && optimizer_state_zero(s, c.training.precision == Precision::Bf16) >= 1;
   const double micro_batches = double(c.training.global_batch) / (double(s.dp) * s.micro_batch);
   const PipelineShape shape = pipeline_shape(s.schedule);
   Bounds b;
@@ -515,7 +529,7 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     std::array<double, kNumMemCategories> bytes = sp.static_bytes;
     bytes[static_cast<int>(MemCategory::Weights)] /= zero >= 3 ? data_ranks : 1;
     bytes[static_cast<int>(MemCategory::Gradients)] /= zero >= 2 ? data_ranks : 1;
-    bytes[static_cast<int>(MemCategory::OptimizerStates)] /= zero >= 1 ? data_ranks : 1;
+    bytes[static_cast<int>(MemCategory::OptimizerStates)] /= states_sharded_here ? data_ranks : 1;
     // Chunks placed otherwise (zb-v) release activations in an order this bound does not
     // model: their static memory only.
     const double activations =
@@ -536,7 +550,7 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
     const double per_mb_s = copies ? (sp.per_mb_busy_s + mirror.per_mb_busy_s) / 2 : sp.per_mb_s;
     const double per_mb_no_w_s =
         copies ? (sp.per_mb_no_w_busy_s + mirror.per_mb_no_w_busy_s) / 2 : sp.per_mb_no_w_s;
-    total[st] = per_mb_s * micro_batches + sp.once_s / (zero >= 1 ? data_ranks : 1);
+    total[st] = per_mb_s * micro_batches + sp.once_s / (states_sharded_here ? data_ranks : 1);
     before_tail[st] = (shape.tail_input_only ? per_mb_no_w_s : per_mb_s) * micro_batches;
   }
   std::vector<double> chain(static_cast<size_t>(pp));

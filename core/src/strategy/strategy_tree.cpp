@@ -110,6 +110,20 @@ ParallelConfig root_config(const StrategySpec& s) {
   return c;
 }
 
+// DeepSpeed's BF16_Optimizer (docs/frameworks/data-parallelism.md, "DeepSpeed's BF16_Optimizer"):
+// fp32 master weights and Adam states partitioned over the data-parallel group (zero 1), an fp32
+// gradient buffer for every parameter, all-reduced whole (engine.allreduce_gradients ->
+// buffered_allreduce_fallback on get_grads_for_reduction) once the backward of the last
+// micro-batch has returned, and the step's bf16 partitions all-gathered inside step()
+// (update_lp_params -> all_gather_dp_groups): nothing of either overlaps.
+void as_bf16_optimizer(ParallelConfig* c) {
+  c->bf16_optimizer = true;
+  c->zero = 1;
+  c->grad_reduce_in_fp32 = true;
+  c->overlap_grad_reduce = false;
+  c->overlap_param_gather = false;
+}
+
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> out;
   std::string cur;
@@ -256,6 +270,8 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
     node.module = static_cast<int>(m);
     if (mod.parent < 0) {
       node.config = root_config(s);
+      if (deepspeed_bf16_optimizer(s, config.training.precision == Precision::Bf16))
+        as_bf16_optimizer(&node.config);
       node.config.cp_a2a_size = cp_a2a_group_size(s, config.cluster.gpus_per_node);
     } else {
       node.config = tree.nodes[mod.parent].config;

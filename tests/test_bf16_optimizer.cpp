@@ -1,0 +1,159 @@
+// DeepSpeed's BF16_Optimizer (docs/frameworks/data-parallelism.md, "DeepSpeed's BF16_Optimizer"):
+// framework deepspeed trains bf16 at zero 0 with the optimizer states sharded like ZeRO-1, an fp32
+// gradient buffer beside autograd's bf16 gradients, an 18-byte cast-and-add per parameter after
+// every micro-batch, one all-reduce of the fp32 buffer after the backward and an all-gather of
+// the updated bf16 weights after the step.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "../core/src/search/bounds.h"
+#include "compile_fixtures.h"
+#include "error_path.h"
+#include "search_test_helpers.h"
+
+using namespace proteus;
+
+namespace {
+
+constexpr int kMicroBatches = 4;
+
+// GPT-style, 2 layers, hidden 512, DP 8 on one DGX H100, 4 micro-batches of 1.
+std::string deepspeed(const std::string& precision, int zero, const std::string& extra = "") {
+  return test::config_json_in(precision, test::gpt_model(2, 512, 8, 256, 8000),
+                              R"({"preset":"dgx-h100","nodes":1})", 8 * kMicroBatches,
+                              R"({"framework":"deepspeed","dp":8,"micro_batch":1,"zero":)" +
+                                  std::to_string(zero) + extra + "}");
+}
+
+double static_bytes(const CompiledModel& c, MemCategory category) {
+  return c.stats.static_bytes_per_stage[0][static_cast<int>(category)];
+}
+
+// Sum of the bytes of rank 0's compute tasks with this label, and how many there are.
+test::CollCount compute_total(const CompiledModel& c, const std::string& label) {
+  test::CollCount out;
+  for (const Task& t : c.exec.tasks) {
+    if (t.kind != TaskKind::Compute || t.rank != 0 || c.exec.labels[t.label] != label) continue;
+    ++out.count;
+    out.bytes += c.exec.works[t.work].bytes;
+  }
+  return out;
+}
+
+// Sum of the bytes of rank 0's gradient collectives (label grad_bucket_*) of one kind.
+test::CollCount gradient_collectives(const CompiledModel& c, CollectiveKind kind) {
+  test::CollCount out;
+  for (const Task& t : c.exec.tasks) {
+    if (t.kind != TaskKind::Collective || t.rank != 0) continue;
+    if (c.exec.labels[t.label].rfind("grad_bucket_", 0) != 0) continue;
+    const Collective& col = c.exec.collectives[t.collective];
+    if (col.kind != kind) continue;
+    ++out.count;
+    out.bytes += col.bytes;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("BF16_Optimizer: optimizer states sharded as ZeRO-1, fp32 gradients beside bf16 ones") {
+  const CompiledModel bf16_z0 = test::compile_text(deepspeed("bf16", 0));
+  const CompiledModel bf16_z1 = test::compile_text(deepspeed("bf16", 1));
+  const CompiledModel fp16_z0 = test::compile_text(deepspeed("fp16", 0));
+  // DeepSpeed's ZeRO-1 keeps the fp32 gradient buffer: 4 bytes per parameter of the rank.
+  const double params = static_bytes(bf16_z1, MemCategory::Gradients) / 4;
+  REQUIRE(params > 0);
+  CHECK(static_bytes(bf16_z0, MemCategory::Weights) == doctest::Approx(2 * params));
+  // fp32 buffer 4 + autograd's bf16 gradients 2.
+  CHECK(static_bytes(bf16_z0, MemCategory::Gradients) == doctest::Approx(6 * params));
+  // fp32 master + Adam m, v: 12 bytes over the 8 data-parallel ranks, as ZeRO-1.
+  CHECK(static_bytes(bf16_z0, MemCategory::OptimizerStates) == doctest::Approx(12 * params / 8));
+  CHECK(static_bytes(bf16_z0, MemCategory::OptimizerStates) ==
+        doctest::Approx(static_bytes(bf16_z1, MemCategory::OptimizerStates)));
+  // fp16 at zero 0 is DeepSpeed's FP16_Optimizer: nothing sharded.
+  CHECK(static_bytes(fp16_z0, MemCategory::OptimizerStates) == doctest::Approx(12 * params));
+}
+
+TEST_CASE("BF16_Optimizer: every micro-batch casts and adds each gradient into fp32, 18 bytes each") {
+  const CompiledModel c = test::compile_text(deepspeed("bf16", 0));
+  const double params = static_bytes(c, MemCategory::Gradients) / 6;
+  const test::CollCount accumulate = compute_total(c, "bf16_optimizer_grad_accumulate");
+  // The cast reads 2 and writes 4, the add reads 4 + 4 and writes 4; on every micro-batch.
+  CHECK(accumulate.bytes == doctest::Approx(18 * params * kMicroBatches));
+  CHECK(accumulate.count % kMicroBatches == 0);
+  // Not under the other optimizers: DeepSpeed's ZeRO-1, FP16_Optimizer, Megatron's bf16.
+  CHECK(compute_total(test::compile_text(deepspeed("bf16", 1)), "bf16_optimizer_grad_accumulate").count == 0);
+  CHECK(compute_total(test::compile_text(deepspeed("fp16", 0)), "bf16_optimizer_grad_accumulate").count == 0);
+  const std::string megatron = test::config_json(test::gpt_model(2, 512, 8, 256, 8000),
+                                                 R"({"preset":"dgx-h100","nodes":1})", 32,
+                                                 R"({"framework":"megatron","dp":8,"micro_batch":1})");
+  CHECK(compute_total(test::compile_text(megatron), "bf16_optimizer_grad_accumulate").count == 0);
+}
+
+TEST_CASE("BF16_Optimizer: one all-reduce of the fp32 gradients after the backward, bf16 gathers after the step") {
+  const CompiledModel c = test::compile_text(deepspeed("bf16", 0));
+  const double params = static_bytes(c, MemCategory::Gradients) / 6;
+  const test::CollCount all_reduce = gradient_collectives(c, CollectiveKind::AllReduce);
+  CHECK(all_reduce.bytes == doctest::Approx(4 * params));
+  CHECK(gradient_collectives(c, CollectiveKind::ReduceScatter).count == 0);
+  // DeepSpeed's ZeRO-1 reduce-scatters instead.
+  const CompiledModel zero1 = test::compile_text(deepspeed("bf16", 1));
+  CHECK(gradient_collectives(zero1, CollectiveKind::ReduceScatter).count > 0);
+  CHECK(gradient_collectives(zero1, CollectiveKind::AllReduce).count == 0);
+  // Issued once every backward is done (none per micro-batch), the gathers after the step: in
+  // the played iteration, no gradient all-reduce starts before rank 0's last backward or
+  // accumulation ends, and no gather before its optimizer step ends.
+  const Config config = parse_config(deepspeed("bf16", 0));
+  const Trace trace = execute(c.exec, cost_model_of(config), build_topology(config.cluster),
+                              exec_options_of(config, false));
+  double backward_end_s = 0, step_end_s = 0;
+  for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
+    const Task& t = c.exec.tasks[i];
+    if (t.rank != 0 || t.kind != TaskKind::Compute) continue;
+    if (t.phase == Phase::BackwardWeight || t.phase == Phase::BackwardInput)
+      backward_end_s = std::max(backward_end_s, trace.task_end_s[i]);
+    if (t.phase == Phase::Optimizer) step_end_s = std::max(step_end_s, trace.task_end_s[i]);
+  }
+  REQUIRE(backward_end_s > 0);
+  REQUIRE(step_end_s > backward_end_s);
+  double gathered = 0;
+  for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
+    const Task& t = c.exec.tasks[i];
+    if (t.rank != 0 || t.kind != TaskKind::Collective) continue;
+    const std::string& label = c.exec.labels[t.label];
+    if (label.rfind("grad_bucket_", 0) == 0) {
+      CHECK(t.micro_batch == -1);
+      CHECK(trace.task_start_s[i] >= backward_end_s);
+    }
+    if (label.rfind("param_gather_", 0) == 0) {
+      CHECK(trace.task_start_s[i] >= step_end_s);
+      gathered += c.exec.collectives[t.collective].bytes;
+    }
+  }
+  CHECK(gathered == doctest::Approx(2 * params));
+}
+
+TEST_CASE("BF16_Optimizer: a slower step than DeepSpeed's ZeRO-1, and the search's bounds stay below it") {
+  for (const int zero : {0, 1}) {
+    CAPTURE(zero);
+    const Config config = parse_config(deepspeed("bf16", zero));
+    const test::Simulated s = test::simulate(config);
+    const search_detail::Bounds b = search_detail::compiled_bounds(config);
+    CHECK(b.time_s <= s.time_s);
+    CHECK(b.memory_bytes <= s.peak_bytes);
+  }
+  CHECK(test::simulate(parse_config(deepspeed("bf16", 0))).time_s >
+        test::simulate(parse_config(deepspeed("bf16", 1))).time_s);
+}
+
+TEST_CASE("BF16_Optimizer: 16-bit or per-micro-batch gradient reduction is an error naming the field") {
+  CHECK(test::error_path([] { parse_config(deepspeed("bf16", 0, R"(,"grad_reduce_in_fp32":false)")); }) ==
+        "strategy.grad_reduce_in_fp32");
+  CHECK(test::error_path([] { parse_config(deepspeed("bf16", 0, R"(,"grad_sync":"per_micro_batch")")); }) ==
+        "strategy.grad_sync");
+  // DeepSpeed's ZeRO-1 takes both.
+  CHECK(test::error_path([] { parse_config(deepspeed("bf16", 1, R"(,"grad_reduce_in_fp32":false)")); }) ==
+        test::kNoError);
+}
