@@ -21,10 +21,10 @@ constexpr int kMicroBatches = 4;
 
 // GPT-style, 2 layers, hidden 512, DP 8 on one DGX H100, 4 micro-batches of 1.
 std::string deepspeed(const std::string& precision, int zero, const std::string& extra = "") {
-  return test::config_json_in(precision, test::gpt_model(2, 512, 8, 256, 8000),
-                              R"({"preset":"dgx-h100","nodes":1})", 8 * kMicroBatches,
-                              R"({"framework":"deepspeed","dp":8,"micro_batch":1,"zero":)" +
-                                  std::to_string(zero) + extra + "}");
+  return test::config_json_in(
+      precision, test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})",
+      8 * kMicroBatches,
+      R"({"framework":"deepspeed","dp":8,"micro_batch":1,"zero":)" + std::to_string(zero) + extra + "}");
 }
 
 double static_bytes(const CompiledModel& c, MemCategory category) {
@@ -86,13 +86,14 @@ TEST_CASE("BF16_Optimizer: every micro-batch casts and adds each gradient into f
   // Not under the other optimizers: DeepSpeed's ZeRO-1, FP16_Optimizer, Megatron's bf16.
   CHECK(compute_total(test::compile_text(deepspeed("bf16", 1)), "bf16_optimizer_grad_accumulate").count == 0);
   CHECK(compute_total(test::compile_text(deepspeed("fp16", 0)), "bf16_optimizer_grad_accumulate").count == 0);
-  const std::string megatron = test::config_json(test::gpt_model(2, 512, 8, 256, 8000),
-                                                 R"({"preset":"dgx-h100","nodes":1})", 32,
-                                                 R"({"framework":"megatron","dp":8,"micro_batch":1})");
+  const std::string megatron =
+      test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})", 32,
+                        R"({"framework":"megatron","dp":8,"micro_batch":1})");
   CHECK(compute_total(test::compile_text(megatron), "bf16_optimizer_grad_accumulate").count == 0);
 }
 
-TEST_CASE("BF16_Optimizer: one all-reduce of the fp32 gradients after the backward, bf16 gathers after the step") {
+TEST_CASE(
+    "BF16_Optimizer: one all-reduce of the fp32 gradients after the backward, bf16 gathers after the step") {
   const CompiledModel c = test::compile_text(deepspeed("bf16", 0));
   const double params = static_bytes(c, MemCategory::Gradients) / 6;
   const test::CollCount all_reduce = gradient_collectives(c, CollectiveKind::AllReduce);
@@ -106,8 +107,8 @@ TEST_CASE("BF16_Optimizer: one all-reduce of the fp32 gradients after the backwa
   // the played iteration, no gradient all-reduce starts before rank 0's last backward or
   // accumulation ends, and no gather before its optimizer step ends.
   const Config config = parse_config(deepspeed("bf16", 0));
-  const Trace trace = execute(c.exec, cost_model_of(config), build_topology(config.cluster),
-                              exec_options_of(config, false));
+  const Trace trace =
+      execute(c.exec, cost_model_of(config), build_topology(config.cluster), exec_options_of(config, false));
   double backward_end_s = 0, step_end_s = 0;
   for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
     const Task& t = c.exec.tasks[i];
