@@ -136,8 +136,9 @@ TEST_CASE(
   CHECK(gathered == doctest::Approx(2 * params));
 }
 
-TEST_CASE("BF16_Optimizer: a slower step than DeepSpeed's ZeRO-1, and the search's bounds stay below it") {
-  for (const int zero : {0, 1}) {
+TEST_CASE(
+    "BF16_Optimizer: a slower step than DeepSpeed's ZeRO-1, and the search's bounds stay below every stage") {
+  for (const int zero : {0, 1, 2, 3}) {
     CAPTURE(zero);
     const Config config = parse_config(deepspeed("bf16", zero));
     const test::Simulated s = test::simulate(config);

@@ -73,8 +73,9 @@ double bytes_per_param(const Config& c, double data_ranks) {
 namespace {
 // The ZeRO stage a profile is compiled at: 0, whose static memory and optimizer step
 // bounds_from_profile divides for the candidate's stage. DeepSpeed bf16 at zero 0 is its
-// BF16_Optimizer, whose per-micro-batch accumulation the ZeRO-1 candidates do not run: those
-// profiles are compiled at zero 1 (DeepSpeed's ZeRO optimizer), a lower bound for both.
+// BF16_Optimizer, whose per-micro-batch accumulation the candidates at zero 1-3 do not run: those
+// profiles are compiled at zero 1 (DeepSpeed's ZeRO optimizer) with the parameter gathers after
+// the step (nothing the forward waits for), a lower bound for every stage.
 int profile_zero(const Config& c) {
   return c.strategy.framework == Framework::DeepSpeed && c.training.precision == Precision::Bf16 ? 1 : 0;
 }
@@ -392,6 +393,7 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
   // ZeRO changes only the static memory and the optimizer step, which bounds_from_profile
   // divides by the data-parallel ranks; every schedule but interleaved runs the same tasks.
   s.zero = profile_zero(c);
+  if (s.zero == 1) s.overlap_param_gather = false;
   if (s.schedule != Schedule::Interleaved1F1B && megatron_placement(s.schedule))
     s.schedule = Schedule::OneFOneB;
   const int64_t micro_batches = c.training.global_batch / (int64_t{s.dp} * s.micro_batch);
