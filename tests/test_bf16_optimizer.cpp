@@ -5,13 +5,13 @@
 // the updated bf16 weights after the step.
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <string>
 
 #include "../core/src/search/bounds.h"
 #include "compile_fixtures.h"
 #include "error_path.h"
 #include "search_test_helpers.h"
+#include "tail_timing.h"
 
 using namespace proteus;
 
@@ -103,36 +103,13 @@ TEST_CASE(
   const CompiledModel zero1 = test::compile_text(deepspeed("bf16", 1));
   CHECK(gradient_collectives(zero1, CollectiveKind::ReduceScatter).count > 0);
   CHECK(gradient_collectives(zero1, CollectiveKind::AllReduce).count == 0);
-  // Issued once every backward is done (none per micro-batch), the gathers after the step: in
-  // the played iteration, no gradient all-reduce starts before rank 0's last backward or
-  // accumulation ends, and no gather before its optimizer step ends.
-  const Config config = parse_config(deepspeed("bf16", 0));
-  const Trace trace =
-      execute(c.exec, cost_model_of(config), build_topology(config.cluster), exec_options_of(config, false));
-  double backward_end_s = 0, step_end_s = 0;
-  for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
-    const Task& t = c.exec.tasks[i];
-    if (t.rank != 0 || t.kind != TaskKind::Compute) continue;
-    if (t.phase == Phase::BackwardWeight || t.phase == Phase::BackwardInput)
-      backward_end_s = std::max(backward_end_s, trace.task_end_s[i]);
-    if (t.phase == Phase::Optimizer) step_end_s = std::max(step_end_s, trace.task_end_s[i]);
-  }
-  REQUIRE(backward_end_s > 0);
-  REQUIRE(step_end_s > backward_end_s);
-  double gathered = 0;
-  for (size_t i = 0; i < c.exec.tasks.size(); ++i) {
-    const Task& t = c.exec.tasks[i];
-    if (t.rank != 0 || t.kind != TaskKind::Collective) continue;
-    const std::string& label = c.exec.labels[t.label];
-    if (label.rfind("grad_bucket_", 0) == 0) {
-      CHECK(t.micro_batch == -1);
-      CHECK(trace.task_start_s[i] >= backward_end_s);
-    }
-    if (label.rfind("param_gather_", 0) == 0) {
-      CHECK(trace.task_start_s[i] >= step_end_s);
-      gathered += c.exec.collectives[t.collective].bytes;
-    }
-  }
+  // Issued once every backward is done (none per micro-batch), the gathers after the step.
+  const test::TailTimes tail = test::tail_times(parse_config(deepspeed("bf16", 0)), c);
+  REQUIRE(tail.grad_reduces > 0);
+  CHECK(tail.per_micro_batch_grad_reduces == 0);
+  CHECK(tail.first_grad_reduce_s >= tail.backward_end_s);
+  CHECK(tail.first_param_gather_s >= tail.step_end_s);
+  const double gathered = tail.param_gather_bytes;
   CHECK(gathered == doctest::Approx(2 * params));
 }
 

@@ -57,6 +57,17 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
   return mask;
 }
 
+// What DeepSpeed's engines overlap (docs/frameworks/data-parallelism.md, "What DeepSpeed overlaps"):
+// without ZeRO the engine all-reduces after the backward (DeepSpeedEngine.backward ->
+// allreduce_gradients), and the pipeline engine reduces after its schedule (TrainSchedule's
+// ReduceGrads -> _exec_reduce_grads, reduce_gradients(pipeline_parallel=True)); only ZeRO-1/2's
+// overlap_comm hooks outside a pipeline, and ZeRO-3, reduce during the backward. ZeRO-1/2
+// all-gather the updated weights inside step() (all_gather_dp_groups), before the next forward.
+void deepspeed_overlaps(const StrategySpec& s, ParallelConfig* c) {
+  if (s.zero == 0 || (s.pp > 1 && s.zero <= 1)) c->overlap_grad_reduce = false;
+  if (s.zero == 1 || s.zero == 2) c->overlap_param_gather = false;
+}
+
 // The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
 ParallelConfig root_config(const StrategySpec& s) {
   ParallelConfig c;
@@ -101,6 +112,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.torch_repeat_kv = s.framework == Framework::Fsdp;
   c.torch_cross_entropy = s.framework == Framework::Fsdp;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
+  if (s.framework == Framework::DeepSpeed) deepspeed_overlaps(s, &c);
   c.fp8_param_gather = s.fp8_param_gather;
   c.store_param_remainders = s.store_param_remainders;
   c.exp_avg_dtype = s.exp_avg_dtype;
