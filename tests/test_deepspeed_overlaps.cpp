@@ -51,7 +51,8 @@ TEST_CASE("DeepSpeed: without ZeRO the gradients are all-reduced after the backw
   }
 }
 
-TEST_CASE("DeepSpeed: ZeRO-1 and ZeRO-2 gather the updated weights inside the step, not in the next forward") {
+TEST_CASE(
+    "DeepSpeed: ZeRO-1 and ZeRO-2 gather the updated weights inside the step, not in the next forward") {
   for (const int zero : {1, 2}) {
     CAPTURE(zero);
     const test::TailTimes t = tail_of(deepspeed("fp16", zero, 1));
