@@ -333,3 +333,94 @@ TEST_CASE("export -> import keeps the 2025 model features") {
     CHECK(resolved(back.config_json) == resolved(config));
   }
 }
+
+namespace {
+
+// A Megatron-DeepSpeed launch line as BigScience's BLOOM 176B run passed it (tr11-176B-ml.slurm:
+// TP 4, PP 12, 48 nodes, ALiBi, an embedding LayerNorm, the vocabulary padded to 250880, ZeRO
+// stage 0 with bf16: DeepSpeed's BF16_Optimizer).
+std::string megatron_deepspeed(const std::string& extra) {
+  return "python -u -m torch.distributed.run --nproc_per_node 8 --nnodes 48 pretrain_gpt.py"
+         " --tensor-model-parallel-size 4 --pipeline-model-parallel-size 12 --num-layers 70"
+         " --hidden-size 14336 --num-attention-heads 112 --seq-length 2048 --max-position-embeddings 2048"
+         " --micro-batch-size 2 --global-batch-size 2048 --rampup-batch-size 192 16 9_765_625"
+         " --tokenizer-type PretrainedFromHF --tokenizer-name-or-path bigscience/tokenizer"
+         " --embed-layernorm --bf16 --position-embedding-type alibi --checkpoint-activations"
+         " --pad-vocab-size-to 250880 --kill-switch-path /tmp/kill --abort-on-unmet-fused-kernel-constraints"
+         " --deepspeed_config ./ds_config.json --deepspeed-activation-checkpointing" +
+         extra;
+}
+
+bool listed(const std::vector<std::string>& notes, const std::string& start) {
+  return std::any_of(notes.begin(), notes.end(),
+                     [&](const std::string& n) { return n.rfind(start, 0) == 0; });
+}
+
+}  // namespace
+
+TEST_CASE("import: a Megatron-DeepSpeed launch runs DeepSpeed's engine at its --zero-stage") {
+  const ImportResult r =
+      import_megatron(megatron_deepspeed(" --deepspeed --zero-stage 0"), on("dgx-a100-80g", 0));
+  const Config c = parse_config(r.config_json);
+  CHECK(c.strategy.framework == Framework::DeepSpeed);
+  CHECK(c.strategy.zero == 0);  // with bf16: BF16_Optimizer (tests/test_bf16_optimizer.cpp)
+  CHECK(c.strategy.tp == 4);
+  CHECK(c.strategy.pp == 12);
+  CHECK(c.strategy.dp == 8);
+  CHECK(c.strategy.recompute == Recompute::Full);
+  CHECK(c.model.vocab == 250880);
+  CHECK_FALSE(c.model.learned_positions);
+  CHECK(c.training.precision == Precision::Bf16);
+  CHECK(listed(r.ignored, "--position-embedding-type alibi"));
+  CHECK(listed(r.ignored, "--embed-layernorm"));
+  CHECK(listed(r.assumed, "--deepspeed_config ./ds_config.json is not read"));
+  // Megatron's pipeline p2p assumptions are not DeepSpeed's (its engine's p2p is fixed).
+  CHECK_FALSE(listed(r.assumed, "pipeline tensors sent whole"));
+  // Without --zero-stage: Megatron-DeepSpeed's default, 1, said so.
+  const ImportResult d = import_megatron(megatron_deepspeed(" --deepspeed"), on("dgx-a100-80g", 0));
+  CHECK(parse_config(d.config_json).strategy.zero == 1);
+  CHECK(listed(d.assumed, "ZeRO stage 1"));
+  // Without --deepspeed the DeepSpeed arguments have no effect: Megatron-LM, said so.
+  const ImportResult m = import_megatron(megatron_deepspeed(" --zero-stage 2"), on("dgx-a100-80g", 0));
+  CHECK(parse_config(m.config_json).strategy.framework == Framework::Megatron);
+  CHECK(parse_config(m.config_json).strategy.zero == 0);
+  CHECK(listed(m.ignored, "--zero-stage: used only with --deepspeed"));
+}
+
+TEST_CASE("import: Megatron-DeepSpeed arguments Proteus cannot take are errors naming them") {
+  const MegatronImportOptions a100 = on("dgx-a100-80g", 0);
+  CHECK(error_path([&] {
+          import_megatron(megatron_deepspeed(" --deepspeed --ds-sequence-parallel-size 2"), a100);
+        }) == "--ds-sequence-parallel-size");
+  CHECK(error_path([&] {
+          import_megatron(megatron_deepspeed(" --deepspeed --no-pipeline-parallel"), a100);
+        }) == "--no-pipeline-parallel");
+  CHECK(error_path([&] { import_megatron(megatron_deepspeed(" --pad-vocab-size-to 250881"), a100); }) ==
+        "--pad-vocab-size-to");
+  CHECK(error_path([&] { import_megatron(megatron_deepspeed(" --deepspeed --zero-stage 4"), a100); }) ==
+        "--zero-stage");
+}
+
+TEST_CASE("export -> import is the identity on DeepSpeed configs at DeepSpeed's overlap defaults") {
+  // overlap_grad_reduce is DeepSpeed's overlap_comm, false at stages 1-2 and true at 3 unless its
+  // JSON says otherwise; the export writes a comment line when the config differs.
+  const char* strategies[] = {
+      R"({"framework":"deepspeed","dp":8,"tp":4,"pp":2,"zero":0,"overlap_grad_reduce":false})",
+      R"({"framework":"deepspeed","dp":16,"tp":4,"zero":1,"overlap_grad_reduce":false})",
+      R"({"framework":"deepspeed","dp":64,"zero":3,"overlap_grad_reduce":true})"};
+  for (const char* strategy : strategies) {
+    CAPTURE(strategy);
+    const std::string config =
+        std::string(R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},)") +
+        R"("training":{"global_batch":256,"precision":"bf16"},"strategy":)" + strategy + "}";
+    const std::string args = export_megatron(config);
+    CHECK(args.find("--deepspeed") != std::string::npos);
+    CHECK(args.find("overlap_comm") == std::string::npos);
+    const json cluster = resolved(config)["cluster"];
+    CHECK(resolved(import_megatron(args, on(cluster.dump(), 0)).config_json) == resolved(config));
+  }
+  const std::string overlapped =
+      R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},"training":{"global_batch":256},)"
+      R"("strategy":{"framework":"deepspeed","dp":64,"zero":2}})";
+  CHECK(export_megatron(overlapped).find(R"("overlap_comm": true)") != std::string::npos);
+}

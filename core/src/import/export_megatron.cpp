@@ -181,15 +181,23 @@ void strategy_args(const Config& c, Args& a) {
   }
   a.add("--micro-batch-size", st.micro_batch);
   a.add("--global-batch-size", c.training.global_batch);
-  switch (st.zero) {
-    case 0:
-      break;
-    case 1:
-      a.add("--use-distributed-optimizer");
-      break;
-    default:
-      a.add("--use-megatron-fsdp");
-      a.add("--data-parallel-sharding-strategy", st.zero == 2 ? "optim_grads" : "optim_grads_params");
+  const bool deepspeed = st.framework == Framework::DeepSpeed;
+  if (deepspeed) {
+    // Megatron-DeepSpeed: DeepSpeed's engine and the ZeRO stage its config JSON also names
+    // (docs/import.md, "Megatron-DeepSpeed"); its overlaps are DeepSpeed's own.
+    a.add("--deepspeed");
+    a.add("--zero-stage", st.zero);
+  } else {
+    switch (st.zero) {
+      case 0:
+        break;
+      case 1:
+        a.add("--use-distributed-optimizer");
+        break;
+      default:
+        a.add("--use-megatron-fsdp");
+        a.add("--data-parallel-sharding-strategy", st.zero == 2 ? "optim_grads" : "optim_grads_params");
+    }
   }
   if (st.recompute != Recompute::None) a.add("--recompute-granularity", to_string(st.recompute));
   if (st.recompute == Recompute::Selective && st.recompute_modules != kDefaultRecomputeModules) {
@@ -228,14 +236,14 @@ void strategy_args(const Config& c, Args& a) {
   if (st.fp8_param_gather) a.add("--fp8-param-gather");
   precision_aware_optimizer_args(c, a);
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
-  if (st.overlap_grad_reduce) a.add("--overlap-grad-reduce");
-  if (st.zero >= 1 && st.overlap_param_gather) a.add("--overlap-param-gather");
+  if (st.overlap_grad_reduce && !deepspeed) a.add("--overlap-grad-reduce");
+  if (st.zero >= 1 && st.overlap_param_gather && !deepspeed) a.add("--overlap-param-gather");
   // Megatron's gradient dtype defaults (arguments.py): fp32 under bf16 unless
   // --grad-reduce-in-bf16; fp16 under fp16 unless --accumulate-allreduce-grads-in-fp32.
   const bool fp16 = c.training.precision == Precision::Fp16;
   if (st.grad_reduce_in_fp32 && fp16) a.add("--accumulate-allreduce-grads-in-fp32");
   if (!st.grad_reduce_in_fp32 && !fp16) a.add("--grad-reduce-in-bf16");
-  if (st.overlap_grad_reduce || st.grad_bucket_MB != 25) {
+  if ((st.overlap_grad_reduce && !deepspeed) || st.grad_bucket_MB != 25) {
     // Megatron counts the bucket in gradient elements.
     const double elements = st.grad_bucket_MB * 1e6 / grad_bytes_per_element(st.grad_reduce_in_fp32);
     if (elements != static_cast<double>(static_cast<int64_t>(elements))) {
@@ -282,6 +290,13 @@ std::string export_megatron(const std::string& config_text) {
   std::string head = "# " + (c.name.empty() ? std::string("Proteus config") : c.name) +
                      "\n# cluster: " + (c.cluster.name.empty() ? std::string("(unnamed)") : c.cluster.name) +
                      " (not a Megatron argument: import with --cluster)\n";
+  const StrategySpec& st = c.strategy;
+  const bool overlap_comm_matters = st.zero == 3 || (st.zero >= 1 && st.pp == 1);
+  if (st.framework == Framework::DeepSpeed && overlap_comm_matters &&
+      st.overlap_grad_reduce != (st.zero == 3))
+    head += std::string("# DeepSpeed config JSON: \"zero_optimization\": {\"overlap_comm\": ") +
+            (st.overlap_grad_reduce ? "true" : "false") +
+            "} (not a Megatron argument: import keeps DeepSpeed's default)\n";
   head += "torchrun --nnodes " + std::to_string(c.cluster.nodes) + " --nproc-per-node " +
           std::to_string(c.cluster.gpus_per_node) + " " + script;
   return a.text(head);

@@ -30,6 +30,7 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
   moe_part(in, model, result.ignored, result.assumed);
   Json strategy = strategy_part(in, model["layers"].get<int64_t>(), gpus, result.ignored, result.assumed,
                                 training, model);
+  deepspeed_part(in, strategy, result.ignored, result.assumed);
   training["seq_len"] = in.has("--seq-length") ? in.integer("--seq-length", 0, 1, 16777216)
                                                : in.integer("--encoder-seq-length", 0, 1, 16777216);
   training_part(in, training);
@@ -38,7 +39,8 @@ ImportResult import_megatron(const std::string& text, const MegatronImportOption
   precision_aware_optimizer_part(in, strategy, training, result.ignored);
   attention_kernel_part(in, strategy, result.assumed);
   kernel_fusion_part(in, model, strategy, result.ignored);
-  pipeline_p2p_part(in, strategy, result.ignored, result.assumed);
+  if (strategy.value("framework", std::string()) != "deepspeed")  // its pipeline engine's p2p is fixed
+    pipeline_p2p_part(in, strategy, result.ignored, result.assumed);
   for (const std::string& name : args.repeated)
     result.ignored.push_back(name + " is given more than once: the last value is used (as argparse does)");
   for (const std::string& name : in.unread()) result.ignored.push_back(name);

@@ -114,8 +114,19 @@ Json model_part(ArgReader& in, Family family, int64_t tp, std::vector<std::strin
                                              : in.integer("--encoder-seq-length", 0, 1, 16777216);
   if (seq == 0) throw Error("invalid_config", "--seq-length", "missing --seq-length");
   m["seq_len"] = in.integer("--max-position-embeddings", seq, 1, 16777216);
-  m["vocab"] = padded_vocab(vocab_size(in, family, assumed),
-                            in.integer("--make-vocab-size-divisible-by", 128, 1, kBig), tp);
+  // BigScience's Megatron-DeepSpeed pads to an exact size instead (_vocab_size_with_padding:
+  // --pad-vocab-size-to, which must divide by tp).
+  if (in.has("--pad-vocab-size-to")) {
+    const int64_t to = in.integer("--pad-vocab-size-to", 0, 1, kBig);
+    if (to % tp != 0)
+      throw Error("invalid_config", "--pad-vocab-size-to",
+                  "--pad-vocab-size-to " + std::to_string(to) + " is not divisible by tensor parallel " +
+                      std::to_string(tp));
+    m["vocab"] = to;
+  } else {
+    m["vocab"] = padded_vocab(vocab_size(in, family, assumed),
+                              in.integer("--make-vocab-size-divisible-by", 128, 1, kBig), tp);
+  }
   m["mlp"] = swiglu ? "swiglu" : "gelu";
   if (in.flag("--squared-relu"))
     ignored.push_back("--squared-relu: the activation is costed as GELU (same two matrices)");
@@ -133,6 +144,13 @@ Json model_part(ArgReader& in, Family family, int64_t tp, std::vector<std::strin
         "--hidden-dropout / --attention-dropout: one is 0; Proteus has one dropout switch (on)");
   bool flash = false;
   if (in.flag("--use-flash-attn")) flash = true;
+  // Megatron-DeepSpeed's names: flash-attn 2 (the framework's kernel), 1, or its Triton port.
+  if (in.flag("--use-flash-attn-v2")) flash = true;
+  for (const char* older : {"--use-flash-attn-v1", "--use-flash-attn-triton"}) {
+    if (!in.flag(older)) continue;
+    flash = true;
+    assumed.push_back(std::string(older) + ": costed as FlashAttention-2");
+  }
   if (in.has("--attention-backend")) {
     const std::string b =
         in.choice("--attention-backend", "auto", {"auto", "flash", "fused", "unfused", "local"});
@@ -144,7 +162,7 @@ Json model_part(ArgReader& in, Family family, int64_t tp, std::vector<std::strin
   m["flash_attention"] = flash;
   m["causal"] = family == Family::Gpt;
   std::string pos = in.choice("--position-embedding-type", "learned_absolute",
-                              {"learned_absolute", "rope", "yarn", "mrope", "relative", "none"});
+                              {"learned_absolute", "rope", "yarn", "mrope", "relative", "none", "alibi"});
   if (in.flag("--use-rotary-position-embeddings")) pos = "rope";
   if (in.flag("--no-position-embedding") && pos == "learned_absolute") pos = "none";
   if (pos == "relative")
@@ -154,6 +172,12 @@ Json model_part(ArgReader& in, Family family, int64_t tp, std::vector<std::strin
   if (pos == "none")
     ignored.push_back(
         "--position-embedding-type none: costed as rotary embeddings (a few elementwise FLOPs)");
+  if (pos == "alibi")  // Megatron-DeepSpeed (BLOOM): a bias added to the attention scores
+    ignored.push_back(
+        "--position-embedding-type alibi: ALiBi's score bias is costed as rotary embeddings "
+        "(a few elementwise FLOPs)");
+  if (in.flag("--embed-layernorm"))
+    ignored.push_back("--embed-layernorm: the LayerNorm after the word embedding (BLOOM) is not simulated");
   if (family == Family::Bert) {
     const bool binary_head = !in.flag("--bert-no-binary-head");
     m["type_vocab"] = binary_head ? 2 : 0;  // pretrain_bert.py: num_tokentypes = 2 if binary head

@@ -1,6 +1,6 @@
 // The Megatron importer's parts, grouped by the file that defines each. import_megatron()
-// (import_megatron.cpp) calls them in order: script, cluster, model, MoE, strategy, precision,
-// Transformer Engine, optimizer, kernels, pipeline p2p. Each reads its arguments through the
+// (import_megatron.cpp) calls them in order: script, cluster, model, MoE, strategy, DeepSpeed,
+// precision, Transformer Engine, optimizer, kernels, pipeline p2p. Each reads its arguments through the
 // ArgReader, writes its fields into the config's JSON objects, and lists what it did not
 // simulate (ignored) or took from Megatron's defaults (assumed).
 #pragma once
@@ -38,6 +38,11 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::str
                    std::vector<std::string>& assumed, Json& training, Json& model);
 void pipeline_p2p_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
                        std::vector<std::string>& assumed);
+
+// megatron_deepspeed.cpp: Megatron-DeepSpeed's --deepspeed (framework deepspeed) and its ZeRO stage.
+
+void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
+                    std::vector<std::string>& assumed);
 
 // megatron_precision.cpp: number formats, and the knobs that depend on them.
 

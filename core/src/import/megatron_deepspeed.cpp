@@ -1,0 +1,77 @@
+// Megatron-DeepSpeed's launch arguments (microsoft/Megatron-DeepSpeed megatron/arguments.py
+// _add_zero_args, _add_activation_checkpoint_args; DeepSpeed's add_config_arguments): --deepspeed
+// hands the model to DeepSpeed's engine (framework "deepspeed", its pipeline engine under pp > 1)
+// and --zero-stage names the ZeRO stage of the DeepSpeed config, which the importer does not read
+// (docs/import.md, "Megatron-DeepSpeed").
+#include "megatron_parts.h"
+
+namespace proteus::import_detail {
+
+namespace {
+
+void zero_stage(ArgReader& in, Json& st, std::vector<std::string>& ignored, std::vector<std::string>& assumed) {
+  if (in.flag("--use-distributed-optimizer"))
+    ignored.push_back(
+        "--use-distributed-optimizer: Megatron's distributed optimizer is not used under --deepspeed; "
+        "DeepSpeed's ZeRO stage (--zero-stage) applies");
+  if (in.has("--zero-stage")) {
+    st["zero"] = in.integer("--zero-stage", 1, 0, 3);
+  } else {
+    st["zero"] = 1;
+    assumed.push_back("ZeRO stage 1: Megatron-DeepSpeed's --zero-stage default (the DeepSpeed config sets it)");
+  }
+  if (in.has("--deepspeed-config"))
+    assumed.push_back(
+        "--deepspeed_config " + in.text("--deepspeed-config") +
+        " is not read: the ZeRO stage is --zero-stage's, the batch sizes the Megatron arguments' "
+        "(DeepSpeed checks that they agree)");
+}
+
+// Memory-saving options of DeepSpeed's activation checkpointing: the checkpoints themselves.
+void checkpoint_options(ArgReader& in, std::vector<std::string>& ignored) {
+  if (in.flag("--partition-activations"))
+    ignored.push_back(
+        "--partition-activations: the checkpointed layer inputs split over tensor parallelism "
+        "are not simulated (each rank keeps the whole input)");
+  if (in.flag("--checkpoint-in-cpu"))
+    ignored.push_back("--checkpoint-in-cpu: checkpoints offloaded to host memory are not simulated");
+  if (in.has("--checkpoint-num-layers") && in.integer("--checkpoint-num-layers", 1, 1, 1 << 20) != 1)
+    ignored.push_back("--checkpoint-num-layers: full recompute is simulated one layer at a time");
+}
+
+}  // namespace
+
+void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
+                    std::vector<std::string>& assumed) {
+  if (in.has("--ds-sequence-parallel-size") && in.integer("--ds-sequence-parallel-size", 1, 1, 1 << 20) > 1)
+    throw Error("invalid_config", "--ds-sequence-parallel-size",
+                "DeepSpeed-Ulysses sequence parallelism is not imported: it is context parallelism by "
+                "all-to-all, strategy.cp with cp_comm_type \"a2a\" (set them in the config)");
+  if (in.flag("--no-pipeline-parallel") && st.value("pp", 1) > 1)
+    throw Error("invalid_config", "--no-pipeline-parallel",
+                "contradicts --pipeline-model-parallel-size " + std::to_string(st.value("pp", 1)));
+  if (!in.flag("--deepspeed")) {
+    for (const char* name : {"--zero-stage", "--deepspeed-config", "--deepspeed-activation-checkpointing"})
+      if (in.has(name)) ignored.push_back(std::string(name) + ": used only with --deepspeed");
+    return;
+  }
+  st["framework"] = "deepspeed";
+  zero_stage(in, st, ignored, assumed);
+  // Whether ZeRO reduces during the backward is the JSON's overlap_comm, whose default is true at
+  // stage 3 only; it matters at stages 1-2 outside a pipeline and at 3 (docs/frameworks/
+  // data-parallelism.md, "What DeepSpeed overlaps").
+  const int64_t zero = st["zero"].get<int64_t>();
+  st["overlap_grad_reduce"] = zero == 3;
+  if (zero == 3 || (zero >= 1 && st.value("pp", 1) == 1))
+    assumed.push_back(std::string("overlap_comm ") + (zero == 3 ? "true" : "false") +
+                      ": DeepSpeed's default at ZeRO stage " + std::to_string(zero) +
+                      " (set strategy.overlap_grad_reduce if the DeepSpeed config says otherwise)");
+  in.flag("--deepspeed-activation-checkpointing");  // DeepSpeed's implementation of the recompute
+  checkpoint_options(in, ignored);
+  if (in.has("--pp-partition-method"))
+    ignored.push_back("--pp-partition-method " + in.text("--pp-partition-method") +
+                      ": layers are split evenly over the stages (DeepSpeed's 'parameters' and "
+                      "'type:' balancing are not simulated)");
+}
+
+}  // namespace proteus::import_detail
