@@ -9,7 +9,8 @@ namespace proteus::import_detail {
 
 namespace {
 
-void zero_stage(ArgReader& in, Json& st, std::vector<std::string>& ignored, std::vector<std::string>& assumed) {
+void zero_stage(ArgReader& in, Json& st, std::vector<std::string>& ignored,
+                std::vector<std::string>& assumed) {
   if (in.flag("--use-distributed-optimizer"))
     ignored.push_back(
         "--use-distributed-optimizer: Megatron's distributed optimizer is not used under --deepspeed; "
@@ -18,7 +19,8 @@ void zero_stage(ArgReader& in, Json& st, std::vector<std::string>& ignored, std:
     st["zero"] = in.integer("--zero-stage", 1, 0, 3);
   } else {
     st["zero"] = 1;
-    assumed.push_back("ZeRO stage 1: Megatron-DeepSpeed's --zero-stage default (the DeepSpeed config sets it)");
+    assumed.push_back(
+        "ZeRO stage 1: Megatron-DeepSpeed's --zero-stage default (the DeepSpeed config sets it)");
   }
   if (in.has("--deepspeed-config"))
     assumed.push_back(
