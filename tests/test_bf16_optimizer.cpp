@@ -62,10 +62,13 @@ TEST_CASE("BF16_Optimizer: optimizer states sharded as ZeRO-1, fp32 gradients be
   const CompiledModel bf16_z0 = test::compile_text(deepspeed("bf16", 0));
   const CompiledModel bf16_z1 = test::compile_text(deepspeed("bf16", 1));
   const CompiledModel fp16_z0 = test::compile_text(deepspeed("fp16", 0));
-  // DeepSpeed's ZeRO-1 keeps the fp32 gradient buffer: 4 bytes per parameter of the rank.
-  const double params = static_bytes(bf16_z1, MemCategory::Gradients) / 4;
+  // bf16 weights: 2 bytes per parameter of the rank.
+  const double params = static_bytes(bf16_z1, MemCategory::Weights) / 2;
   REQUIRE(params > 0);
   CHECK(static_bytes(bf16_z0, MemCategory::Weights) == doctest::Approx(2 * params));
+  // DeepSpeed's ZeRO-1 keeps autograd's bf16 gradients (docs/frameworks/data-parallelism.md,
+  // "Gradient dtype").
+  CHECK(static_bytes(bf16_z1, MemCategory::Gradients) == doctest::Approx(2 * params));
   // fp32 buffer 4 + autograd's bf16 gradients 2.
   CHECK(static_bytes(bf16_z0, MemCategory::Gradients) == doctest::Approx(6 * params));
   // fp32 master + Adam m, v: 12 bytes over the 8 data-parallel ranks, as ZeRO-1.

@@ -255,10 +255,11 @@ TEST_CASE(
   const double P = static_cast<double>(one.stats.parameters);
   // DeepSpeed ZeRO-2 reduces every micro-batch (PR #338): 8x the reduce-scatters and bytes.
   CHECK(stat(eight, "reduce_scatter", "gradient").count == 8 * stat(one, "reduce_scatter", "gradient").count);
-  CHECK(stat(eight, "reduce_scatter", "gradient").bytes == doctest::Approx(8 * 4 * P));
-  // ... and holds only its 1/d shard of the fp32 gradient (ZeRO paper 5.2: 2 + (4 + 12)/d per parameter).
+  // DeepSpeed reduces the module's bf16 gradients (communication_data_type's default).
+  CHECK(stat(eight, "reduce_scatter", "gradient").bytes == doctest::Approx(8 * 2 * P));
+  // ... and holds only its 1/d shard of the 16-bit gradient (ZeRO paper 5.2: 2 + (2 + 12)/d per parameter).
   const int grads = static_cast<int>(MemCategory::Gradients);
-  CHECK(eight.stats.static_bytes_per_stage[0][grads] == doctest::Approx(4 * P / 8));
+  CHECK(eight.stats.static_bytes_per_stage[0][grads] == doctest::Approx(2 * P / 8));
   // FSDP no_sync / at the boundary: one reduce-scatter per parameter group (FSDP2's
   // post_backward: the root module's and each of the 2 blocks'), a full fp32 gradient buffer.
   const CompiledModel boundary = test::compile_text(

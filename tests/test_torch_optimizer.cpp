@@ -30,9 +30,11 @@ double step_bytes(const std::string& framework, const std::string& extra = "") {
 
 TEST_CASE("torch optimizer: TorchTitan's foreach AdamW and gradient clipping move 92 bytes per parameter") {
   // Fused mixed-precision Adam (DeepSpeed): read master, grad, m, v (16), write master, m, v (12)
-  // and the 16-bit copy (2) = 30. foreach AdamW: weight decay 8, lerp 12, mul 8, addcmul 12,
-  // sqrt 8, div 8, add 8, addcdiv 16 = 80; clip_grad_norm_: norm 4, mul 8 = 12.
-  const double fused = step_bytes("deepspeed");
+  // and the 16-bit copy (2) = 30, with fp32 gradients (DeepSpeed's default are bf16: 28).
+  // foreach AdamW: weight decay 8, lerp 12, mul 8, addcmul 12, sqrt 8, div 8, add 8,
+  // addcdiv 16 = 80; clip_grad_norm_: norm 4, mul 8 = 12.
+  const double fused = step_bytes("deepspeed", R"(,"grad_reduce_in_fp32":true)");
+  CHECK(step_bytes("deepspeed") / fused == doctest::Approx(28.0 / 30.0));
   REQUIRE(fused > 0);
   CHECK(step_bytes("fsdp") / fused == doctest::Approx(92.0 / 30.0));
   // FSDP2's sharded gradient is fp32 even when it reduces in bf16: the step reads 4 bytes.

@@ -92,7 +92,9 @@ struct StrategySpec {
   // DistributedDataParallelConfig.grad_reduce_in_fp32, forced on for bf16 by Megatron-LM unless
   // --grad-reduce-in-bf16; false: in the 16-bit dtype (2 bytes), as NeMo's optim.grad_sync_dtype
   // bf16 and PyTorch FSDP's reduce_dtype bf16. Mixed precision only.
+  // Resolved: the config's, or the framework's default (default_grad_reduce_in_fp32).
   bool grad_reduce_in_fp32 = true;
+  bool grad_reduce_in_fp32_given = false;  // the config set grad_reduce_in_fp32
   double grad_bucket_MB = 25;
   Framework framework = Framework::Megatron;
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
@@ -208,6 +210,13 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 // After changing zero, framework or pp (the search does): grad_sync follows them again unless
 // the config set it.
 void refresh_grad_sync(StrategySpec* strategy);
+// docs/frameworks/data-parallelism.md, "Gradient dtype": fp32 gradients (Megatron's main_grad, FSDP2's
+// reduce_dtype under TorchTitan, DeepSpeed's BF16_Optimizer), except DeepSpeed's other optimizers,
+// which keep autograd's gradients in the module's 16-bit dtype and reduce them in it
+// (communication_data_type's default); fp32/tf32 training has only fp32 gradients.
+bool default_grad_reduce_in_fp32(const StrategySpec& strategy, bool mixed_precision, bool bf16_training);
+// After changing zero or framework (the search does): the default again unless the config set it.
+void refresh_grad_reduce_in_fp32(StrategySpec* strategy, bool mixed_precision, bool bf16_training);
 const char* to_string(CpCommType);
 const char* to_string(AttentionKernel);
 // The kernel the framework runs on Hopper when the config leaves it to the framework: Megatron-Core

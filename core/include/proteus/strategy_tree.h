@@ -97,6 +97,9 @@ struct ParallelConfig {
   // states at zero 1, the gradients all-reduced whole in fp32 after the last backward, each
   // micro-batch's bf16 gradients cast and added into that fp32 buffer (compile/iteration_tail.cpp).
   bool bf16_optimizer = false;
+  // DeepSpeed's other optimizers (FP16_Optimizer, ZeRO-1) leave the gradients to autograd across
+  // micro-batches: each later one is added into param.grad in place (compile/iteration_tail.cpp).
+  bool autograd_grad_accumulation = false;
   bool fp8_param_gather = false;        // FP8 weights gathered in FP8 (root)
   bool store_param_remainders = false;  // master weights as 16-bit remainders of the bf16 weights (root)
   // The precision-aware optimizer's state dtypes (root; strategy_spec.h).

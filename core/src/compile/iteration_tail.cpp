@@ -142,6 +142,7 @@ void IterationTail::plan_buckets() {
 void IterationTail::weight_grad_done(int op, int w_task, int mb, int uses) {
   if (fsdp_accumulates()) fsdp_accumulate(op, w_task, mb, uses);
   if (knobs_.bf16_optimizer) bf16_optimizer_accumulate(op, w_task, mb);
+  if (autograd_accumulates() && uses > 1) autograd_accumulate(op, w_task, mb);
   if (knobs_.grad_sync == GradSync::PerMicroBatch)
     micro_batch_grad_done(op, w_task, mb);
   else if (uses == tree_.micro_batches_per_copy())  // DualPipe: each copy runs half of them
@@ -220,6 +221,32 @@ void IterationTail::bf16_optimizer_accumulate(int op, int w_task, int mb) {
                                       Phase::BackwardWeight, mb, work);
     // Inside the backward pass's call (_exec_backward_pass): what follows on the compute stream,
     // the input gradient's send and the boundary's all-reduce, waits for it.
+    state_.last_compute = emit_.compute(t, {w_task}, {});
+  }
+}
+
+// DeepSpeed's FP16_Optimizer (zero 0) and ZeRO-1 leave the gradients to autograd until the
+// boundary (ZeRO-1's hooks reduce only there; docs/frameworks/data-parallelism.md, "Gradient
+// dtype"): from the second micro-batch on, AccumulateGrad adds the weight-gradient GEMM's new
+// tensor into param.grad in place, reading both and writing one in the module's 16-bit dtype
+// (2 + 2 + 2 bytes per element), on the compute stream right after the gradient. ZeRO-2/3 reduce
+// every micro-batch into their partition instead (grad_sync per_micro_batch).
+bool IterationTail::autograd_accumulates() const {
+  return knobs_.autograd_grad_accumulation && knobs_.grad_sync == GradSync::AtBoundary &&
+         tree_.micro_batches_per_copy() > 1;
+}
+
+void IterationTail::autograd_accumulate(int op, int w_task, int mb) {
+  for (const WeightPlan& w : plans_[op].weights) {
+    int& work = accumulate_work_[1][static_cast<size_t>(w.tensor)];
+    if (work < 0) {
+      ComputeWork cw;
+      cw.op_kind = OpKind::Elementwise;
+      cw.bytes = w.local_params * 3 * index_.weight_bytes;
+      work = emit_.exec().add_work(cw);
+    }
+    const Task t = emit_.compute_task(emit_.exec().label_id("autograd_grad_accumulate"),
+                                      Phase::BackwardWeight, mb, work);
     state_.last_compute = emit_.compute(t, {w_task}, {});
   }
 }

@@ -52,6 +52,9 @@ class IterationTail {
   void fsdp_accumulate(int op, int w_task, int mb, int uses);
   // DeepSpeed's BF16_Optimizer casts and adds every micro-batch's gradients into its fp32 buffer.
   void bf16_optimizer_accumulate(int op, int w_task, int mb);
+  // DeepSpeed's other optimizers: autograd adds each later micro-batch's gradient into param.grad.
+  bool autograd_accumulates() const;
+  void autograd_accumulate(int op, int w_task, int mb);
   void micro_batch_grad_done(int op, int w_task, int mb);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
   int fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb);

@@ -93,4 +93,14 @@ void refresh_grad_sync(StrategySpec* strategy) {
   if (!strategy->grad_sync_given) strategy->grad_sync = default_grad_sync(*strategy);
 }
 
+bool default_grad_reduce_in_fp32(const StrategySpec& strategy, bool mixed_precision, bool bf16_training) {
+  if (!mixed_precision || strategy.framework != Framework::DeepSpeed) return true;
+  return deepspeed_bf16_optimizer(strategy, bf16_training);
+}
+
+void refresh_grad_reduce_in_fp32(StrategySpec* strategy, bool mixed_precision, bool bf16_training) {
+  if (!strategy->grad_reduce_in_fp32_given)
+    strategy->grad_reduce_in_fp32 = default_grad_reduce_in_fp32(*strategy, mixed_precision, bf16_training);
+}
+
 }  // namespace proteus

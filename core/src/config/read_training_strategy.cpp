@@ -264,7 +264,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
         read_recompute_modules(in.at("recompute_modules"), in.path_of("recompute_modules"));
   strategy.overlap_grad_reduce = in.boolean("overlap_grad_reduce", true);
   strategy.overlap_param_gather = in.boolean("overlap_param_gather", true);
-  strategy.grad_reduce_in_fp32 = in.boolean("grad_reduce_in_fp32", true);
+  strategy.grad_reduce_in_fp32_given = in.has("grad_reduce_in_fp32");
+  strategy.grad_reduce_in_fp32 =
+      in.boolean("grad_reduce_in_fp32", true);  // parse_config resolves the default
   strategy.grad_bucket_MB = in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);
   strategy.framework = in.enumeration("framework", Framework::Megatron,
                                       {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp});

@@ -240,9 +240,10 @@ void strategy_args(const Config& c, Args& a) {
   if (st.zero >= 1 && st.overlap_param_gather && !deepspeed) a.add("--overlap-param-gather");
   // Megatron's gradient dtype defaults (arguments.py): fp32 under bf16 unless
   // --grad-reduce-in-bf16; fp16 under fp16 unless --accumulate-allreduce-grads-in-fp32.
+  // Under DeepSpeed the gradient dtype is its JSON's (default: the module's dtype).
   const bool fp16 = c.training.precision == Precision::Fp16;
-  if (st.grad_reduce_in_fp32 && fp16) a.add("--accumulate-allreduce-grads-in-fp32");
-  if (!st.grad_reduce_in_fp32 && !fp16) a.add("--grad-reduce-in-bf16");
+  if (st.grad_reduce_in_fp32 && fp16 && !deepspeed) a.add("--accumulate-allreduce-grads-in-fp32");
+  if (!st.grad_reduce_in_fp32 && !fp16 && !deepspeed) a.add("--grad-reduce-in-bf16");
   if ((st.overlap_grad_reduce && !deepspeed) || st.grad_bucket_MB != 25) {
     // Megatron counts the bucket in gradient elements.
     const double elements = st.grad_bucket_MB * 1e6 / grad_bytes_per_element(st.grad_reduce_in_fp32);

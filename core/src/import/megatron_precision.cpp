@@ -41,6 +41,16 @@ Json training_part(ArgReader& in, Json& training) {
 // count holds half the bytes.
 void gradient_dtype_part(ArgReader& in, Json& st, const Json& training, std::vector<std::string>& assumed) {
   const std::string precision = training["precision"].get<std::string>();
+  if (st.value("framework", std::string()) == "deepspeed") {
+    // DeepSpeed's engine, not Megatron's DDP, keeps the gradients: its JSON's dtypes apply.
+    in.flag("--grad-reduce-in-bf16");
+    in.flag("--accumulate-allreduce-grads-in-fp32");
+    if (precision != "fp32")
+      assumed.push_back(
+          "gradients as DeepSpeed keeps them by default: the module's 16-bit dtype, reduced in it "
+          "(communication_data_type), fp32 under its BF16_Optimizer (bf16 at ZeRO stage 0)");
+    return;
+  }
   const bool bf16_grads = in.flag("--grad-reduce-in-bf16");
   const bool fp32_grads = in.flag("--accumulate-allreduce-grads-in-fp32");
   if (bf16_grads && fp32_grads)

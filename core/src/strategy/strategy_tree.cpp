@@ -66,6 +66,7 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
 void deepspeed_overlaps(const StrategySpec& s, ParallelConfig* c) {
   if (s.zero == 0 || (s.pp > 1 && s.zero <= 1)) c->overlap_grad_reduce = false;
   if (s.zero == 1 || s.zero == 2) c->overlap_param_gather = false;
+  c->autograd_grad_accumulation = true;  // unless BF16_Optimizer (as_bf16_optimizer)
 }
 
 // The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
@@ -130,6 +131,7 @@ ParallelConfig root_config(const StrategySpec& s) {
 // (update_lp_params -> all_gather_dp_groups): nothing of either overlaps.
 void as_bf16_optimizer(ParallelConfig* c) {
   c->bf16_optimizer = true;
+  c->autograd_grad_accumulation = false;  // its update_hp_grads adds them instead
   c->zero = 1;
   c->grad_reduce_in_fp32 = true;
   c->overlap_grad_reduce = false;
