@@ -62,6 +62,10 @@ TEST_CASE("frameworks: combinations no framework runs are errors naming the fiel
   CHECK(error_path(config_with({{"zero", 2}, {"framework", "deepspeed"}})) == "strategy.zero");
   CHECK(error_path(config_with({{"zero", 3}, {"framework", "deepspeed"}})) == "strategy.zero");
   CHECK(error_path(config_with({{"zero", 1}, {"framework", "deepspeed"}})) == "(parsed)");
+  // ... and runs one schedule, its TrainSchedule (1F1B).
+  for (const char* schedule : {"interleaved-1f1b", "gpipe", "zb-h1", "dualpipe"})
+    CHECK(error_path(config_with({{"zero", 1}, {"framework", "deepspeed"}, {"schedule", schedule}})) ==
+          "strategy.schedule");
   // Megatron-Core pipelines use the distributed optimizer.
   CHECK(error_path(config_with({{"zero", 3}})) == "strategy.zero");
   CHECK(error_path(config_with({{"zero", 3}, {"pp", 1}, {"dp", 8}})) == "(parsed)");

@@ -43,6 +43,13 @@ void check_zero(const Config& c) {
                              ") reduces gradients at the last micro-batch only: torch.distributed.pipelining "
                              "turns gradient sync off for the others; use \"at_boundary\"");
   }
+  if (s.framework == Framework::DeepSpeed && s.pp > 1 && s.schedule != Schedule::OneFOneB) {
+    // deepspeed/runtime/pipe/engine.py: train_batch runs schedule.TrainSchedule, its 1F1B, only.
+    throw invalid_config("strategy.schedule",
+                         std::string("\"") + to_string(s.schedule) +
+                             "\": DeepSpeed's pipeline engine runs one schedule, its TrainSchedule (1F1B); "
+                             "use \"1f1b\", or framework \"megatron\" or \"fsdp\" for the others");
+  }
   if (s.framework == Framework::Fsdp && s.schedule == Schedule::Interleaved1F1B &&
       s.microbatch_group_size > 0 && s.microbatch_group_size != s.pp) {
     // ScheduleInterleaved1F1B: rounds of m / max(1, m / pp) micro-batches, pp where m is a
