@@ -423,4 +423,10 @@ TEST_CASE("export -> import is the identity on DeepSpeed configs at DeepSpeed's 
       R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},"training":{"global_batch":256},)"
       R"("strategy":{"framework":"deepspeed","dp":64,"zero":2}})";
   CHECK(export_megatron(overlapped).find(R"("overlap_comm": true)") != std::string::npos);
+  // fp32 reductions under DeepSpeed's ZeRO optimizer are its communication_data_type.
+  const std::string fp32 =
+      R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},"training":{"global_batch":256},)"
+      R"("strategy":{"framework":"deepspeed","dp":64,"zero":1,"grad_reduce_in_fp32":true}})";
+  CHECK(export_megatron(fp32).find(R"("communication_data_type": "fp32")") != std::string::npos);
+  CHECK(export_megatron(overlapped).find("communication_data_type") == std::string::npos);
 }

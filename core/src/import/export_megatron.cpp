@@ -298,6 +298,13 @@ std::string export_megatron(const std::string& config_text) {
     head += std::string("# DeepSpeed config JSON: \"zero_optimization\": {\"overlap_comm\": ") +
             (st.overlap_grad_reduce ? "true" : "false") +
             "} (not a Megatron argument: import keeps DeepSpeed's default)\n";
+  const bool mixed = is_mixed_precision(c.training.precision);
+  if (st.framework == Framework::DeepSpeed &&
+      st.grad_reduce_in_fp32 !=
+          default_grad_reduce_in_fp32(st, mixed, c.training.precision == Precision::Bf16))
+    head += std::string("# DeepSpeed config JSON: \"communication_data_type\": \"") +
+            (st.grad_reduce_in_fp32 ? "fp32" : to_string(c.training.precision)) +
+            "\" (not a Megatron argument: import keeps DeepSpeed's default)\n";
   head += "torchrun --nnodes " + std::to_string(c.cluster.nodes) + " --nproc-per-node " +
           std::to_string(c.cluster.gpus_per_node) + " " + script;
   return a.text(head);
