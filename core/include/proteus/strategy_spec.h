@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proteus/recompute_modules.h"
+#include "proteus/training_spec.h"
 
 namespace proteus {
 
@@ -207,16 +208,14 @@ const char* to_string(GradSync);
 // DeepSpeed ZeRO-2/3 and FSDP reduce-scatter every micro-batch, except FSDP under a pipeline
 // (torch.distributed.pipelining disables gradient sync until the last micro-batch).
 GradSync default_grad_sync(const StrategySpec& strategy);
-// After changing zero, framework or pp (the search does): grad_sync follows them again unless
-// the config set it.
-void refresh_grad_sync(StrategySpec* strategy);
 // docs/frameworks/data-parallelism.md, "Gradient dtype": fp32 gradients (Megatron's main_grad, FSDP2's
 // reduce_dtype under TorchTitan, DeepSpeed's BF16_Optimizer), except DeepSpeed's other optimizers,
 // which keep autograd's gradients in the module's 16-bit dtype and reduce them in it
 // (communication_data_type's default); fp32/tf32 training has only fp32 gradients.
-bool default_grad_reduce_in_fp32(const StrategySpec& strategy, bool mixed_precision, bool bf16_training);
-// After changing zero or framework (the search does): the default again unless the config set it.
-void refresh_grad_reduce_in_fp32(StrategySpec* strategy, bool mixed_precision, bool bf16_training);
+bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precision);
+// After parsing, and after changing zero, framework or pp (the search does): grad_sync and
+// grad_reduce_in_fp32 follow them again unless the config set them.
+void refresh_framework_defaults(StrategySpec* strategy, Precision precision);
 const char* to_string(CpCommType);
 const char* to_string(AttentionKernel);
 // The kernel the framework runs on Hopper when the config leaves it to the framework: Megatron-Core
@@ -243,9 +242,13 @@ bool framework_runs_zero(const StrategySpec& strategy, int zero);
 // zero stage 1 equivalent": optimizer states sharded over the data-parallel ranks, fp32 gradients
 // accumulated after every micro-batch and all-reduced after the backward, the updated bf16
 // weights all-gathered (docs/frameworks/data-parallelism.md, "DeepSpeed's BF16_Optimizer").
-bool deepspeed_bf16_optimizer(const StrategySpec& strategy, bool bf16_training);
+bool deepspeed_bf16_optimizer(const StrategySpec& strategy, Precision precision);
+// Whether DeepSpeed reduces gradients during the backward at all (ZeRO-1/2 without a pipeline,
+// with its JSON's overlap_comm, and ZeRO-3); otherwise after it, whatever overlap_grad_reduce says
+// (docs/frameworks/data-parallelism.md, "What DeepSpeed overlaps").
+bool deepspeed_can_overlap_grad_reduce(const StrategySpec& strategy);
 // The ZeRO stage the optimizer states are sharded at: the config's, or 1 under BF16_Optimizer.
-int optimizer_state_zero(const StrategySpec& strategy, bool bf16_training);
+int optimizer_state_zero(const StrategySpec& strategy, Precision precision);
 
 // Ranks of a context-parallel group that exchange heads by all-to-all: a2a all of cp; a2a+p2p
 // cp_a2a_size, or when 0 the largest power of two dividing cp with tp x it <= gpus_per_node

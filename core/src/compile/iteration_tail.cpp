@@ -184,18 +184,24 @@ void IterationTail::fsdp_accumulate(int op, int w_task, int mb, int uses) {
   const bool widened = reduce > param;
   if (first && !widened) return;  // autograd keeps the first gradient as it is
   const double per_element = widened ? (first ? param + reduce : reduce + param + reduce) : 3 * param;
-  for (const WeightPlan& w : plans_[op].weights) {
-    int& work = accumulate_work_[first ? 0 : 1][static_cast<size_t>(w.tensor)];
-    if (work < 0) {
-      ComputeWork cw;
-      cw.op_kind = OpKind::Elementwise;
-      cw.bytes = w.local_params * per_element;
-      work = emit_.exec().add_work(cw);
-    }
-    const Task t =
-        emit_.compute_task(emit_.exec().label_id("fsdp_grad_accumulate"), Phase::BackwardWeight, mb, work);
-    emit_.compute(t, {w_task}, {});
+  for (const WeightPlan& w : plans_[op].weights)
+    accumulate_task(w, first ? 0 : 1, per_element, "fsdp_grad_accumulate", w_task, mb);
+}
+
+// One weight's gradient accumulation kernel after its gradient task w_task: memory-bound,
+// per_element bytes per element of the rank's weight, on the compute stream. Its work is made
+// once per tensor and slot (first use, later ones) and shared by the micro-batches.
+int IterationTail::accumulate_task(const WeightPlan& w, int slot, double per_element, const char* label,
+                                   int w_task, int mb) {
+  int& work = accumulate_work_[slot][static_cast<size_t>(w.tensor)];
+  if (work < 0) {
+    ComputeWork cw;
+    cw.op_kind = OpKind::Elementwise;
+    cw.bytes = w.local_params * per_element;
+    work = emit_.exec().add_work(cw);
   }
+  const Task t = emit_.compute_task(emit_.exec().label_id(label), Phase::BackwardWeight, mb, work);
+  return emit_.compute(t, {w_task}, {});
 }
 
 // DeepSpeed's BF16_Optimizer after every micro-batch's backward (BF16_Optimizer.update_hp_grads,
@@ -210,18 +216,9 @@ void IterationTail::bf16_optimizer_accumulate(int op, int w_task, int mb) {
   const double per_element = index_.weight_bytes + 4 + 3 * 4;
   for (const WeightPlan& w : plans_[op].weights) {
     if (weight_plan_of_tensor_[w.tensor] != &w) continue;
-    int& work = accumulate_work_[0][static_cast<size_t>(w.tensor)];
-    if (work < 0) {
-      ComputeWork cw;
-      cw.op_kind = OpKind::Elementwise;
-      cw.bytes = w.local_params * per_element;
-      work = emit_.exec().add_work(cw);
-    }
-    const Task t = emit_.compute_task(emit_.exec().label_id("bf16_optimizer_grad_accumulate"),
-                                      Phase::BackwardWeight, mb, work);
     // Inside the backward pass's call (_exec_backward_pass): what follows on the compute stream,
     // the input gradient's send and the boundary's all-reduce, waits for it.
-    state_.last_compute = emit_.compute(t, {w_task}, {});
+    state_.last_compute = accumulate_task(w, 0, per_element, "bf16_optimizer_grad_accumulate", w_task, mb);
   }
 }
 
@@ -237,18 +234,9 @@ bool IterationTail::autograd_accumulates() const {
 }
 
 void IterationTail::autograd_accumulate(int op, int w_task, int mb) {
-  for (const WeightPlan& w : plans_[op].weights) {
-    int& work = accumulate_work_[1][static_cast<size_t>(w.tensor)];
-    if (work < 0) {
-      ComputeWork cw;
-      cw.op_kind = OpKind::Elementwise;
-      cw.bytes = w.local_params * 3 * index_.weight_bytes;
-      work = emit_.exec().add_work(cw);
-    }
-    const Task t = emit_.compute_task(emit_.exec().label_id("autograd_grad_accumulate"),
-                                      Phase::BackwardWeight, mb, work);
-    state_.last_compute = emit_.compute(t, {w_task}, {});
-  }
+  for (const WeightPlan& w : plans_[op].weights)
+    state_.last_compute =
+        accumulate_task(w, 1, 3 * index_.weight_bytes, "autograd_grad_accumulate", w_task, mb);
 }
 
 void IterationTail::weights_final(int op, int w_task) {

@@ -55,6 +55,8 @@ class IterationTail {
   // DeepSpeed's other optimizers: autograd adds each later micro-batch's gradient into param.grad.
   bool autograd_accumulates() const;
   void autograd_accumulate(int op, int w_task, int mb);
+  int accumulate_task(const WeightPlan& w, int slot, double per_element, const char* label, int w_task,
+                      int mb);
   void micro_batch_grad_done(int op, int w_task, int mb);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
   int fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb);

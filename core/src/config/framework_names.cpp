@@ -89,18 +89,15 @@ GradSync default_grad_sync(const StrategySpec& strategy) {
   return sharded_grads ? GradSync::PerMicroBatch : GradSync::AtBoundary;
 }
 
-void refresh_grad_sync(StrategySpec* strategy) {
+bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precision) {
+  if (!is_mixed_precision(precision) || strategy.framework != Framework::DeepSpeed) return true;
+  return deepspeed_bf16_optimizer(strategy, precision);
+}
+
+void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {
   if (!strategy->grad_sync_given) strategy->grad_sync = default_grad_sync(*strategy);
-}
-
-bool default_grad_reduce_in_fp32(const StrategySpec& strategy, bool mixed_precision, bool bf16_training) {
-  if (!mixed_precision || strategy.framework != Framework::DeepSpeed) return true;
-  return deepspeed_bf16_optimizer(strategy, bf16_training);
-}
-
-void refresh_grad_reduce_in_fp32(StrategySpec* strategy, bool mixed_precision, bool bf16_training) {
   if (!strategy->grad_reduce_in_fp32_given)
-    strategy->grad_reduce_in_fp32 = default_grad_reduce_in_fp32(*strategy, mixed_precision, bf16_training);
+    strategy->grad_reduce_in_fp32 = default_grad_reduce_in_fp32(*strategy, precision);
 }
 
 }  // namespace proteus

@@ -46,8 +46,7 @@ Config parse_config_sections(const std::string& json_text) {
       read_training(top.required("training", "at least {\"global_batch\": N}"), "training", config.model);
   config.strategy = read_strategy(top.has("strategy") ? top.at("strategy") : Json::object(), "strategy");
   // The gradient dtype's default depends on the framework and the training precision.
-  refresh_grad_reduce_in_fp32(&config.strategy, is_mixed_precision(config.training.precision),
-                              config.training.precision == Precision::Bf16);
+  refresh_framework_defaults(&config.strategy, config.training.precision);
   config.simulation =
       read_simulation(top.has("simulation") ? top.at("simulation") : Json::object(), "simulation");
   if (top.has("search")) config.search = read_search(top.at("search"), "search");

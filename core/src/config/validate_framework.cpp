@@ -253,7 +253,7 @@ void check_optimizer_dtypes(const Config& c) {
 // the last micro-batch (deepspeed/runtime/bf16_optimizer.py, engine.allreduce_gradients).
 void check_bf16_optimizer(const Config& c) {
   const StrategySpec& s = c.strategy;
-  if (!deepspeed_bf16_optimizer(s, c.training.precision == Precision::Bf16)) return;
+  if (!deepspeed_bf16_optimizer(s, c.training.precision)) return;
   if (!s.grad_reduce_in_fp32)
     throw invalid_config("strategy.grad_reduce_in_fp32",
                          "false: DeepSpeed trains bf16 at zero 0 through its BF16_Optimizer, which "

@@ -13,12 +13,16 @@ bool framework_runs_zero(const StrategySpec& s, int zero) {
   return !pipeline_refuses && !fsdp_refuses;
 }
 
-bool deepspeed_bf16_optimizer(const StrategySpec& s, bool bf16_training) {
-  return s.framework == Framework::DeepSpeed && bf16_training && s.zero == 0;
+bool deepspeed_bf16_optimizer(const StrategySpec& s, Precision precision) {
+  return s.framework == Framework::DeepSpeed && precision == Precision::Bf16 && s.zero == 0;
 }
 
-int optimizer_state_zero(const StrategySpec& s, bool bf16_training) {
-  return deepspeed_bf16_optimizer(s, bf16_training) ? 1 : s.zero;
+bool deepspeed_can_overlap_grad_reduce(const StrategySpec& s) {
+  return s.zero == 3 || (s.zero >= 1 && s.pp == 1);
+}
+
+int optimizer_state_zero(const StrategySpec& s, Precision precision) {
+  return deepspeed_bf16_optimizer(s, precision) ? 1 : s.zero;
 }
 
 }  // namespace proteus

@@ -292,16 +292,13 @@ std::string export_megatron(const std::string& config_text) {
                      "\n# cluster: " + (c.cluster.name.empty() ? std::string("(unnamed)") : c.cluster.name) +
                      " (not a Megatron argument: import with --cluster)\n";
   const StrategySpec& st = c.strategy;
-  const bool overlap_comm_matters = st.zero == 3 || (st.zero >= 1 && st.pp == 1);
-  if (st.framework == Framework::DeepSpeed && overlap_comm_matters &&
+  if (st.framework == Framework::DeepSpeed && deepspeed_can_overlap_grad_reduce(st) &&
       st.overlap_grad_reduce != (st.zero == 3))
     head += std::string("# DeepSpeed config JSON: \"zero_optimization\": {\"overlap_comm\": ") +
             (st.overlap_grad_reduce ? "true" : "false") +
             "} (not a Megatron argument: import keeps DeepSpeed's default)\n";
-  const bool mixed = is_mixed_precision(c.training.precision);
   if (st.framework == Framework::DeepSpeed &&
-      st.grad_reduce_in_fp32 !=
-          default_grad_reduce_in_fp32(st, mixed, c.training.precision == Precision::Bf16))
+      st.grad_reduce_in_fp32 != default_grad_reduce_in_fp32(st, c.training.precision))
     head += std::string("# DeepSpeed config JSON: \"communication_data_type\": \"") +
             (st.grad_reduce_in_fp32 ? "fp32" : to_string(c.training.precision)) +
             "\" (not a Megatron argument: import keeps DeepSpeed's default)\n";

@@ -62,9 +62,12 @@ void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
   // Whether ZeRO reduces during the backward is the JSON's overlap_comm, whose default is true at
   // stage 3 only; it matters at stages 1-2 outside a pipeline and at 3 (docs/frameworks/
   // data-parallelism.md, "What DeepSpeed overlaps").
-  const int64_t zero = st["zero"].get<int64_t>();
+  StrategySpec spec;
+  spec.zero = static_cast<int>(st["zero"].get<int64_t>());
+  spec.pp = static_cast<int>(st.value("pp", int64_t{1}));
+  const int zero = spec.zero;
   st["overlap_grad_reduce"] = zero == 3;
-  if (zero == 3 || (zero >= 1 && st.value("pp", 1) == 1))
+  if (deepspeed_can_overlap_grad_reduce(spec))
     assumed.push_back(std::string("overlap_comm ") + (zero == 3 ? "true" : "false") +
                       ": DeepSpeed's default at ZeRO stage " + std::to_string(zero) +
                       " (set strategy.overlap_grad_reduce if the DeepSpeed config says otherwise)");

@@ -65,7 +65,7 @@ double bytes_per_param(const Config& c, double data_ranks) {
   const double weight = mixed ? 2 : 4, grad = grad_bytes_per_element(c.strategy.grad_reduce_in_fp32);
   const double opt = optimizer_state_bytes_per_param(optimizer_states(c.strategy, c.training));
   const int zero = c.strategy.zero;
-  const int state_zero = optimizer_state_zero(c.strategy, c.training.precision == Precision::Bf16);
+  const int state_zero = optimizer_state_zero(c.strategy, c.training.precision);
   return weight / (zero >= 3 ? data_ranks : 1) + grad / (zero >= 2 ? data_ranks : 1) +
          opt / (state_zero >= 1 ? data_ranks : 1);
 }
@@ -79,9 +79,7 @@ namespace {
 int profile_zero(const Config& c) {
   return c.strategy.framework == Framework::DeepSpeed && c.training.precision == Precision::Bf16 ? 1 : 0;
 }
-}  // namespace
 
-namespace {
 // Stage of each chunk and layers of each chunk, as the strategy tree splits them.
 std::vector<int> stage_units(int units, int pp, int v, std::vector<int>* chunk_units) {
   *chunk_units = split_layers(units, pp * v);
@@ -518,8 +516,7 @@ Bounds bounds_from_profile(const CompiledProfile& p, const Config& c) {
   const int pp = s.pp, zero = s.zero;
   const double data_ranks = double(s.dp) * s.cp;  // the most any weight is sharded over by ZeRO
   // Optimizer states and step: divided here unless the profile already is (profile_zero).
-  const bool states_sharded_here =
-      profile_zero(c) == 0 && optimizer_state_zero(s, c.training.precision == Precision::Bf16) >= 1;
+  const bool states_sharded_here = profile_zero(c) == 0 && optimizer_state_zero(s, c.training.precision) >= 1;
   const double micro_batches = double(c.training.global_batch) / (double(s.dp) * s.micro_batch);
   const PipelineShape shape = pipeline_shape(s.schedule);
   Bounds b;

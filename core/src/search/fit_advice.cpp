@@ -122,11 +122,8 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads,
       texts.push_back(singles[i].text + " + " + singles[j].text);
     }
   }
-  for (StrategySpec& s : strategies) {  // zero/pp changed: the defaults again
-    refresh_grad_sync(&s);
-    refresh_grad_reduce_in_fp32(&s, is_mixed_precision(config.training.precision),
-                                config.training.precision == Precision::Bf16);
-  }
+  for (StrategySpec& s : strategies)  // zero/pp changed: the framework's defaults again
+    refresh_framework_defaults(&s, config.training.precision);
   SearchOptions options;
   options.top = count;
   options.threads = threads;

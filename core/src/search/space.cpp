@@ -226,9 +226,8 @@ void expand(const Problem& p, size_t k, StrategySpec& s, SpaceEnumeration* out) 
   const auto& table = knobs();
   if (k == table.size()) {
     out->strategies.push_back(s);
-    refresh_grad_sync(&out->strategies.back());  // zero/pp changed: the framework's default again
-    refresh_grad_reduce_in_fp32(&out->strategies.back(), is_mixed_precision(p.base.training.precision),
-                                p.base.training.precision == Precision::Bf16);
+    // zero/pp changed: the framework's defaults again
+    refresh_framework_defaults(&out->strategies.back(), p.base.training.precision);
     return;
   }
   const Values values = values_of(table[k], p, s);

@@ -57,20 +57,31 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
   return mask;
 }
 
-// What DeepSpeed's engines overlap (docs/frameworks/data-parallelism.md, "What DeepSpeed overlaps"):
-// without ZeRO the engine all-reduces after the backward (DeepSpeedEngine.backward ->
-// allreduce_gradients), and the pipeline engine reduces after its schedule (TrainSchedule's
-// ReduceGrads -> _exec_reduce_grads, reduce_gradients(pipeline_parallel=True)); only ZeRO-1/2's
-// overlap_comm hooks outside a pipeline, and ZeRO-3, reduce during the backward. ZeRO-1/2
-// all-gather the updated weights inside step() (all_gather_dp_groups), before the next forward.
-void deepspeed_overlaps(const StrategySpec& s, ParallelConfig* c) {
-  if (s.zero == 0 || (s.pp > 1 && s.zero <= 1)) c->overlap_grad_reduce = false;
-  if (s.zero == 1 || s.zero == 2) c->overlap_param_gather = false;
-  c->autograd_grad_accumulation = true;  // unless BF16_Optimizer (as_bf16_optimizer)
+// What DeepSpeed's engines do with gradients (docs/frameworks/data-parallelism.md, "What
+// DeepSpeed overlaps", "DeepSpeed's BF16_Optimizer"). Without ZeRO the engine all-reduces after
+// the backward (DeepSpeedEngine.backward -> allreduce_gradients), and the pipeline engine reduces
+// after its schedule (TrainSchedule's ReduceGrads -> _exec_reduce_grads,
+// reduce_gradients(pipeline_parallel=True)); only ZeRO-1/2's overlap_comm hooks outside a
+// pipeline, and ZeRO-3, reduce during the backward. ZeRO-1/2 all-gather the updated weights
+// inside step() (all_gather_dp_groups), before the next forward. bf16 at zero 0 is BF16_Optimizer:
+// fp32 master weights and Adam states partitioned over the data-parallel group (zero 1), an fp32
+// gradient buffer for every parameter, all-reduced whole (buffered_allreduce_fallback on
+// get_grads_for_reduction) once the last backward has returned, and the step's bf16 partitions
+// all-gathered inside step() (update_lp_params -> all_gather_dp_groups). Its update_hp_grads
+// adds each micro-batch's gradients; under the other optimizers autograd does.
+void deepspeed_config(const StrategySpec& s, Precision precision, ParallelConfig* c) {
+  const bool bf16_optimizer = deepspeed_bf16_optimizer(s, precision);
+  if (!deepspeed_can_overlap_grad_reduce(s)) c->overlap_grad_reduce = false;
+  if (s.zero == 1 || s.zero == 2 || bf16_optimizer) c->overlap_param_gather = false;
+  c->bf16_optimizer = bf16_optimizer;
+  c->autograd_grad_accumulation = !bf16_optimizer;
+  if (!bf16_optimizer) return;
+  c->zero = 1;
+  c->grad_reduce_in_fp32 = true;
 }
 
 // The macro defaults: which dims each mesh axis splits (DESIGN.md §3 macros).
-ParallelConfig root_config(const StrategySpec& s) {
+ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   ParallelConfig c;
   c.axis_dims[kAxisDp] = {"batch", "tokens"};
   // Expert parallelism shards experts where an op has them, and is data parallelism elsewhere.
@@ -113,7 +124,7 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.torch_repeat_kv = s.framework == Framework::Fsdp;
   c.torch_cross_entropy = s.framework == Framework::Fsdp;
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
-  if (s.framework == Framework::DeepSpeed) deepspeed_overlaps(s, &c);
+  if (s.framework == Framework::DeepSpeed) deepspeed_config(s, precision, &c);
   c.fp8_param_gather = s.fp8_param_gather;
   c.store_param_remainders = s.store_param_remainders;
   c.exp_avg_dtype = s.exp_avg_dtype;
@@ -121,21 +132,6 @@ ParallelConfig root_config(const StrategySpec& s) {
   c.main_params_dtype = s.main_params_dtype;
   c.tp_only_amax_red = s.tp_only_amax_red;
   return c;
-}
-
-// DeepSpeed's BF16_Optimizer (docs/frameworks/data-parallelism.md, "DeepSpeed's BF16_Optimizer"):
-// fp32 master weights and Adam states partitioned over the data-parallel group (zero 1), an fp32
-// gradient buffer for every parameter, all-reduced whole (engine.allreduce_gradients ->
-// buffered_allreduce_fallback on get_grads_for_reduction) once the backward of the last
-// micro-batch has returned, and the step's bf16 partitions all-gathered inside step()
-// (update_lp_params -> all_gather_dp_groups): nothing of either overlaps.
-void as_bf16_optimizer(ParallelConfig* c) {
-  c->bf16_optimizer = true;
-  c->autograd_grad_accumulation = false;  // its update_hp_grads adds them instead
-  c->zero = 1;
-  c->grad_reduce_in_fp32 = true;
-  c->overlap_grad_reduce = false;
-  c->overlap_param_gather = false;
 }
 
 std::vector<std::string> split_path(const std::string& path) {
@@ -283,9 +279,7 @@ StrategyTree build_strategy_tree(const Config& config, const OpGraph& graph) {
     StrategyNode& node = tree.nodes[m];
     node.module = static_cast<int>(m);
     if (mod.parent < 0) {
-      node.config = root_config(s);
-      if (deepspeed_bf16_optimizer(s, config.training.precision == Precision::Bf16))
-        as_bf16_optimizer(&node.config);
+      node.config = root_config(s, config.training.precision);
       node.config.cp_a2a_size = cp_a2a_group_size(s, config.cluster.gpus_per_node);
     } else {
       node.config = tree.nodes[mod.parent].config;
