@@ -203,3 +203,12 @@ TEST_CASE("shell expansion: a malformed ${X:} stays as written (it threw std::ou
   CHECK(error_path([&] { proteus::import_megatron("pretrain_gpt.py --num-layers ${N:}", options); }) ==
         "--num-layers");
 }
+
+TEST_CASE("shell lexer: an example script's <PLACEHOLDER> stays one literal word, not a redirection") {
+  // Megatron-LM's examples write "<PATH TO ...>" and "#SBATCH <SLURM OPTIONS>" where a user fills
+  // in a value (tests/import/megatron-gpt3-175b.sh).
+  CHECK(words("run --data-path <PATH TO DATA> --num-layers 2\n") ==
+        Words{"run", "--data-path", "<PATH TO DATA>", "--num-layers", "2"});
+  // A '<' without its '>' on the line is still bash's input redirection: the file name is not a word.
+  CHECK(words("run --num-layers 2 < args.txt\n") == Words{"run", "--num-layers", "2"});
+}
