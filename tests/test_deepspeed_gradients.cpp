@@ -8,6 +8,7 @@
 #include <string>
 
 #include "compile_fixtures.h"
+#include "proteus/error.h"
 #include "proteus/search.h"
 #include "tail_timing.h"
 
@@ -31,7 +32,7 @@ test::TailTimes tail_of(const Config& c) { return test::tail_times(c, compile(c)
 TEST_CASE("DeepSpeed: ZeRO-1's overlap_comm reduces during the backward, but not under a pipeline") {
   // Outside a pipeline the hooks reduce buckets as their gradients are final, before the
   // backward ends; the pipeline engine's ReduceGrads runs after the schedule.
-  const test::TailTimes flat = tail_of(deepspeed("fp16", 1, 1));
+  const test::TailTimes flat = tail_of(deepspeed("fp16", 1, 1, R"(,"overlap_grad_reduce":true)"));
   REQUIRE(flat.grad_reduces > 0);
   CHECK(flat.first_grad_reduce_s < flat.backward_end_s);
   const test::TailTimes piped = tail_of(deepspeed("fp16", 1, 2));
@@ -40,6 +41,66 @@ TEST_CASE("DeepSpeed: ZeRO-1's overlap_comm reduces during the backward, but not
   // overlap_grad_reduce false outside a pipeline: after the backward too.
   const test::TailTimes off = tail_of(deepspeed("fp16", 1, 1, R"(,"overlap_grad_reduce":false)"));
   CHECK(off.first_grad_reduce_s >= off.backward_end_s);
+}
+
+TEST_CASE("DeepSpeed: its defaults are its own: overlap_comm at ZeRO-3 only, weights gathered in the step") {
+  // DeepSpeedZeroConfig.overlap_comm None -> stage == 3 (deepspeed/runtime/zero/config.py).
+  for (const int zero : {0, 1, 2, 3}) {
+    CAPTURE(zero);
+    const Config c = deepspeed("fp16", zero, 1);
+    CHECK(c.strategy.overlap_grad_reduce == (zero == 3));
+    CHECK(c.strategy.overlap_param_gather == (zero == 3));
+  }
+  // ZeRO-1 at its default: every bucket after the backward.
+  const test::TailTimes t = tail_of(deepspeed("fp16", 1, 1));
+  REQUIRE(t.grad_reduces > 0);
+  CHECK(t.first_grad_reduce_s >= t.backward_end_s);
+  // Megatron keeps its own: both overlaps on.
+  const Config megatron = parse_config(test::config_json_in(
+      "fp16", test::gpt_model(4, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})", 32,
+      R"({"framework":"megatron","dp":8,"micro_batch":1,"zero":1})"));
+  CHECK(megatron.strategy.overlap_grad_reduce);
+  CHECK(megatron.strategy.overlap_param_gather);
+}
+
+TEST_CASE("DeepSpeed: an overlap its engine does not have is an error naming the field") {
+  const auto error_path = [](const std::string& precision, int zero, int pp, const std::string& extra) {
+    try {
+      deepspeed(precision, zero, pp, extra);
+    } catch (const Error& e) {
+      CHECK(e.code == "invalid_config");
+      return e.path;
+    }
+    return std::string("(parsed)");
+  };
+  // Without ZeRO, and under the pipeline engine, the gradients are reduced after the backward.
+  CHECK(error_path("fp16", 0, 1, R"(,"overlap_grad_reduce":true)") == "strategy.overlap_grad_reduce");
+  CHECK(error_path("fp16", 1, 2, R"(,"overlap_grad_reduce":true)") == "strategy.overlap_grad_reduce");
+  CHECK(error_path("fp16", 2, 1, R"(,"overlap_grad_reduce":true)") == "(parsed)");
+  // ZeRO-1/2 and BF16_Optimizer gather the updated weights inside step().
+  CHECK(error_path("fp16", 1, 1, R"(,"overlap_param_gather":true)") == "strategy.overlap_param_gather");
+  CHECK(error_path("fp16", 2, 1, R"(,"overlap_param_gather":true)") == "strategy.overlap_param_gather");
+  CHECK(error_path("bf16", 0, 1, R"(,"overlap_param_gather":true)") == "strategy.overlap_param_gather");
+  CHECK(error_path("fp16", 3, 1, R"(,"overlap_param_gather":true)") == "(parsed)");
+  CHECK(error_path("fp16", 1, 1, R"(,"overlap_param_gather":false,"overlap_grad_reduce":false)") ==
+        "(parsed)");
+}
+
+TEST_CASE("DeepSpeed: a search or fit change from a config's overlap keeps it only where DeepSpeed has it") {
+  // The base overlaps ZeRO-2's reduction explicitly; a candidate at zero 0 or under a pipeline
+  // takes DeepSpeed's default (reduce after the backward) instead of being refused.
+  StrategySpec s = deepspeed("fp16", 2, 1, R"(,"overlap_grad_reduce":true)").strategy;
+  REQUIRE(s.overlap_grad_reduce_given);
+  s.zero = 0;
+  forget_overlaps_deepspeed_lacks(&s, Precision::Fp16);
+  refresh_framework_defaults(&s, Precision::Fp16);
+  CHECK_FALSE(s.overlap_grad_reduce);
+  StrategySpec kept = deepspeed("fp16", 2, 1, R"(,"overlap_grad_reduce":true)").strategy;
+  kept.zero = 3;
+  forget_overlaps_deepspeed_lacks(&kept, Precision::Fp16);
+  refresh_framework_defaults(&kept, Precision::Fp16);
+  CHECK(kept.overlap_grad_reduce);
+  CHECK(kept.overlap_grad_reduce_given);
 }
 
 TEST_CASE("DeepSpeed: without ZeRO the gradients are all-reduced after the backward") {

@@ -86,6 +86,19 @@ TEST_CASE("frameworks: combinations no framework runs are errors naming the fiel
   const json a2a = config_with({{"cp", 4}, {"dp", 1}, {"cp_comm_type", "a2a"}});
   CHECK(error_path(a2a) == "strategy.cp_comm_type");
   CHECK(error_path(config_with({{"cp", 2}, {"dp", 2}, {"cp_comm_type", "a2a"}})) == "(parsed)");
+  // Megatron-DeepSpeed splits the sequence with DeepSpeed-Ulysses only (a2a, its default there),
+  // and never beside Megatron's sequence parallelism.
+  const json ulysses = {{"framework", "deepspeed"}, {"zero", 1}, {"tp", 2}, {"pp", 1}, {"cp", 2}, {"dp", 8}};
+  CHECK(error_path(config_with(ulysses)) == "(parsed)");
+  CHECK(parse_config(config_with(ulysses).dump()).strategy.cp_comm_type == CpCommType::A2a);
+  for (const char* type : {"p2p", "all_gather", "a2a+p2p"}) {
+    json other = ulysses;
+    other["cp_comm_type"] = type;
+    CHECK(error_path(config_with(other)) == "strategy.cp_comm_type");
+  }
+  json with_sp = ulysses;
+  with_sp["sequence_parallel"] = true;
+  CHECK(error_path(config_with(with_sp)) == "strategy.sequence_parallel");
   // FP8 settings without FP8.
   CHECK(error_path(config_with({}, {{"fp8_recipe", "current"}})) == "training.fp8_recipe");
   CHECK(error_path(config_with({}, {{"precision", "fp8"}, {"fp8_recipe", "mxfp8"}})) == "(parsed)");

@@ -387,11 +387,47 @@ TEST_CASE("import: a Megatron-DeepSpeed launch runs DeepSpeed's engine at its --
   CHECK(listed(m.ignored, "--zero-stage: used only with --deepspeed"));
 }
 
+TEST_CASE("import: Megatron-DeepSpeed's --ds-sequence-parallel-size is DeepSpeed-Ulysses, cp by all-to-all") {
+  // examples_deepspeed/sequence_parallel (Megatron-DeepSpeed): GPT-3 6.7B at 32K tokens, sp 4,
+  // ZeRO-3, on 2 DGX H100 nodes: dp = 16 / 4 = 4.
+  const std::string launch =
+      "deepspeed pretrain_gpt.py --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1"
+      " --no-pipeline-parallel --ds-sequence-parallel-size 4 --num-layers 32 --hidden-size 4096"
+      " --num-attention-heads 32 --seq-length 32768 --max-position-embeddings 32768 --micro-batch-size 1"
+      " --global-batch-size 8 --fp16 --use-flash-attn-v2 --checkpoint-activations --deepspeed"
+      " --deepspeed_config ds_config.json --zero-stage 3 --deepspeed-activation-checkpointing";
+  const ImportResult r = import_megatron(launch, on("dgx-h100", 2));
+  const Config c = parse_config(r.config_json);
+  CHECK(c.strategy.framework == Framework::DeepSpeed);
+  CHECK(c.strategy.cp == 4);
+  CHECK(c.strategy.cp_comm_type == CpCommType::A2a);
+  CHECK(c.strategy.dp == 4);
+  CHECK(c.strategy.zero == 3);
+  CHECK(listed(r.assumed, "DeepSpeed-Ulysses over 4 ranks"));
+  CHECK_FALSE(listed(r.ignored, "--ds-sequence-parallel-size"));
+  // The export names it the same way back.
+  const std::string args = export_megatron(r.config_json);
+  CHECK(args.find("--ds-sequence-parallel-size 4") != std::string::npos);
+  CHECK(args.find("--context-parallel-size") == std::string::npos);
+  CHECK(args.find("--cp-comm-type") == std::string::npos);
+  // Megatron-DeepSpeed's flash-attn flag, not Megatron-Core's --attention-backend.
+  CHECK(args.find("--use-flash-attn-v2") != std::string::npos);
+  CHECK(args.find("--attention-backend") == std::string::npos);
+  const json cluster = resolved(r.config_json)["cluster"];
+  CHECK(resolved(import_megatron(args, on(cluster.dump(), 0)).config_json) == resolved(r.config_json));
+}
+
 TEST_CASE("import: Megatron-DeepSpeed arguments Proteus cannot take are errors naming them") {
   const MegatronImportOptions a100 = on("dgx-a100-80g", 0);
-  CHECK(error_path([&] {
-          import_megatron(megatron_deepspeed(" --deepspeed --ds-sequence-parallel-size 2"), a100);
-        }) == "--ds-sequence-parallel-size");
+  // DeepSpeed-Ulysses: Megatron-DeepSpeed's own checks (arguments.py, initialize.py), and FPDT.
+  for (const char* extra : {" --ds-sequence-parallel-size 2",  // without --deepspeed
+                            " --deepspeed --ds-sequence-parallel-size 2 --context-parallel-size 2",
+                            " --deepspeed --ds-sequence-parallel-size 2 --sequence-parallel",
+                            " --deepspeed --ds-sequence-parallel-size 2 --ds-sequence-parallel-fpdt"}) {
+    CAPTURE(extra);
+    CHECK(error_path([&] { import_megatron(megatron_deepspeed(extra), a100); }) ==
+          "--ds-sequence-parallel-size");
+  }
   CHECK(error_path([&] {
           import_megatron(megatron_deepspeed(" --deepspeed --no-pipeline-parallel"), a100);
         }) == "--no-pipeline-parallel");
@@ -421,7 +457,7 @@ TEST_CASE("export -> import is the identity on DeepSpeed configs at DeepSpeed's 
   }
   const std::string overlapped =
       R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},"training":{"global_batch":256},)"
-      R"("strategy":{"framework":"deepspeed","dp":64,"zero":2}})";
+      R"("strategy":{"framework":"deepspeed","dp":64,"zero":2,"overlap_grad_reduce":true}})";
   CHECK(export_megatron(overlapped).find(R"("overlap_comm": true)") != std::string::npos);
   // fp32 reductions under DeepSpeed's ZeRO optimizer are its communication_data_type.
   const std::string fp32 =

@@ -6,6 +6,7 @@
 
 #include <string>
 #include "../core/src/compile/te_cp_copies.h"
+#include "../core/src/compile/ulysses_copies.h"
 #include "compile_fixtures.h"
 #include "proteus/compile.h"
 
@@ -69,4 +70,30 @@ TEST_CASE("te cp copies: Megatron's all_gather and a2a charge them once per atte
   const CompiledModel torch_cp =
       test::compile_text(cp_config(R"("cp_comm_type":"all_gather","framework":"fsdp","zero":3)"));
   CHECK(test::count_compute_tasks(torch_cp, "cp_all_gather_copies", Phase::Forward).count == 0);
+}
+
+TEST_CASE("ulysses: DeepSpeed's DistributedAttention copies once per exchange and sends dO alone") {
+  // deepspeed/sequence/layer.py single_all_to_all: one .contiguous() per exchange (before it when
+  // heads are scattered, after it when the sequence is); no chunk reordering, and the local
+  // attention saved its head-split output, so the backward exchanges dO only. Sizes as above.
+  const double q = 131072, kv = 262144;
+  CHECK(ulysses_exchange_copy_bytes(1000) == 2000);
+  const CompiledModel ds = test::compile_text(cp_config(R"("framework":"deepspeed","zero":1)"));
+  CHECK(test::count_compute_tasks(ds, "cp_a2a_copies", Phase::Forward).count == 0);
+  const test::CollCount fwd = test::count_compute_tasks(ds, "cp_ulysses_copies", Phase::Forward);
+  const test::CollCount bwd = test::count_compute_tasks(ds, "cp_ulysses_copies", Phase::BackwardInput);
+  CHECK(fwd.count == 2);                                      // one attention per layer
+  CHECK(fwd.bytes == doctest::Approx(2 * (q + kv) + 2 * q));  // Q, K, V before; O after
+  CHECK(bwd.bytes == doctest::Approx(2 * q + 2 * (q + kv)));  // dO before; dQ, dK, dV after
+  const auto exchanges = [](const CompiledModel& m, Phase phase) {
+    return test::count_collectives(m, CollectiveKind::AllToAll, axis_bit(kAxisCp), phase,
+                                   "layers.0.attention.attn");
+  };
+  // The attention's own exchanges (Q, K, V belong to their producers): O forward, dO backward.
+  CHECK(exchanges(ds, Phase::Forward).count == 1);
+  CHECK(exchanges(ds, Phase::BackwardInput).count == 1);
+  CHECK(exchanges(ds, Phase::BackwardInput).bytes == exchanges(ds, Phase::Forward).bytes);
+  // Transformer Engine's a2a under Megatron moves the saved output once more.
+  const CompiledModel te = test::compile_text(cp_config(R"("zero":1,"cp_comm_type":"a2a")"));
+  CHECK(exchanges(te, Phase::BackwardInput).count == 2);
 }

@@ -87,8 +87,13 @@ struct StrategySpec {
   // What selective recompute recomputes: Megatron-Core's --recompute-modules (default
   // core_attn). Only with recompute "selective" (here or in an override).
   RecomputeModules recompute_modules = kDefaultRecomputeModules;
+  // Resolved: the config's, or the framework's default (refresh_framework_defaults): true,
+  // except under DeepSpeed, whose overlap_comm is on at ZeRO-3 only and whose ZeRO-1/2 gather
+  // the weights inside the step.
   bool overlap_grad_reduce = true;
+  bool overlap_grad_reduce_given = false;  // the config set overlap_grad_reduce
   bool overlap_param_gather = true;
+  bool overlap_param_gather_given = false;  // the config set overlap_param_gather
   // Gradients accumulated and reduced in fp32 (4 bytes per parameter), Megatron-Core's
   // DistributedDataParallelConfig.grad_reduce_in_fp32, forced on for bf16 by Megatron-LM unless
   // --grad-reduce-in-bf16; false: in the 16-bit dtype (2 bytes), as NeMo's optim.grad_sync_dtype
@@ -100,7 +105,9 @@ struct StrategySpec {
   Framework framework = Framework::Megatron;
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
   bool grad_sync_given = false;               // the config set grad_sync (else default_grad_sync)
+  // Resolved: the config's, or the framework's default: p2p, a2a under DeepSpeed (Ulysses).
   CpCommType cp_comm_type = CpCommType::P2p;
+  bool cp_comm_type_given = false;                           // the config set cp_comm_type
   AttentionKernel attention_kernel = AttentionKernel::Auto;  // as given; attention_kernel_of resolves it
   // a2a+p2p: ranks of the inner all-to-all group (Megatron --hierarchical-context-parallel-sizes
   // [a2a, p2p]); 0 = the largest power of two of cp that fits a node beside tp.
@@ -213,9 +220,17 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 // which keep autograd's gradients in the module's 16-bit dtype and reduce them in it
 // (communication_data_type's default); fp32/tf32 training has only fp32 gradients.
 bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precision);
-// After parsing, and after changing zero, framework or pp (the search does): grad_sync and
-// grad_reduce_in_fp32 follow them again unless the config set them.
+// After parsing, and after changing zero, framework or pp (the search does): grad_sync,
+// grad_reduce_in_fp32, the two overlaps and cp_comm_type follow them again unless the config set
+// them. DeepSpeed's defaults are its own (docs/frameworks/data-parallelism.md, "What DeepSpeed
+// overlaps"; docs/frameworks/context-parallelism.md, "DeepSpeed-Ulysses"): overlap_comm only at
+// ZeRO-3, no weight gather outside the step, heads exchanged by all-to-all.
 void refresh_framework_defaults(StrategySpec* strategy, Precision precision);
+// For a strategy derived from a config (a search candidate, a fit change) before
+// refresh_framework_defaults: an overlap the config set that the derived strategy's DeepSpeed
+// stage or pipeline does not have (the validator refuses it) becomes unset, so DeepSpeed's
+// default applies there.
+void forget_overlaps_deepspeed_lacks(StrategySpec* strategy, Precision precision);
 const char* to_string(CpCommType);
 const char* to_string(AttentionKernel);
 // The kernel the framework runs on Hopper when the config leaves it to the framework: Megatron-Core
@@ -247,6 +262,9 @@ bool deepspeed_bf16_optimizer(const StrategySpec& strategy, Precision precision)
 // with its JSON's overlap_comm, and ZeRO-3); otherwise after it, whatever overlap_grad_reduce says
 // (docs/frameworks/data-parallelism.md, "What DeepSpeed overlaps").
 bool deepspeed_can_overlap_grad_reduce(const StrategySpec& strategy);
+// DeepSpeed's ZeRO-1/2 and BF16_Optimizer all-gather the updated weights inside step()
+// (all_gather_dp_groups), never beside the next forward: overlap_param_gather has no meaning there.
+bool deepspeed_gathers_weights_in_step(const StrategySpec& strategy, Precision precision);
 // The ZeRO stage the optimizer states are sharded at: the config's, or 1 under BF16_Optimizer.
 int optimizer_state_zero(const StrategySpec& strategy, Precision precision);
 

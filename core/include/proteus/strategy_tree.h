@@ -66,6 +66,11 @@ struct ParallelConfig {
   // Context parallelism is PyTorch's (context_parallel): its fp32 output merge and dQ/dK/dV
   // accumulation per step (framework fsdp; compile/torch_cp_merge.h).
   bool torch_cp = false;
+  // Context parallelism is DeepSpeed-Ulysses (deepspeed.sequence.layer.DistributedAttention,
+  // Megatron-DeepSpeed's --ds-sequence-parallel-size): Transformer Engine's a2a exchanges without
+  // its chunk reordering or its second exchange of the saved output (framework deepspeed;
+  // compile/ulysses_copies.h).
+  bool ulysses_cp = false;
   // Selective recompute is TorchTitan's op-level policy (compile/torch_op_sac.h), not
   // Megatron's recompute modules (framework fsdp).
   bool torch_op_sac = false;

@@ -1,12 +1,14 @@
 // The work context parallelism adds beside an attention op's kernels, on the compute stream
 // after them: Transformer Engine's ring corrections and accumulations (te_cp_ring.h), its
-// all_gather and a2a copies (te_cp_copies.h), PyTorch's fp32 merges (torch_cp_merge.h); the a2a
-// backward's second exchange of the saved output; and what an all-gathered K/V holds in memory.
+// all_gather and a2a copies (te_cp_copies.h), DeepSpeed-Ulysses' (ulysses_copies.h), PyTorch's fp32
+// merges (torch_cp_merge.h); TE's a2a backward's second exchange of the saved output; and what an
+// all-gathered K/V holds in memory.
 
 #include "pass_derivation.h"
 #include "te_cp_copies.h"
 #include "te_cp_ring.h"
 #include "torch_cp_merge.h"
+#include "ulysses_copies.h"
 
 namespace proteus {
 
@@ -55,23 +57,27 @@ int PassDeriver::te_cp_copy_work(int op, int mb, Phase phase, int which, int att
       const TeCpCopyBytes b = te_cp_all_gather_copy_bytes(q_bytes, out_bytes, kv_bytes / cp, cp);
       return which == 0 ? b.forward : b.backward;
     }
+    if (tree_.root().ulysses_cp)  // forward Q, K, V and O; backward dO and dQ, dK, dV
+      return ulysses_exchange_copy_bytes(q_bytes + kv_bytes) + ulysses_exchange_copy_bytes(out_bytes);
     return which == 0
                ? te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes) + te_cp_a2a_exchange_copy_bytes(out_bytes)
                : 2 * te_cp_a2a_exchange_copy_bytes(out_bytes) +
                      te_cp_a2a_exchange_copy_bytes(q_bytes + kv_bytes);
   };
-  return side_task(cp_side_work_slot(&cp_merge_work_ids_, op, which), bytes,
-                   flavour == CpCommType::AllGather ? "cp_all_gather_copies" : "cp_a2a_copies", phase, mb,
-                   attention);
+  const char* name = flavour == CpCommType::AllGather ? "cp_all_gather_copies"
+                     : tree_.root().ulysses_cp        ? "cp_ulysses_copies"
+                                                      : "cp_a2a_copies";
+  return side_task(cp_side_work_slot(&cp_merge_work_ids_, op, which), bytes, name, phase, mb, attention);
 }
 
 // TE's a2a backward exchanges the saved output again, to the head split, beside dO
-// (AttnFuncWithCPAndQKVOA2A.backward: flash_attn_a2a_communicate([out, dout], ...)). Returns the
-// exchange's last task, -1 when there is none.
+// (AttnFuncWithCPAndQKVOA2A.backward: flash_attn_a2a_communicate([out, dout], ...)); DeepSpeed-
+// Ulysses does not (ulysses_copies.h). Returns the exchange's last task, -1 when there is none.
 int PassDeriver::te_cp_a2a_saved_output_exchange(int op, int mb) {
   const Op& o = g_.ops[op];
   if (o.kind != OpKind::Attention || mesh_.size[kAxisCp] <= 1 || tree_.root().torch_cp ||
-      tree_.nodes[o.module].config.cp_comm_type != CpCommType::A2a || o.output.tensor < 0)
+      tree_.root().ulysses_cp || tree_.nodes[o.module].config.cp_comm_type != CpCommType::A2a ||
+      o.output.tensor < 0)
     return -1;
   const OpPlan& p = plans_[op];
   for (const auto& [c_op, k] : index_.consumers[o.output.tensor]) {

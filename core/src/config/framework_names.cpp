@@ -95,9 +95,16 @@ bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precisi
 }
 
 void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {
-  if (!strategy->grad_sync_given) strategy->grad_sync = default_grad_sync(*strategy);
-  if (!strategy->grad_reduce_in_fp32_given)
-    strategy->grad_reduce_in_fp32 = default_grad_reduce_in_fp32(*strategy, precision);
+  StrategySpec& s = *strategy;
+  if (!s.grad_sync_given) s.grad_sync = default_grad_sync(s);
+  if (!s.grad_reduce_in_fp32_given) s.grad_reduce_in_fp32 = default_grad_reduce_in_fp32(s, precision);
+  const bool deepspeed = s.framework == Framework::DeepSpeed;
+  // DeepSpeedZeroConfig.overlap_comm: None -> stage == 3 (deepspeed/runtime/zero/config.py). ZeRO-3
+  // prefetches each module's weights; ZeRO-1/2 and BF16_Optimizer gather them inside step().
+  if (!s.overlap_grad_reduce_given) s.overlap_grad_reduce = !deepspeed || s.zero == 3;
+  if (!s.overlap_param_gather_given) s.overlap_param_gather = !deepspeed || s.zero == 3;
+  // Megatron-DeepSpeed's sequence parallelism is DeepSpeed-Ulysses (--ds-sequence-parallel-size).
+  if (!s.cp_comm_type_given) s.cp_comm_type = deepspeed ? CpCommType::A2a : CpCommType::P2p;
 }
 
 }  // namespace proteus

@@ -262,7 +262,10 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   if (in.has("recompute_modules"))
     strategy.recompute_modules =
         read_recompute_modules(in.at("recompute_modules"), in.path_of("recompute_modules"));
-  strategy.overlap_grad_reduce = in.boolean("overlap_grad_reduce", true);
+  strategy.overlap_grad_reduce_given = in.has("overlap_grad_reduce");
+  strategy.overlap_grad_reduce =
+      in.boolean("overlap_grad_reduce", true);  // parse_config resolves the default
+  strategy.overlap_param_gather_given = in.has("overlap_param_gather");
   strategy.overlap_param_gather = in.boolean("overlap_param_gather", true);
   strategy.grad_reduce_in_fp32_given = in.has("grad_reduce_in_fp32");
   strategy.grad_reduce_in_fp32 =
@@ -273,6 +276,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.grad_sync_given = in.has("grad_sync");
   strategy.grad_sync = in.enumeration("grad_sync", default_grad_sync(strategy),
                                       {GradSync::AtBoundary, GradSync::PerMicroBatch});
+  strategy.cp_comm_type_given = in.has("cp_comm_type");
   strategy.cp_comm_type =
       in.enumeration("cp_comm_type", CpCommType::P2p,
                      {CpCommType::P2p, CpCommType::AllGather, CpCommType::A2a, CpCommType::A2aP2p});

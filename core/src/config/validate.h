@@ -8,6 +8,8 @@ namespace proteus::config_detail {
 void validate_config(const Config& config);
 // Framework semantics (validate_framework.cpp, docs/frameworks.md).
 void check_framework(const Config& config);
+// What DeepSpeed's engines and Megatron-DeepSpeed run (validate_deepspeed.cpp).
+void check_deepspeed(const Config& config);
 // strategy.recompute_modules against the model, precision and framework (recompute_modules_check.cpp).
 void check_recompute_modules(const Config& config);
 

@@ -249,22 +249,6 @@ void check_optimizer_dtypes(const Config& c) {
   }
 }
 
-// DeepSpeed's BF16_Optimizer (bf16 at zero 0) keeps and all-reduces fp32 gradients once, after
-// the last micro-batch (deepspeed/runtime/bf16_optimizer.py, engine.allreduce_gradients).
-void check_bf16_optimizer(const Config& c) {
-  const StrategySpec& s = c.strategy;
-  if (!deepspeed_bf16_optimizer(s, c.training.precision)) return;
-  if (!s.grad_reduce_in_fp32)
-    throw invalid_config("strategy.grad_reduce_in_fp32",
-                         "false: DeepSpeed trains bf16 at zero 0 through its BF16_Optimizer, which "
-                         "accumulates and all-reduces fp32 gradients; remove the field, or set zero 1 "
-                         "(DeepSpeed's ZeRO optimizer, bf16 gradients)");
-  if (s.grad_sync == GradSync::PerMicroBatch)
-    throw invalid_config("strategy.grad_sync",
-                         "per_micro_batch: DeepSpeed's BF16_Optimizer (bf16 at zero 0) all-reduces the "
-                         "gradients once, at the gradient accumulation boundary; use at_boundary");
-}
-
 }  // namespace
 
 void check_framework(const Config& config) {
@@ -275,7 +259,7 @@ void check_framework(const Config& config) {
   check_gradient_accumulation_fusion(config);
   check_param_remainders(config);
   check_optimizer_dtypes(config);
-  check_bf16_optimizer(config);
+  check_deepspeed(config);
 }
 
 }  // namespace proteus::config_detail

@@ -21,6 +21,19 @@ bool deepspeed_can_overlap_grad_reduce(const StrategySpec& s) {
   return s.zero == 3 || (s.zero >= 1 && s.pp == 1);
 }
 
+bool deepspeed_gathers_weights_in_step(const StrategySpec& s, Precision precision) {
+  return s.framework == Framework::DeepSpeed &&
+         (s.zero == 1 || s.zero == 2 || deepspeed_bf16_optimizer(s, precision));
+}
+
+void forget_overlaps_deepspeed_lacks(StrategySpec* strategy, Precision precision) {
+  StrategySpec& s = *strategy;
+  if (s.framework != Framework::DeepSpeed) return;
+  if (s.overlap_grad_reduce && !deepspeed_can_overlap_grad_reduce(s)) s.overlap_grad_reduce_given = false;
+  if (s.overlap_param_gather && deepspeed_gathers_weights_in_step(s, precision))
+    s.overlap_param_gather_given = false;
+}
+
 int optimizer_state_zero(const StrategySpec& s, Precision precision) {
   return deepspeed_bf16_optimizer(s, precision) ? 1 : s.zero;
 }

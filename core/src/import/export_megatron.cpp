@@ -62,7 +62,12 @@ void model_args(const ModelSpec& m, const StrategySpec& st, Args& a) {
     a.add("--attention-dropout", 0.0);
     a.add("--hidden-dropout", 0.0);
   }
-  a.add("--attention-backend", attention_backend_of(m, st));
+  // Megatron-DeepSpeed has no --attention-backend: its fused kernel is flash-attn 2's
+  // (--use-flash-attn-v2), the framework's only one (a kernel other than fa2 is a comment line).
+  if (st.framework != Framework::DeepSpeed)
+    a.add("--attention-backend", attention_backend_of(m, st));
+  else if (m.flash_attention)
+    a.add("--use-flash-attn-v2");
   a.add("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
   if (!m.causal) {
     if (m.pooler != (m.type_vocab == 2) || (m.type_vocab != 0 && m.type_vocab != 2)) {
@@ -144,7 +149,10 @@ void strategy_args(const Config& c, Args& a) {
   const StrategySpec& st = c.strategy;
   a.add("--tensor-model-parallel-size", st.tp);
   a.add("--pipeline-model-parallel-size", st.pp);
-  if (st.cp > 1) a.add("--context-parallel-size", st.cp);
+  // Megatron-DeepSpeed splits the sequence with DeepSpeed-Ulysses (the validator holds it to a2a).
+  if (st.cp > 1)
+    a.add(st.framework == Framework::DeepSpeed ? "--ds-sequence-parallel-size" : "--context-parallel-size",
+          st.cp);
   if (st.ep > 1) a.add("--expert-model-parallel-size", st.ep);
   if (st.sequence_parallel) a.add("--sequence-parallel");
   switch (st.schedule) {
@@ -216,7 +224,8 @@ void strategy_args(const Config& c, Args& a) {
   if (!st.overrides.empty()) {
     throw invalid_config("strategy.overrides", "per-module overrides have no Megatron-LM argument");
   }
-  if (st.cp > 1 && st.cp_comm_type != CpCommType::P2p) a.add("--cp-comm-type", to_string(st.cp_comm_type));
+  if (st.cp > 1 && st.cp_comm_type != CpCommType::P2p && st.framework != Framework::DeepSpeed)
+    a.add("--cp-comm-type", to_string(st.cp_comm_type));
   if (st.cp > 1 && st.cp_comm_type == CpCommType::A2aP2p && st.cp_a2a_size > 0) {
     a.add("--hierarchical-context-parallel-sizes",
           std::to_string(st.cp_a2a_size) + " " + std::to_string(st.cp / st.cp_a2a_size));
@@ -302,6 +311,10 @@ std::string export_megatron(const std::string& config_text) {
     head += std::string("# DeepSpeed config JSON: \"communication_data_type\": \"") +
             (st.grad_reduce_in_fp32 ? "fp32" : to_string(c.training.precision)) +
             "\" (not a Megatron argument: import keeps DeepSpeed's default)\n";
+  if (st.framework == Framework::DeepSpeed && c.model.flash_attention &&
+      attention_kernel_of(st) != AttentionKernel::Fa2)
+    head += std::string("# attention_kernel ") + to_string(attention_kernel_of(st)) +
+            ": Megatron-DeepSpeed runs flash-attn 2 (--use-flash-attn-v2); import keeps that\n";
   head += "torchrun --nnodes " + std::to_string(c.cluster.nodes) + " --nproc-per-node " +
           std::to_string(c.cluster.gpus_per_node) + " " + script;
   return a.text(head);

@@ -46,8 +46,9 @@ const std::set<std::string>& mapped_args() {
       // Megatron-DeepSpeed (megatron_deepspeed.cpp, megatron_model.cpp)
       "--deepspeed", "--deepspeed-config", "--zero-stage", "--deepspeed-activation-checkpointing",
       "--partition-activations", "--checkpoint-in-cpu", "--checkpoint-num-layers", "--pp-partition-method",
-      "--no-pipeline-parallel", "--ds-sequence-parallel-size", "--use-flash-attn-v2", "--use-flash-attn-v1",
-      "--use-flash-attn-triton", "--pad-vocab-size-to", "--embed-layernorm"};
+      "--no-pipeline-parallel", "--ds-sequence-parallel-size", "--ds-sequence-parallel-fpdt",
+      "--use-flash-attn-v2", "--use-flash-attn-v1", "--use-flash-attn-triton", "--pad-vocab-size-to",
+      "--embed-layernorm"};
   return names;
 }
 

@@ -43,12 +43,35 @@ void checkpoint_options(ArgReader& in, std::vector<std::string>& ignored) {
 
 }  // namespace
 
+// DeepSpeed-Ulysses (deepspeed.sequence.layer.DistributedAttention): the sequence split over the
+// --ds-sequence-parallel-size ranks, heads exchanged by all-to-all around the attention, gradients
+// reduced and ZeRO-sharded over the data x sequence ranks (sequence_data_parallel_group): what
+// strategy.cp is under framework deepspeed. Megatron-DeepSpeed's checks (megatron/arguments.py,
+// megatron/initialize.py) are kept as errors.
+int64_t context_parallel_size(ArgReader& in) {
+  const int64_t megatron = in.integer("--context-parallel-size", 1, 1, 1 << 20);
+  const int64_t ulysses = in.integer("--ds-sequence-parallel-size", 1, 1, 1 << 20);
+  if (ulysses == 1) return megatron;
+  const auto refuse = [](const std::string& why) {
+    throw Error("invalid_config", "--ds-sequence-parallel-size", "--ds-sequence-parallel-size: " + why);
+  };
+  if (megatron > 1) refuse("\"Megatron-lm CP is not compatible with Deepspeed SP\"; give one of the two");
+  if (!in.flag("--deepspeed"))
+    refuse("\"deepspeed must be enable when ds_sequence_parallel_size > 1\"; add --deepspeed");
+  if (in.flag("--sequence-parallel"))
+    refuse(
+        "DeepSpeed's sequence parallelism \"is not compatible with Megatron-LM's sequence parallel\"; "
+        "remove --sequence-parallel");
+  if (in.flag("--ds-sequence-parallel-fpdt"))
+    refuse("FPDT (--ds-sequence-parallel-fpdt: chunked attention with host offloading) is not simulated");
+  return ulysses;
+}
+
 void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
                     std::vector<std::string>& assumed) {
-  if (in.has("--ds-sequence-parallel-size") && in.integer("--ds-sequence-parallel-size", 1, 1, 1 << 20) > 1)
-    throw Error("invalid_config", "--ds-sequence-parallel-size",
-                "DeepSpeed-Ulysses sequence parallelism is not imported: it is context parallelism by "
-                "all-to-all, strategy.cp with cp_comm_type \"a2a\" (set them in the config)");
+  if (st.value("cp", int64_t{1}) > 1 && in.has("--ds-sequence-parallel-size"))
+    assumed.push_back("DeepSpeed-Ulysses over " + std::to_string(st["cp"].get<int64_t>()) +
+                      " ranks: strategy.cp with cp_comm_type \"a2a\", framework deepspeed's");
   if (in.flag("--no-pipeline-parallel") && st.value("pp", 1) > 1)
     throw Error("invalid_config", "--no-pipeline-parallel",
                 "contradicts --pipeline-model-parallel-size " + std::to_string(st.value("pp", 1)));

@@ -43,6 +43,9 @@ void pipeline_p2p_part(ArgReader& in, Json& st, std::vector<std::string>& ignore
 
 void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
                     std::vector<std::string>& assumed);
+// The sequence split: Megatron's --context-parallel-size, or Megatron-DeepSpeed's
+// --ds-sequence-parallel-size (DeepSpeed-Ulysses, strategy.cp under framework deepspeed).
+int64_t context_parallel_size(ArgReader& in);
 
 // megatron_precision.cpp: number formats, and the knobs that depend on them.
 

@@ -152,7 +152,7 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::str
                          ? in.integer("--tensor-model-parallel-size", 1, 1, 1 << 20)
                          : in.integer("--model-parallel-size", 1, 1, 1 << 20);
   const int64_t pp = in.integer("--pipeline-model-parallel-size", 1, 1, 1 << 20);
-  const int64_t cp = in.integer("--context-parallel-size", 1, 1, 1 << 20);
+  const int64_t cp = context_parallel_size(in);  // Megatron's, or DeepSpeed-Ulysses'
   const int64_t ep = in.integer("--expert-model-parallel-size", 1, 1, 1 << 20);
   if (gpus % (tp * pp * cp) != 0) {
     throw Error("invalid_config", "--tensor-model-parallel-size",

@@ -122,8 +122,10 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads,
       texts.push_back(singles[i].text + " + " + singles[j].text);
     }
   }
-  for (StrategySpec& s : strategies)  // zero/pp changed: the framework's defaults again
+  for (StrategySpec& s : strategies) {  // zero/pp changed: the framework's defaults again
+    forget_overlaps_deepspeed_lacks(&s, config.training.precision);
     refresh_framework_defaults(&s, config.training.precision);
+  }
   SearchOptions options;
   options.top = count;
   options.threads = threads;

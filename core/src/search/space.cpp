@@ -227,6 +227,7 @@ void expand(const Problem& p, size_t k, StrategySpec& s, SpaceEnumeration* out) 
   if (k == table.size()) {
     out->strategies.push_back(s);
     // zero/pp changed: the framework's defaults again
+    forget_overlaps_deepspeed_lacks(&out->strategies.back(), p.base.training.precision);
     refresh_framework_defaults(&out->strategies.back(), p.base.training.precision);
     return;
   }

@@ -72,7 +72,7 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
 void deepspeed_config(const StrategySpec& s, Precision precision, ParallelConfig* c) {
   const bool bf16_optimizer = deepspeed_bf16_optimizer(s, precision);
   if (!deepspeed_can_overlap_grad_reduce(s)) c->overlap_grad_reduce = false;
-  if (s.zero == 1 || s.zero == 2 || bf16_optimizer) c->overlap_param_gather = false;
+  if (deepspeed_gathers_weights_in_step(s, precision)) c->overlap_param_gather = false;
   c->bf16_optimizer = bf16_optimizer;
   c->autograd_grad_accumulation = !bf16_optimizer;
   if (!bf16_optimizer) return;
@@ -115,6 +115,7 @@ ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   c.fsdp_pp_post_backward = s.framework == Framework::Fsdp && s.pp > 1;
   c.torch_optimizer = s.framework == Framework::Fsdp;
   c.torch_cp = s.framework == Framework::Fsdp;
+  c.ulysses_cp = s.framework == Framework::DeepSpeed;
   c.torch_op_sac = s.framework == Framework::Fsdp;
   c.megatron_split_qkv = s.framework == Framework::Megatron;
   c.fused_qkv_gemm = s.framework != Framework::Fsdp;
