@@ -96,6 +96,12 @@ TEST_CASE("frameworks: combinations no framework runs are errors naming the fiel
     other["cp_comm_type"] = type;
     CHECK(error_path(config_with(other)) == "strategy.cp_comm_type");
   }
+  // PyTorch's context_parallel (framework fsdp) rotates K/V by all-gather by default.
+  CHECK(parse_config(
+            config_with({{"framework", "fsdp"}, {"zero", 3}, {"tp", 2}, {"pp", 1}, {"cp", 2}, {"dp", 8}})
+                .dump())
+            .strategy.cp_comm_type == CpCommType::AllGather);
+  CHECK(parse_config(config_with({{"cp", 2}, {"dp", 2}}).dump()).strategy.cp_comm_type == CpCommType::P2p);
   json with_sp = ulysses;
   with_sp["sequence_parallel"] = true;
   CHECK(error_path(config_with(with_sp)) == "strategy.sequence_parallel");

@@ -105,7 +105,8 @@ struct StrategySpec {
   Framework framework = Framework::Megatron;
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
   bool grad_sync_given = false;               // the config set grad_sync (else default_grad_sync)
-  // Resolved: the config's, or the framework's default: p2p, a2a under DeepSpeed (Ulysses).
+  // Resolved: the config's, or the framework's default: p2p (Megatron-Core), all_gather (PyTorch's
+  // context_parallel under fsdp), a2a (DeepSpeed-Ulysses).
   CpCommType cp_comm_type = CpCommType::P2p;
   bool cp_comm_type_given = false;                           // the config set cp_comm_type
   AttentionKernel attention_kernel = AttentionKernel::Auto;  // as given; attention_kernel_of resolves it

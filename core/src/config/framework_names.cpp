@@ -103,8 +103,14 @@ void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {
   // prefetches each module's weights; ZeRO-1/2 and BF16_Optimizer gather them inside step().
   if (!s.overlap_grad_reduce_given) s.overlap_grad_reduce = !deepspeed || s.zero == 3;
   if (!s.overlap_param_gather_given) s.overlap_param_gather = !deepspeed || s.zero == 3;
-  // Megatron-DeepSpeed's sequence parallelism is DeepSpeed-Ulysses (--ds-sequence-parallel-size).
-  if (!s.cp_comm_type_given) s.cp_comm_type = deepspeed ? CpCommType::A2a : CpCommType::P2p;
+  // Megatron-DeepSpeed's sequence parallelism is DeepSpeed-Ulysses (--ds-sequence-parallel-size);
+  // PyTorch's context_parallel rotates K/V by all-gather unless told otherwise
+  // (_ContextParallelOptions.rotate_method, TorchTitan's context_parallel_rotate_method
+  // "allgather"); Megatron-Core's --cp-comm-type defaults to p2p.
+  if (!s.cp_comm_type_given)
+    s.cp_comm_type = deepspeed                        ? CpCommType::A2a
+                     : s.framework == Framework::Fsdp ? CpCommType::AllGather
+                                                      : CpCommType::P2p;
 }
 
 }  // namespace proteus
