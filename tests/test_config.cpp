@@ -57,8 +57,26 @@ TEST_CASE("config: a preset-based config resolves defaults") {
   CHECK(c.training.seq_len == 8192);  // 0/absent = the model's
   CHECK(c.training.precision == proteus::Precision::Bf16);
   CHECK(c.strategy.schedule == proteus::Schedule::OneFOneB);
-  CHECK(c.strategy.grad_bucket_MB == 25);
+  // Megatron-Core's DDP bucket: max(40M, 1M x dp x cp) parameters of fp32 gradients (dp 4 here).
+  CHECK(c.strategy.grad_bucket_MB == 40e6 * 4 / 1e6);
   CHECK(c.simulation.symmetry);
+}
+
+TEST_CASE("config: gradient buckets default to each framework's own") {
+  // megatron/core/distributed/distributed_data_parallel.py: bucket_size = max(40M, 1M x dp x cp)
+  // parameters, infinite without overlap; DeepSpeed reduce_bucket_size 5e8 elements; PyTorch
+  // DDP bucket_cap_mb 25.
+  const auto bucket = [](const json& strategy) {
+    json j = base_config();
+    j["strategy"] = strategy;
+    return parse_config(j.dump()).strategy.grad_bucket_MB;
+  };
+  CHECK(bucket({{"dp", 32}}) == 160);
+  CHECK(bucket({{"dp", 32}, {"grad_reduce_in_fp32", false}}) == 80);
+  CHECK(bucket({{"dp", 32}, {"overlap_grad_reduce", false}}) == 1e6);            // one bucket
+  CHECK(bucket({{"dp", 32}, {"framework", "deepspeed"}, {"zero", 1}}) == 1000);  // 16-bit gradients
+  CHECK(bucket({{"dp", 32}, {"framework", "fsdp"}}) == 25);
+  CHECK(bucket({{"dp", 32}, {"grad_bucket_MB", 10}}) == 10);
 }
 
 TEST_CASE("config: a full transformer spec needs no preset; kv_heads 0 means heads, ffn defaults to 4h") {

@@ -86,7 +86,7 @@ TEST_CASE("Megatron import and export: --grad-reduce-in-bf16 and --accumulate-al
   on_h100.nodes = 1;
   auto strategy_of = [&](const std::string& args) {
     const ImportResult r = import_megatron(args, on_h100);
-    return nlohmann::json::parse(r.config_json)["strategy"];
+    return nlohmann::json::parse(config_to_json(parse_config(r.config_json)))["strategy"];
   };
   // bf16: fp32 unless --grad-reduce-in-bf16, whose buckets of Megatron's default 40M parameters
   // then hold 80 MB instead of 160 MB.

@@ -145,7 +145,7 @@ TEST_CASE("optimizer dtypes: with fp16 masters and moments the step's fp32 copie
   const std::string cfg = test::config_json_in(
       "fp16", test::gpt_model(4, 1024, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})", 8,
       R"({"dp":8,"micro_batch":1,"zero":1,"main_params_dtype":"fp16",)"
-      R"("exp_avg_dtype":"fp16","exp_avg_sq_dtype":"fp16"})");
+      R"("exp_avg_dtype":"fp16","exp_avg_sq_dtype":"fp16","grad_bucket_MB":25})");
   const CompiledModel c = test::compile_text(cfg);
   const double P = static_cast<double>(c.stats.parameters);
   const json dev = simulate(cfg)["devices"][0];

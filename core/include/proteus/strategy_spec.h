@@ -101,7 +101,10 @@ struct StrategySpec {
   // Resolved: the config's, or the framework's default (default_grad_reduce_in_fp32).
   bool grad_reduce_in_fp32 = true;
   bool grad_reduce_in_fp32_given = false;  // the config set grad_reduce_in_fp32
+  // MB of gradients per data-parallel bucket. Resolved: the config's, or the framework's default
+  // (default_grad_bucket_MB).
   double grad_bucket_MB = 25;
+  bool grad_bucket_MB_given = false;  // the config set grad_bucket_MB
   Framework framework = Framework::Megatron;
   GradSync grad_sync = GradSync::AtBoundary;  // resolved: the config's, or the framework's default
   bool grad_sync_given = false;               // the config set grad_sync (else default_grad_sync)
@@ -221,6 +224,12 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 // which keep autograd's gradients in the module's 16-bit dtype and reduce them in it
 // (communication_data_type's default); fp32/tf32 training has only fp32 gradients.
 bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precision);
+// docs/frameworks/data-parallelism.md, "Gradient buckets": Megatron-Core's DDP buckets of
+// max(40M, 1M x dp x cp) parameters when it overlaps the reduction, else all gradients in one;
+// DeepSpeed's 5e8 elements (reduce_bucket_size, allreduce_bucket_size); PyTorch DDP's 25 MB
+// (bucket_cap_mb; FSDP2 reduces per parameter group and ignores it). In MB of gradients of
+// the resolved gradient dtype; one bucket is kMaxGradBucket_MB.
+double default_grad_bucket_MB(const StrategySpec& strategy);
 // After parsing, and after changing zero, framework or pp (the search does): grad_sync,
 // grad_reduce_in_fp32, the two overlaps and cp_comm_type follow them again unless the config set
 // them. DeepSpeed's defaults are its own (docs/frameworks/data-parallelism.md, "What DeepSpeed

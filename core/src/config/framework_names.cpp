@@ -1,6 +1,10 @@
 // Names, as they appear in config JSON, of the enums that select framework semantics
 // (docs/frameworks.md): framework, grad_sync, cp_comm_type, attention_kernel, fp8_recipe; and the framework's
-// default gradient synchronisation, which the reader and the search both apply.
+// defaults (gradient synchronisation and dtype, overlaps, buckets, CP exchange), which the reader
+// and the search both apply.
+#include <algorithm>
+
+#include "limits.h"
 #include "proteus/strategy_spec.h"
 #include "proteus/training_spec.h"
 
@@ -94,6 +98,20 @@ bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precisi
   return deepspeed_bf16_optimizer(strategy, precision);
 }
 
+double default_grad_bucket_MB(const StrategySpec& s) {
+  const double bytes = grad_bytes_per_element(s.grad_reduce_in_fp32);
+  switch (s.framework) {
+    case Framework::Megatron:  // megatron/core/distributed/distributed_data_parallel.py
+      if (!s.overlap_grad_reduce) return config_limits::kMaxGradBucket_MB;  // "bucket_size to infinity"
+      return std::max(40e6, 1e6 * s.dp * s.cp) * bytes / 1e6;
+    case Framework::DeepSpeed:  // DeepSpeedZeroConfig.reduce_bucket_size, allreduce_bucket_size
+      return 5e8 * bytes / 1e6;
+    case Framework::Fsdp:  // torch.nn.parallel.DistributedDataParallel bucket_cap_mb
+      return 25;
+  }
+  return 25;
+}
+
 void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {
   StrategySpec& s = *strategy;
   if (!s.grad_sync_given) s.grad_sync = default_grad_sync(s);
@@ -103,6 +121,8 @@ void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {
   // prefetches each module's weights; ZeRO-1/2 and BF16_Optimizer gather them inside step().
   if (!s.overlap_grad_reduce_given) s.overlap_grad_reduce = !deepspeed || s.zero == 3;
   if (!s.overlap_param_gather_given) s.overlap_param_gather = !deepspeed || s.zero == 3;
+  // After the gradient dtype and the overlap, which it depends on.
+  if (!s.grad_bucket_MB_given) s.grad_bucket_MB = default_grad_bucket_MB(s);
   // Megatron-DeepSpeed's sequence parallelism is DeepSpeed-Ulysses (--ds-sequence-parallel-size);
   // PyTorch's context_parallel rotates K/V by all-gather unless told otherwise
   // (_ContextParallelOptions.rotate_method, TorchTitan's context_parallel_rotate_method

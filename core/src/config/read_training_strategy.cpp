@@ -270,7 +270,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.grad_reduce_in_fp32_given = in.has("grad_reduce_in_fp32");
   strategy.grad_reduce_in_fp32 =
       in.boolean("grad_reduce_in_fp32", true);  // parse_config resolves the default
-  strategy.grad_bucket_MB = in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);
+  strategy.grad_bucket_MB_given = in.has("grad_bucket_MB");
+  strategy.grad_bucket_MB =
+      in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);  // parse_config resolves the default
   strategy.framework = in.enumeration("framework", Framework::Megatron,
                                       {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp});
   strategy.grad_sync_given = in.has("grad_sync");

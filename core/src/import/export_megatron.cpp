@@ -253,8 +253,9 @@ void strategy_args(const Config& c, Args& a) {
   const bool fp16 = c.training.precision == Precision::Fp16;
   if (st.grad_reduce_in_fp32 && fp16 && !deepspeed) a.add("--accumulate-allreduce-grads-in-fp32");
   if (!st.grad_reduce_in_fp32 && !fp16 && !deepspeed) a.add("--grad-reduce-in-bf16");
-  if ((st.overlap_grad_reduce && !deepspeed) || st.grad_bucket_MB != 25) {
-    // Megatron counts the bucket in gradient elements.
+  // Megatron counts the bucket in gradient elements; without --overlap-grad-reduce it reduces all
+  // gradients in one bucket whatever --ddp-bucket-size says (other sizes are a comment line).
+  if (!deepspeed && st.overlap_grad_reduce && st.grad_bucket_MB != default_grad_bucket_MB(st)) {
     const double elements = st.grad_bucket_MB * 1e6 / grad_bytes_per_element(st.grad_reduce_in_fp32);
     if (elements != static_cast<double>(static_cast<int64_t>(elements))) {
       throw invalid_config("strategy.grad_bucket_MB", "the bucket is not a whole number of gradients");
@@ -311,6 +312,15 @@ std::string export_megatron(const std::string& config_text) {
     head += std::string("# DeepSpeed config JSON: \"communication_data_type\": \"") +
             (st.grad_reduce_in_fp32 ? "fp32" : to_string(c.training.precision)) +
             "\" (not a Megatron argument: import keeps DeepSpeed's default)\n";
+  const bool ds = st.framework == Framework::DeepSpeed;
+  std::ostringstream bucket;
+  bucket << st.grad_bucket_MB;
+  if (st.grad_bucket_MB != default_grad_bucket_MB(st) && (ds || !st.overlap_grad_reduce))
+    head += "# grad_bucket_MB " + bucket.str() +
+            (ds ? ": DeepSpeed config JSON \"reduce_bucket_size\" (not a Megatron argument"
+                : ": Megatron reduces all gradients in one bucket without --overlap-grad-reduce (not "
+                  "expressible") +
+            "; import keeps the framework's default)\n";
   if (st.framework == Framework::DeepSpeed && c.model.flash_attention &&
       attention_kernel_of(st) != AttentionKernel::Fa2)
     head += std::string("# attention_kernel ") + to_string(attention_kernel_of(st)) +
