@@ -308,13 +308,13 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::str
   if (zero >= 1) st["overlap_param_gather"] = overlap_param;
   // Megatron's DDP bucket is counted in parameters of fp32 main gradients (4 bytes; halved by
   // gradient_dtype_part when they are 16-bit). Without the argument the config keeps framework
-  // megatron's default (default_grad_bucket_MB): max(40M, 1M x dp) parameters when gradient
+  // megatron's default (default_grad_bucket_MB): max(40M, 1M x dp x cp) parameters when gradient
   // reduction overlaps; without overlap all gradients in one bucket after the backward.
   if (in.has("--ddp-bucket-size")) {
     st["grad_bucket_MB"] =
         static_cast<double>(in.integer("--ddp-bucket-size", 0, 1, int64_t{1} << 40)) * kFp32GradBytes / 1e6;
   } else if (st["overlap_grad_reduce"].get<bool>()) {
-    assumed.push_back("gradient buckets of Megatron's default max(40M, 1M x dp) parameters");
+    assumed.push_back("gradient buckets of Megatron's default max(40M, 1M x dp x cp) parameters");
   }
   return st;
 }
