@@ -139,3 +139,54 @@ TEST_CASE("BF16_Optimizer: 16-bit or per-micro-batch gradient reduction is an er
   CHECK(test::error_path([] { parse_config(deepspeed("bf16", 1, R"(,"grad_reduce_in_fp32":false)")); }) ==
         test::kNoError);
 }
+
+TEST_CASE("BF16_Optimizer at ZeRO-1: DeepSpeed's grad_accum_dtype fp32 selects it, as without ZeRO") {
+  // engine._do_optimizer_sanity_check: bf16, grad_accum_dtype fp32, stage 1 -> BFLOAT16; the
+  // default grad_accum_dtype is fp32 for bf16 without ZeRO only (get_data_types).
+  CHECK(parse_config(deepspeed("bf16", 0)).strategy.grad_accum_in_fp32);
+  CHECK_FALSE(parse_config(deepspeed("bf16", 1)).strategy.grad_accum_in_fp32);
+  const std::string fp32_accum = R"(,"grad_accum_in_fp32":true)";
+  const CompiledModel z1 = test::compile_text(deepspeed("bf16", 1, fp32_accum));
+  const CompiledModel z0 = test::compile_text(deepspeed("bf16", 0));
+  const double params = static_bytes(z0, MemCategory::Gradients) / 6;
+  // The same optimizer as zero 0's: fp32 buffer beside the bf16 gradients, states over 8 ranks.
+  CHECK(static_bytes(z1, MemCategory::Gradients) == doctest::Approx(6 * params));
+  CHECK(static_bytes(z1, MemCategory::OptimizerStates) == doctest::Approx(12 * params / 8));
+  CHECK(compute_total(z1, "bf16_optimizer_grad_accumulate").bytes ==
+        doctest::Approx(18 * params * kMicroBatches));
+  CHECK(gradient_collectives(z1, CollectiveKind::AllReduce).bytes == doctest::Approx(4 * params));
+  CHECK(gradient_collectives(z1, CollectiveKind::ReduceScatter).count == 0);
+  // Reduced after the backward: DeepSpeed's overlap_comm does not apply, and asking is an error.
+  const test::TailTimes tail = test::tail_times(parse_config(deepspeed("bf16", 1, fp32_accum)), z1);
+  CHECK(tail.first_grad_reduce_s >= tail.backward_end_s);
+  CHECK(test::error_path([&] {
+          parse_config(deepspeed("bf16", 1, fp32_accum + R"(,"overlap_grad_reduce":true)"));
+        }) == "strategy.overlap_grad_reduce");
+  // The search's bounds stay below it.
+  const Config config = parse_config(deepspeed("bf16", 1, fp32_accum));
+  const search_detail::Bounds b = search_detail::compiled_bounds(config);
+  const test::Simulated sim = test::simulate(config);
+  CHECK(b.time_s <= sim.time_s);
+  CHECK(b.memory_bytes <= sim.peak_bytes);
+  // show prints it, and reading that back gives the same config.
+  CHECK(parse_config(config_to_json(config)).strategy.grad_accum_in_fp32);
+}
+
+TEST_CASE("BF16_Optimizer: fp32 gradient accumulation anywhere else is an error naming the field") {
+  const std::string fp32_accum = R"(,"grad_accum_in_fp32":true)";
+  CHECK(test::error_path([&] { parse_config(deepspeed("fp16", 1, fp32_accum)); }) ==
+        "strategy.grad_accum_in_fp32");
+  CHECK(test::error_path([&] { parse_config(deepspeed("bf16", 2, fp32_accum)); }) ==
+        "strategy.grad_accum_in_fp32");
+  const std::string megatron =
+      test::config_json(test::gpt_model(2, 512, 8, 256, 8000), R"({"preset":"dgx-h100","nodes":1})", 32,
+                        R"({"framework":"megatron","dp":8,"micro_batch":1,"grad_accum_in_fp32":true})");
+  CHECK(test::error_path([&] { parse_config(megatron); }) == "strategy.grad_accum_in_fp32");
+  // bf16 at zero 0 may turn it off: DeepSpeed's FP16_Optimizer path in bf16 (grad_accum_dtype bf16).
+  const Config off = parse_config(deepspeed("bf16", 0, R"(,"grad_accum_in_fp32":false)"));
+  CHECK_FALSE(deepspeed_bf16_optimizer(off.strategy, Precision::Bf16));
+  CHECK(
+      static_bytes(test::compile_text(deepspeed("bf16", 0, R"(,"grad_accum_in_fp32":false)")),
+                   MemCategory::OptimizerStates) ==
+      doctest::Approx(12 * static_bytes(test::compile_text(deepspeed("bf16", 1)), MemCategory::Weights) / 2));
+}

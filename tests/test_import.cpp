@@ -464,5 +464,11 @@ TEST_CASE("export -> import is the identity on DeepSpeed configs at DeepSpeed's 
       R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},"training":{"global_batch":256},)"
       R"("strategy":{"framework":"deepspeed","dp":64,"zero":1,"grad_reduce_in_fp32":true}})";
   CHECK(export_megatron(fp32).find(R"("communication_data_type": "fp32")") != std::string::npos);
+  // BF16_Optimizer at ZeRO-1 is DeepSpeed's data_types.grad_accum_dtype fp32.
+  const std::string accum =
+      R"({"model":"gpt3-1.3b","cluster":{"preset":"dgx-a100-80g","nodes":8},"training":{"global_batch":256},)"
+      R"("strategy":{"framework":"deepspeed","dp":64,"zero":1,"grad_accum_in_fp32":true}})";
+  CHECK(export_megatron(accum).find(R"("grad_accum_dtype": "fp32")") != std::string::npos);
+  CHECK(export_megatron(fp32).find("grad_accum_dtype") == std::string::npos);
   CHECK(export_megatron(overlapped).find("communication_data_type") == std::string::npos);
 }

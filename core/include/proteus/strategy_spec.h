@@ -101,6 +101,12 @@ struct StrategySpec {
   // Resolved: the config's, or the framework's default (default_grad_reduce_in_fp32).
   bool grad_reduce_in_fp32 = true;
   bool grad_reduce_in_fp32_given = false;  // the config set grad_reduce_in_fp32
+  // Framework deepspeed, bf16: DeepSpeed's data_types.grad_accum_dtype "fp32", which selects its
+  // BF16_Optimizer (fp32 gradient buffer, states sharded as ZeRO-1) at ZeRO stage 0 or 1
+  // (engine._do_optimizer_sanity_check). Resolved: the config's, or DeepSpeed's default (true
+  // for bf16 without ZeRO, get_data_types; false otherwise).
+  bool grad_accum_in_fp32 = false;
+  bool grad_accum_in_fp32_given = false;  // the config set grad_accum_in_fp32
   // MB of gradients per data-parallel bucket. Resolved: the config's, or the framework's default
   // (default_grad_bucket_MB).
   double grad_bucket_MB = 25;
@@ -262,14 +268,19 @@ int ep_axis_size(const StrategySpec& strategy);
 // and DeepSpeed's pipelines shard at most the optimizer state (zero 0-1), FSDP has no
 // optimizer-only sharding (no zero 1). The validator names the field; the search skips the rest.
 bool framework_runs_zero(const StrategySpec& strategy, int zero);
-// DeepSpeed trains bf16 without ZeRO through its BF16_Optimizer (deepspeed/runtime/engine.py
-// _do_optimizer_sanity_check: bf16 at stage 0 accumulates gradients in fp32 -> BFLOAT16), "its own
+// DeepSpeed's default data_types.grad_accum_dtype: fp32 for bf16 without ZeRO (get_data_types),
+// else the model's dtype.
+bool default_grad_accum_in_fp32(const StrategySpec& strategy, Precision precision);
+// DeepSpeed trains bf16 with fp32 gradient accumulation (grad_accum_in_fp32: its default without
+// ZeRO, or set at ZeRO-1) through its BF16_Optimizer (deepspeed/runtime/engine.py
+// _do_optimizer_sanity_check -> BFLOAT16), "its own
 // zero stage 1 equivalent": optimizer states sharded over the data-parallel ranks, fp32 gradients
 // accumulated after every micro-batch and all-reduced after the backward, the updated bf16
 // weights all-gathered (docs/frameworks/data-parallelism.md, "DeepSpeed's BF16_Optimizer").
 bool deepspeed_bf16_optimizer(const StrategySpec& strategy, Precision precision);
 // Whether DeepSpeed reduces gradients during the backward at all (ZeRO-1/2 without a pipeline,
-// with its JSON's overlap_comm, and ZeRO-3); otherwise after it, whatever overlap_grad_reduce says
+// with its JSON's overlap_comm, and ZeRO-3; not BF16_Optimizer at ZeRO-1, which grad_accum_in_fp32
+// selects, valid with bf16 only); otherwise after it, whatever overlap_grad_reduce says
 // (docs/frameworks/data-parallelism.md, "What DeepSpeed overlaps").
 bool deepspeed_can_overlap_grad_reduce(const StrategySpec& strategy);
 // DeepSpeed's ZeRO-1/2 and BF16_Optimizer all-gather the updated weights inside step()

@@ -274,6 +274,7 @@ Out strategy_json(const StrategySpec& s) {
   if (s.main_params_dtype != StateDtype::Fp32) out["main_params_dtype"] = to_string(s.main_params_dtype);
   if (s.tp_only_amax_red) out["tp_only_amax_red"] = true;
   if (!s.grad_reduce_in_fp32) out["grad_reduce_in_fp32"] = false;
+  if (s.grad_accum_in_fp32) out["grad_accum_in_fp32"] = true;
   if (s.first_stage_layers > 0) out["first_stage_layers"] = s.first_stage_layers;
   if (s.last_stage_layers > 0) out["last_stage_layers"] = s.last_stage_layers;
   if (s.embedding_as_layer) out["account_for_embedding_in_pipeline_split"] = true;

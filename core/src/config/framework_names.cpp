@@ -98,6 +98,10 @@ bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precisi
   return deepspeed_bf16_optimizer(strategy, precision);
 }
 
+bool default_grad_accum_in_fp32(const StrategySpec& s, Precision precision) {
+  return s.framework == Framework::DeepSpeed && precision == Precision::Bf16 && s.zero == 0;
+}
+
 double default_grad_bucket_MB(const StrategySpec& s) {
   const double bytes = grad_bytes_per_element(s.grad_reduce_in_fp32);
   switch (s.framework) {
@@ -115,6 +119,8 @@ double default_grad_bucket_MB(const StrategySpec& s) {
 void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {
   StrategySpec& s = *strategy;
   if (!s.grad_sync_given) s.grad_sync = default_grad_sync(s);
+  // Before the gradient dtype and the overlaps: it selects DeepSpeed's BF16_Optimizer.
+  if (!s.grad_accum_in_fp32_given) s.grad_accum_in_fp32 = default_grad_accum_in_fp32(s, precision);
   if (!s.grad_reduce_in_fp32_given) s.grad_reduce_in_fp32 = default_grad_reduce_in_fp32(s, precision);
   const bool deepspeed = s.framework == Framework::DeepSpeed;
   // DeepSpeedZeroConfig.overlap_comm: None -> stage == 3 (deepspeed/runtime/zero/config.py). ZeRO-3

@@ -204,6 +204,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "overlap_grad_reduce",
                    "overlap_param_gather",
                    "grad_reduce_in_fp32",
+                   "grad_accum_in_fp32",
                    "grad_bucket_MB",
                    "overrides",
                    "stage_layers",
@@ -270,6 +271,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.grad_reduce_in_fp32_given = in.has("grad_reduce_in_fp32");
   strategy.grad_reduce_in_fp32 =
       in.boolean("grad_reduce_in_fp32", true);  // parse_config resolves the default
+  strategy.grad_accum_in_fp32_given = in.has("grad_accum_in_fp32");
+  strategy.grad_accum_in_fp32 = in.boolean("grad_accum_in_fp32", false);  // parse_config resolves the default
   strategy.grad_bucket_MB_given = in.has("grad_bucket_MB");
   strategy.grad_bucket_MB =
       in.number("grad_bucket_MB", 25, 0, L::kMaxGradBucket_MB, true);  // parse_config resolves the default

@@ -14,11 +14,13 @@ bool framework_runs_zero(const StrategySpec& s, int zero) {
 }
 
 bool deepspeed_bf16_optimizer(const StrategySpec& s, Precision precision) {
-  return s.framework == Framework::DeepSpeed && precision == Precision::Bf16 && s.zero == 0;
+  return s.framework == Framework::DeepSpeed && precision == Precision::Bf16 && s.grad_accum_in_fp32 &&
+         s.zero <= 1;
 }
 
 bool deepspeed_can_overlap_grad_reduce(const StrategySpec& s) {
-  return s.zero == 3 || (s.zero >= 1 && s.pp == 1);
+  const bool bf16_optimizer_at_zero1 = s.zero == 1 && s.grad_accum_in_fp32;
+  return s.zero == 3 || (s.zero >= 1 && s.pp == 1 && !bf16_optimizer_at_zero1);
 }
 
 bool deepspeed_gathers_weights_in_step(const StrategySpec& s, Precision precision) {
@@ -29,6 +31,8 @@ bool deepspeed_gathers_weights_in_step(const StrategySpec& s, Precision precisio
 void forget_overlaps_deepspeed_lacks(StrategySpec* strategy, Precision precision) {
   StrategySpec& s = *strategy;
   if (s.framework != Framework::DeepSpeed) return;
+  if (s.grad_accum_in_fp32 && s.zero >= 2)
+    s.grad_accum_in_fp32_given = false;  // ZeRO-2/3: the ZeRO optimizer
   if (s.overlap_grad_reduce && !deepspeed_can_overlap_grad_reduce(s)) s.overlap_grad_reduce_given = false;
   if (s.overlap_param_gather && deepspeed_gathers_weights_in_step(s, precision))
     s.overlap_param_gather_given = false;

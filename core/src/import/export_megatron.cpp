@@ -313,6 +313,10 @@ std::string export_megatron(const std::string& config_text) {
             (st.grad_reduce_in_fp32 ? "fp32" : to_string(c.training.precision)) +
             "\" (not a Megatron argument: import keeps DeepSpeed's default)\n";
   const bool ds = st.framework == Framework::DeepSpeed;
+  if (ds && st.grad_accum_in_fp32 != default_grad_accum_in_fp32(st, c.training.precision))
+    head += std::string("# DeepSpeed config JSON: \"data_types\": {\"grad_accum_dtype\": \"") +
+            (st.grad_accum_in_fp32 ? "fp32" : to_string(c.training.precision)) +
+            "\"} (not a Megatron argument: import keeps DeepSpeed's default)\n";
   std::ostringstream bucket;
   bucket << st.grad_bucket_MB;
   if (st.grad_bucket_MB != default_grad_bucket_MB(st) && (ds || !st.overlap_grad_reduce))

@@ -72,8 +72,9 @@ double bytes_per_param(const Config& c, double data_ranks) {
 
 namespace {
 // The ZeRO stage a profile is compiled at: 0, whose static memory and optimizer step
-// bounds_from_profile divides for the candidate's stage. DeepSpeed bf16 at zero 0 is its
-// BF16_Optimizer, whose per-micro-batch accumulation the candidates at zero 1-3 do not run: those
+// bounds_from_profile divides for the candidate's stage. DeepSpeed bf16 with fp32 accumulation
+// (zero 0's default, grad_accum_in_fp32 at zero 1) is its BF16_Optimizer, whose per-micro-batch
+// accumulation DeepSpeed's ZeRO optimizer does not run: DeepSpeed bf16
 // profiles are compiled at zero 1 (DeepSpeed's ZeRO optimizer) with the parameter gathers after
 // the step (nothing the forward waits for), a lower bound for every stage.
 int profile_zero(const Config& c) {
@@ -392,6 +393,8 @@ CompiledProfile compile_profile(const Config& candidate, const Topology& topolog
   // divides by the data-parallel ranks; every schedule but interleaved runs the same tasks.
   s.zero = profile_zero(c);
   if (s.zero == 1) s.overlap_param_gather = false;
+  // DeepSpeed's ZeRO optimizer, not BF16_Optimizer (its fp32 buffer and accumulation cost more).
+  s.grad_accum_in_fp32 = false;
   if (s.schedule != Schedule::Interleaved1F1B && megatron_placement(s.schedule))
     s.schedule = Schedule::OneFOneB;
   const int64_t micro_batches = c.training.global_batch / (int64_t{s.dp} * s.micro_batch);
