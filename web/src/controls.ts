@@ -158,7 +158,7 @@ export const SECTIONS: Section[] = [
     controls: [
       { path: 'strategy.overlap_grad_reduce', label: 'Overlap gradient reduce', kind: 'bool', help: 'Starts reducing gradients while the backward pass still runs, hiding data-parallel traffic behind compute. DeepSpeed can only at ZeRO-1/2 without a pipeline (its overlap_comm, off by default) and at ZeRO-3 (on); otherwise it reduces after the backward.' },
       { path: 'strategy.overlap_param_gather', label: 'Overlap weight gather', kind: 'bool', help: "With ZeRO, gathers the next layer's weights while the current one computes. DeepSpeed's ZeRO-1/2 gather them inside the optimizer step instead." },
-      { path: 'strategy.grad_bucket_MB', label: 'Gradient bucket', tag: 'MB', kind: 'number', min: 0, step: 5, help: 'Gradients are reduced in buckets of this size: small buckets start sooner but pay latency on every message.' },
+      { path: 'strategy.grad_bucket_MB', label: 'Gradient bucket', tag: 'MB', kind: 'number', min: 0, step: 5, help: 'Gradients are reduced in buckets of this size: small buckets start sooner but pay latency on every message. Unset, each framework\'s own: Megatron 40M parameters or more (one bucket without overlap, shown as 1000000), DeepSpeed 5e8 elements, PyTorch DDP 25 MB.' },
     ],
   },
 ];
