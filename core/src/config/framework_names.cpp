@@ -102,20 +102,23 @@ bool default_grad_accum_in_fp32(const StrategySpec& s, Precision precision) {
   return s.framework == Framework::DeepSpeed && precision == Precision::Bf16 && s.zero == 0;
 }
 
+// PyTorch DDP's bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel).
+constexpr double kTorchDdpBucket_MB = 25;
+
 double default_grad_bucket_MB(const StrategySpec& s) {
   const double bytes = grad_bytes_per_element(s.grad_reduce_in_fp32);
   switch (s.framework) {
     case Framework::Megatron:  // megatron/core/distributed/distributed_data_parallel.py
       // Megatron-FSDP (zero 2-3) groups its buckets by FSDP unit, which is not modelled: DDP's 25 MB.
-      if (s.zero >= 2) return 25;
+      if (s.zero >= 2) return kTorchDdpBucket_MB;
       if (!s.overlap_grad_reduce) return config_limits::kMaxGradBucket_MB;  // "bucket_size to infinity"
       return std::max(40e6, 1e6 * s.dp * s.cp) * bytes / 1e6;
     case Framework::DeepSpeed:  // DeepSpeedZeroConfig.reduce_bucket_size, allreduce_bucket_size
       return 5e8 * bytes / 1e6;
-    case Framework::Fsdp:  // torch.nn.parallel.DistributedDataParallel bucket_cap_mb
-      return 25;
+    case Framework::Fsdp:  // DDP at zero 0; FSDP2 ignores it
+      return kTorchDdpBucket_MB;
   }
-  return 25;
+  return kTorchDdpBucket_MB;
 }
 
 void refresh_framework_defaults(StrategySpec* strategy, Precision precision) {

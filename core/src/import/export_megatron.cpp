@@ -289,6 +289,41 @@ void training_args(const TrainingSpec& t, Args& a) {
   a.add("--optimizer", to_string(t.optimizer));
 }
 
+// Comment lines for settings a Megatron or Megatron-DeepSpeed command line cannot carry: DeepSpeed
+// config JSON entries that differ from DeepSpeed's defaults, a bucket Megatron cannot express, an
+// attention kernel Megatron-DeepSpeed does not run. Import keeps the defaults they differ from.
+std::string setting_comments(const Config& c) {
+  const StrategySpec& st = c.strategy;
+  const Precision p = c.training.precision;
+  const bool ds = st.framework == Framework::DeepSpeed;
+  std::string out;
+  const auto deepspeed_json = [&](const std::string& entry) {
+    out += "# DeepSpeed config JSON: " + entry +
+           " (not a Megatron argument: import keeps DeepSpeed's default)\n";
+  };
+  if (ds && deepspeed_can_overlap_grad_reduce(st) && st.overlap_grad_reduce != (st.zero == 3))
+    deepspeed_json(std::string("\"zero_optimization\": {\"overlap_comm\": ") +
+                   (st.overlap_grad_reduce ? "true" : "false") + "}");
+  if (ds && st.grad_reduce_in_fp32 != default_grad_reduce_in_fp32(st, p))
+    deepspeed_json(std::string("\"communication_data_type\": \"") +
+                   (st.grad_reduce_in_fp32 ? "fp32" : to_string(p)) + "\"");
+  if (ds && st.grad_accum_in_fp32 != default_grad_accum_in_fp32(st, p))
+    deepspeed_json(std::string("\"data_types\": {\"grad_accum_dtype\": \"") +
+                   (st.grad_accum_in_fp32 ? "fp32" : to_string(p)) + "\"}");
+  std::ostringstream bucket;
+  bucket << st.grad_bucket_MB;
+  if (st.grad_bucket_MB != default_grad_bucket_MB(st) && (ds || !st.overlap_grad_reduce))
+    out += "# grad_bucket_MB " + bucket.str() +
+           (ds ? ": DeepSpeed config JSON \"reduce_bucket_size\" (not a Megatron argument"
+               : ": Megatron reduces all gradients in one bucket without --overlap-grad-reduce (not "
+                 "expressible") +
+           "; import keeps the framework's default)\n";
+  if (ds && c.model.flash_attention && attention_kernel_of(st) != AttentionKernel::Fa2)
+    out += std::string("# attention_kernel ") + to_string(attention_kernel_of(st)) +
+           ": Megatron-DeepSpeed runs flash-attn 2 (--use-flash-attn-v2); import keeps that\n";
+  return out;
+}
+
 }  // namespace
 
 std::string export_megatron(const std::string& config_text) {
@@ -301,34 +336,7 @@ std::string export_megatron(const std::string& config_text) {
   std::string head = "# " + (c.name.empty() ? std::string("Proteus config") : c.name) +
                      "\n# cluster: " + (c.cluster.name.empty() ? std::string("(unnamed)") : c.cluster.name) +
                      " (not a Megatron argument: import with --cluster)\n";
-  const StrategySpec& st = c.strategy;
-  if (st.framework == Framework::DeepSpeed && deepspeed_can_overlap_grad_reduce(st) &&
-      st.overlap_grad_reduce != (st.zero == 3))
-    head += std::string("# DeepSpeed config JSON: \"zero_optimization\": {\"overlap_comm\": ") +
-            (st.overlap_grad_reduce ? "true" : "false") +
-            "} (not a Megatron argument: import keeps DeepSpeed's default)\n";
-  if (st.framework == Framework::DeepSpeed &&
-      st.grad_reduce_in_fp32 != default_grad_reduce_in_fp32(st, c.training.precision))
-    head += std::string("# DeepSpeed config JSON: \"communication_data_type\": \"") +
-            (st.grad_reduce_in_fp32 ? "fp32" : to_string(c.training.precision)) +
-            "\" (not a Megatron argument: import keeps DeepSpeed's default)\n";
-  const bool ds = st.framework == Framework::DeepSpeed;
-  if (ds && st.grad_accum_in_fp32 != default_grad_accum_in_fp32(st, c.training.precision))
-    head += std::string("# DeepSpeed config JSON: \"data_types\": {\"grad_accum_dtype\": \"") +
-            (st.grad_accum_in_fp32 ? "fp32" : to_string(c.training.precision)) +
-            "\"} (not a Megatron argument: import keeps DeepSpeed's default)\n";
-  std::ostringstream bucket;
-  bucket << st.grad_bucket_MB;
-  if (st.grad_bucket_MB != default_grad_bucket_MB(st) && (ds || !st.overlap_grad_reduce))
-    head += "# grad_bucket_MB " + bucket.str() +
-            (ds ? ": DeepSpeed config JSON \"reduce_bucket_size\" (not a Megatron argument"
-                : ": Megatron reduces all gradients in one bucket without --overlap-grad-reduce (not "
-                  "expressible") +
-            "; import keeps the framework's default)\n";
-  if (st.framework == Framework::DeepSpeed && c.model.flash_attention &&
-      attention_kernel_of(st) != AttentionKernel::Fa2)
-    head += std::string("# attention_kernel ") + to_string(attention_kernel_of(st)) +
-            ": Megatron-DeepSpeed runs flash-attn 2 (--use-flash-attn-v2); import keeps that\n";
+  head += setting_comments(c);
   head += "torchrun --nnodes " + std::to_string(c.cluster.nodes) + " --nproc-per-node " +
           std::to_string(c.cluster.gpus_per_node) + " " + script;
   return a.text(head);

@@ -74,9 +74,9 @@ namespace {
 // The ZeRO stage a profile is compiled at: 0, whose static memory and optimizer step
 // bounds_from_profile divides for the candidate's stage. DeepSpeed bf16 with fp32 accumulation
 // (zero 0's default, grad_accum_in_fp32 at zero 1) is its BF16_Optimizer, whose per-micro-batch
-// accumulation DeepSpeed's ZeRO optimizer does not run: DeepSpeed bf16
-// profiles are compiled at zero 1 (DeepSpeed's ZeRO optimizer) with the parameter gathers after
-// the step (nothing the forward waits for), a lower bound for every stage.
+// accumulation DeepSpeed's ZeRO optimizer does not run: every DeepSpeed bf16 profile is compiled
+// at zero 1 with the ZeRO optimizer and the parameter gathers after the step (nothing the
+// forward waits for), a lower bound for every stage and optimizer.
 int profile_zero(const Config& c) {
   return c.strategy.framework == Framework::DeepSpeed && c.training.precision == Precision::Bf16 ? 1 : 0;
 }
