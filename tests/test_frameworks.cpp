@@ -102,6 +102,22 @@ TEST_CASE("frameworks: combinations no framework runs are errors naming the fiel
                 .dump())
             .strategy.cp_comm_type == CpCommType::AllGather);
   CHECK(parse_config(config_with({{"cp", 2}, {"dp", 2}}).dump()).strategy.cp_comm_type == CpCommType::P2p);
+  // Ulysses over more ranks than Llama 3 8B's 8 KV heads: the error's way out is one DeepSpeed
+  // runs (another cp, or Megatron's ring), not a cp_comm_type it refuses.
+  json too_wide = ulysses;
+  too_wide["tp"] = 1;
+  too_wide["cp"] = 16;
+  too_wide["dp"] = 2;
+  try {
+    parse_config(config_with(too_wide).dump());
+    FAIL("Ulysses over 16 ranks with 8 KV heads parsed");
+  } catch (const Error& error) {
+    CHECK(error.path == "strategy.cp_comm_type");
+    const std::string message = error.what();
+    CHECK(message.find("kv_heads=8") != std::string::npos);
+    CHECK(message.find("framework \"megatron\"") != std::string::npos);
+    CHECK(message.find("use \"p2p\" or \"all_gather\"") == std::string::npos);
+  }
   json with_sp = ulysses;
   with_sp["sequence_parallel"] = true;
   CHECK(error_path(config_with(with_sp)) == "strategy.sequence_parallel");

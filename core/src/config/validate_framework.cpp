@@ -123,10 +123,18 @@ void check_overlaps(const Config& c) {
     const int64_t a2a = cp_a2a_group_size(s, c.cluster.gpus_per_node);
     const int64_t kv = c.model.kv_heads == 0 ? heads : c.model.kv_heads;
     if (heads % (int64_t{s.tp} * a2a) != 0 || kv % (int64_t{s.tp} * a2a) != 0) {
+      // a2a is framework deepspeed's only flavour (check_ulysses, validate_deepspeed.cpp): the way
+      // out there is another cp, or Megatron's ring. Recent DeepSpeed splits indivisible heads
+      // unevenly (deepspeed/sequence/layer.py, uneven_heads_all2all); Proteus does not simulate it.
+      const std::string way_out =
+          s.framework == Framework::DeepSpeed
+              ? "choose a cp that divides them (DeepSpeed's uneven split of heads is not simulated), or "
+                "framework \"megatron\" with cp_comm_type \"p2p\" (ring attention)"
+              : "use \"p2p\" or \"all_gather\"";
       throw invalid_config("strategy.cp_comm_type",
                            std::string(to_string(s.cp_comm_type)) + " scatters attention heads over tp x " +
                                to_string(a2a) + " ranks, which must divide heads=" + to_string(heads) +
-                               " and kv_heads=" + to_string(kv) + "; use \"p2p\" or \"all_gather\"");
+                               " and kv_heads=" + to_string(kv) + "; " + way_out);
     }
   }
 }
