@@ -231,16 +231,25 @@ TEST_CASE(
   // ZeRO-2 reduce-scatters every micro-batch (DeepSpeed, docs/frameworks/data-parallelism.md): global batch
   // 16 on dp 8 at micro-batch 1 is 2 micro-batches, so twice the parameters x 4 bytes.
   CHECK(grad_bytes(z2, CollectiveKind::ReduceScatter) == doctest::Approx(2 * params * 4));
+  const auto weight_gathers = [](const CompiledModel& c) {
+    int64_t n = 0;
+    for (const CollectiveStat& s : c.stats.collectives)
+      if (s.purpose == "weight" && s.kind == "all_gather") n += s.count;
+    return n;
+  };
+  // DeepSpeed's ZeRO-3 fetches each module's weights before its forward and its backward, per
+  // micro-batch (2 micro-batches here).
+  const CompiledModel ds3 =
+      compile_text(config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16,
+                               R"({"dp":8,"micro_batch":1,"zero":3,"framework":"deepspeed"})"));
+  int weighted_ops = 0;
+  for (const Op& op : ds3.graph.ops) weighted_ops += op.weights.empty() ? 0 : 1;
+  CHECK(weight_gathers(ds3) == 2 * 2 * weighted_ops);
+  // Megatron-FSDP gathers by unit: unit 0 (embedding, final norm, output layer) once, kept to
+  // the backward; each of the 2 layers before its forward and again before its backward.
   const CompiledModel z3 = compile_text(config_json(model, R"({"preset":"dgx-a100-80g","nodes":1})", 16,
                                                     R"({"dp":8,"micro_batch":1,"zero":3})"));
-  int64_t weight_gathers = 0;
-  for (const CollectiveStat& s : z3.stats.collectives)
-    if (s.purpose == "weight" && s.kind == "all_gather") weight_gathers += s.count;
-  // Each weighted op gathers its weights before its forward and its backward, per micro-batch
-  // (2 micro-batches here).
-  int weighted_ops = 0;
-  for (const Op& op : z3.graph.ops) weighted_ops += op.weights.empty() ? 0 : 1;
-  CHECK(weight_gathers == 2 * 2 * weighted_ops);
+  CHECK(weight_gathers(z3) == 2 * (1 + 2 * 2));
   CHECK(grad_bytes(z3, CollectiveKind::ReduceScatter) == doctest::Approx(2 * params * 4));
 }
 

@@ -76,8 +76,8 @@ TEST_CASE("config: gradient buckets default to each framework's own") {
   CHECK(bucket({{"dp", 32}, {"overlap_grad_reduce", false}}) == 1e6);            // one bucket
   CHECK(bucket({{"dp", 32}, {"framework", "deepspeed"}, {"zero", 1}}) == 1000);  // 16-bit gradients
   CHECK(bucket({{"dp", 32}, {"framework", "fsdp"}}) == 25);
-  // Megatron-FSDP buckets per FSDP unit, not modelled: DDP's 25 MB.
-  CHECK(bucket({{"dp", 32}, {"zero", 2}}) == 25);
+  // Megatron-FSDP gets the same default from training.py (its FSDP units stay whole).
+  CHECK(bucket({{"dp", 32}, {"zero", 2}}) == 160);
   CHECK(bucket({{"dp", 32}, {"grad_bucket_MB", 10}}) == 10);
 }
 

@@ -310,13 +310,17 @@ TEST_CASE(
 
 TEST_CASE("frameworks: ZeRO-3 gathers on their own stream, twice per micro-batch under full recompute") {
   // 2 layers, 2 micro-batches (global batch 16, dp 8, micro-batch 1).
-  const CompiledModel c =
-      test::compile_text(small(R"({"dp":8,"micro_batch":1,"zero":3,"recompute":"full"})", 16));
+  const CompiledModel c = test::compile_text(
+      small(R"({"dp":8,"micro_batch":1,"zero":3,"recompute":"full","framework":"deepspeed"})", 16));
   int weighted_ops = 0;
   for (const Op& op : c.graph.ops) weighted_ops += op.weights.empty() ? 0 : 1;
   // Forward, then one gather that serves the recompute and the backward right after it
-  // (FSDP / DeepSpeed): 2 per weighted op per micro-batch, not 3.
+  // (DeepSpeed, per module): 2 per weighted op per micro-batch, not 3.
   CHECK(stat(c, "all_gather", "weight").count == 2 * 2 * weighted_ops);
+  // Megatron-FSDP, per unit: the root's once (kept), each layer's twice.
+  const CompiledModel megatron =
+      test::compile_text(small(R"({"dp":8,"micro_batch":1,"zero":3,"recompute":"full"})", 16));
+  CHECK(stat(megatron, "all_gather", "weight").count == 2 * (1 + 2 * megatron.graph.num_layers));
   // Timeline of one layer's op k in a micro-batch's backward (ParamComm = gathers, DpComm = RS):
   //   param_comm: |gather k (recompute+B)|gather k-1| ...
   //   compute:    ..|recompute k|backward k|...
@@ -342,10 +346,10 @@ TEST_CASE("frameworks: ZeRO-3 gathers on their own stream, twice per micro-batch
 
 // FSDP2 gathers a block's parameters as one unit, the next block's while this one computes
 // (fully_shard per TransformerBlock; implicit forward prefetch): layer 1's forward gathers are
-// issued before layer 0's first op runs; per-op ZeRO-3 (Megatron's) gathers each op's weights
-// one op ahead.
+// issued before layer 0's first op runs, as Megatron-FSDP's prefetch issues them; per-op ZeRO-3
+// (DeepSpeed's) gathers each op's weights one op ahead.
 TEST_CASE("frameworks: FSDP2's forward gathers the next block's weights while this block computes") {
-  for (const std::string framework : {"fsdp", "megatron"}) {
+  for (const std::string framework : {"fsdp", "megatron", "deepspeed"}) {
     CAPTURE(framework);
     const CompiledModel c =
         test::compile_text(small(R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + R"("})"));
@@ -362,7 +366,7 @@ TEST_CASE("frameworks: FSDP2's forward gathers the next block's weights while th
     }
     REQUIRE(first_layer0_compute >= 0);
     REQUIRE(last_layer1_gather >= 0);
-    CHECK((last_layer1_gather < first_layer0_compute) == (framework == "fsdp"));
+    CHECK((last_layer1_gather < first_layer0_compute) == (framework != "deepspeed"));
   }
   // Llama 3 8B over 16 nodes (FSDP 128, local batch 2 of 8K tokens): a block's 0.44 GB gather
   // takes under 11 ms at the 40 GB/s a GPU's NIC carries, its forward about 25 ms: FSDP2 hides
@@ -383,9 +387,11 @@ TEST_CASE("frameworks: FSDP2's forward gathers the next block's weights while th
 // FSDPParamGroup.pre_backward unshards a block and prefetches the next one in backward order
 // (_backward_prefetch): under recompute, layer 0's weights are gathered (issued) before layer 1's
 // replay starts, and no gather waits for a replayed op (the replay reads what the prefetch kept).
-// Megatron's and DeepSpeed's ZeRO-3 keep gathering each op's weights before its replay.
+// Megatron-FSDP's pre-backward hook does the same ("gather parameters once for both the
+// recomputation and backward computation"); DeepSpeed's ZeRO-3 keeps gathering each op's weights
+// before its replay.
 TEST_CASE("frameworks: FSDP2 gathers a checkpointed block's weights while the next block runs its backward") {
-  for (const std::string framework : {"fsdp", "megatron"}) {
+  for (const std::string framework : {"fsdp", "megatron", "deepspeed"}) {
     CAPTURE(framework);
     const CompiledModel c = test::compile_text(
         small(R"({"dp":8,"micro_batch":1,"zero":3,"recompute":"full","framework":")" + framework + R"("})"));
@@ -406,7 +412,7 @@ TEST_CASE("frameworks: FSDP2 gathers a checkpointed block's weights while the ne
     }
     REQUIRE(first_layer1_replay >= 0);
     REQUIRE(last_layer0_gather >= 0);
-    if (framework == "fsdp") {
+    if (framework != "deepspeed") {
       CHECK(last_layer0_gather < first_layer1_replay);
       CHECK(recompute_gathers == 0);
     } else {

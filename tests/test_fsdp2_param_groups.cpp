@@ -70,11 +70,12 @@ TEST_CASE("fsdp2 groups: one all-gather per group and pass, one reduce-scatter p
       test::count_collectives(c, CollectiveKind::AllGather, axis_bit(kAxisDp), Phase::Forward, "layers.1.");
   CHECK(layer1.count == 1);
   CHECK(layer1.bytes == doctest::Approx(2 * layer_weight_elements(c, 1)));
-  // Megatron's ZeRO-3 gathers each op's weights on its own: a block's several.
+  // Megatron-FSDP gathers the same groups (tests/test_megatron_fsdp.cpp).
   const CompiledModel megatron = test::compile_text(zero3_config("megatron"));
-  CHECK(test::count_collectives(megatron, CollectiveKind::AllGather, axis_bit(kAxisDp), Phase::Forward,
-                                "layers.1.")
-            .count > 1);
+  const test::CollCount megatron_layer1 = test::count_collectives(
+      megatron, CollectiveKind::AllGather, axis_bit(kAxisDp), Phase::Forward, "layers.1.");
+  CHECK(megatron_layer1.count == 1);
+  CHECK(megatron_layer1.bytes == doctest::Approx(layer1.bytes));
 }
 
 TEST_CASE("fsdp2 groups: the root is gathered first, kept through the backward and reduced last") {

@@ -55,6 +55,11 @@ struct ParallelConfig {
   // PyTorch FSDP2's copy-out after each all-gather and copy-in before each reduce-scatter run
   // on the compute stream (framework fsdp; compile/fsdp_copies.h).
   bool fsdp2_copies = false;
+  // ZeRO-3 under framework megatron is Megatron-FSDP (data_parallel_sharding_strategy
+  // optim_grads_params, fsdp_unit_modules [TransformerLayer]): FSDP2's parameter groups without
+  // its copies, each layer resharded after its forward, and prefetch by element count
+  // (OpIndex::fsdp_prefetch_units; docs/frameworks/data-parallelism.md "Megatron-FSDP").
+  bool megatron_fsdp = false;
   // torch.distributed.pipelining runs FSDP2's gradient reduction once per stage, after the
   // stage's last backward (PipelineStage.backward_maybe_with_nosync: every backward under
   // set_requires_gradient_sync(False), then post_backward of every parameter group), as a chain

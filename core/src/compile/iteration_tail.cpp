@@ -83,6 +83,16 @@ void IterationTail::finish_rank() {
 // reverse `module.parameters()` order, so a tied embedding, registered by the embedding and read
 // again by the output layer, falls into the last bucket (gathered first for the forward), not
 // the first.
+// The parameter group whose gradients op's fill as one bucket, -1: buckets by size. FSDP2's
+// units all; Megatron-FSDP's layers, while its other parameters (unit 0: embedding, final
+// norm, output layer) are split by the bucket size like DDP's (_get_parameter_groups splits
+// the groups without an FSDP unit at suggested_bucket_size, megatron_fsdp/param_and_grad_buffer.py).
+int IterationTail::grad_unit_of_op(int op) const {
+  const int unit = index_.unit_of_op[op];
+  if (unit >= 0 && knobs_.megatron_fsdp && index_.fsdp_unit_is_root[static_cast<size_t>(unit)]) return -1;
+  return unit;
+}
+
 void IterationTail::plan_buckets() {
   buckets_.clear();
   bucket_of_tensor_.assign(g_.tensors.size(), -1);
@@ -101,6 +111,7 @@ void IterationTail::plan_buckets() {
   double filled = 0;
   const bool per_mb = knobs_.grad_sync == GradSync::PerMicroBatch;
   std::vector<int> bucket_of_unit(index_.fsdp_units.size(), -1);
+  int size_bucket = -1;  // the bucket filling up to the cap
   for (int c = tree_.model_chunks() - 1; c >= 0; --c) {
     if (!emit_.holds_chunk(c)) continue;
     bool new_chunk = per_mb;  // per micro-batch: a new bucket per chunk (one pass each)
@@ -108,8 +119,8 @@ void IterationTail::plan_buckets() {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
         if (weight_plan_of_tensor_[w.tensor] != &w) continue;  // bucketed at its registering use
-        int bi = static_cast<int>(buckets_.size()) - 1;
-        if (const int unit = index_.unit_of_op[*it]; unit >= 0) {
+        int bi = -1;
+        if (const int unit = grad_unit_of_op(*it); unit >= 0) {
           // FSDP2 reduce-scatters a parameter group (OpIndex::fsdp_units) at once, in its
           // post-backward: a layer's when its backward is done, the root's at the end.
           if (bucket_of_unit[unit] < 0) {
@@ -117,11 +128,14 @@ void IterationTail::plan_buckets() {
             buckets_.push_back({});
           }
           bi = bucket_of_unit[unit];
-        } else if (buckets_.empty() || new_chunk || filled >= (buckets_.size() == 1 ? first_cap : cap)) {
-          buckets_.push_back({});
-          filled = 0;
-          new_chunk = false;
-          bi = static_cast<int>(buckets_.size()) - 1;
+        } else {
+          if (size_bucket < 0 || new_chunk || filled >= (size_bucket == 0 ? first_cap : cap)) {
+            size_bucket = static_cast<int>(buckets_.size());
+            buckets_.push_back({});
+            filled = 0;
+            new_chunk = false;
+          }
+          bi = size_bucket;
         }
         Bucket& b = buckets_[static_cast<size_t>(bi)];
         bucket_of_tensor_[w.tensor] = bi;

@@ -46,6 +46,7 @@ class IterationTail {
   };
 
   void plan_buckets();
+  int grad_unit_of_op(int op) const;
   void weights_final(int op, int w_task);
   // FSDP2 keeps the unsharded gradient across micro-batches (pipelining, more than one).
   bool fsdp_accumulates() const;

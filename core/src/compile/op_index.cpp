@@ -166,60 +166,6 @@ double OpIndex::segment_replay_bytes(int op) const {
   return std::max(0.0, bytes);
 }
 
-void OpIndex::build_fsdp_units() {
-  unit_of_op.assign(g_.ops.size(), -1);
-  // Framework fsdp with zero 0 is PyTorch DDP (TorchTitan's apply_ddp): no parameter groups.
-  if (!tree_.root().fsdp2_copies || tree_.root().zero < 2) return;
-  const auto add_unit = [&](bool root) {
-    fsdp_units.push_back({});
-    fsdp_unit_is_root.push_back(root ? 1 : 0);
-  };
-  const auto layer_of = [&](int op) { return g_.modules[g_.ops[op].module].layer; };
-  for (const auto& ops : chunk_ops) {
-    // A chunk of layers only (a middle pipeline stage) has no root unit.
-    if (std::any_of(ops.begin(), ops.end(), [&](int op) { return layer_of(op) < 0; })) {
-      add_unit(true);
-      for (int op : ops)
-        if (layer_of(op) < 0) {
-          fsdp_units.back().push_back(op);
-          unit_of_op[op] = static_cast<int>(fsdp_units.size()) - 1;
-        }
-    }
-    int prev_layer = -1;
-    for (int op : ops) {
-      const int layer = layer_of(op);
-      if (layer < 0) continue;
-      if (layer != prev_layer) add_unit(false);
-      fsdp_units.back().push_back(op);
-      unit_of_op[op] = static_cast<int>(fsdp_units.size()) - 1;
-      prev_layer = layer;
-    }
-  }
-}
-
-int OpIndex::fsdp_prefetch_unit(int unit, bool forward) const {
-  const int chunk = plans_[fsdp_units[static_cast<size_t>(unit)].front()].chunk;
-  const auto in_chunk = [&](int u) {
-    return u >= 0 && u < static_cast<int>(fsdp_units.size()) &&
-           plans_[fsdp_units[static_cast<size_t>(u)].front()].chunk == chunk;
-  };
-  if (forward) return in_chunk(unit + 1) ? unit + 1 : -1;
-  if (!fsdp_unit_is_root[static_cast<size_t>(unit)]) return in_chunk(unit - 1) ? unit - 1 : -1;
-  int last = unit;
-  while (in_chunk(last + 1)) ++last;
-  return last != unit ? last : -1;
-}
-
-bool OpIndex::keeps_gather_to_backward(int op) const {
-  if (unit_of_op[op] < 0 || tree_.stages != 1) return false;
-  return fsdp_unit_is_root[static_cast<size_t>(unit_of_op[op])] ||
-         (g_.num_layers > 0 && g_.modules[g_.ops[op].module].layer == g_.num_layers - 1);
-}
-
-bool OpIndex::frees_gather_at_root_post_backward(int op) const {
-  return keeps_gather_to_backward(op) && fsdp_unit_is_root[static_cast<size_t>(unit_of_op[op])];
-}
-
 bool OpIndex::drops_extra(int op) const {
   return (plans_[op].recompute_modules & recompute_bit(RecomputeModule::CoreAttn)) != 0;
 }

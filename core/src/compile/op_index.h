@@ -24,23 +24,31 @@ class OpIndex {
   std::vector<int> labels;                                  // per op: ExecGraph label id
   std::vector<Segment> segments;
   std::vector<int> seg_of_op;  // -1: not under full recompute
-  // FSDP2's units (framework fsdp; TorchTitan's apply_fsdp calls fully_shard on each
-  // TransformerBlock and on the model): per chunk, the root unit first (every op outside the
-  // layers: embedding, final norm, output layer, loss), then one unit per layer; each unit's
-  // ops in forward order. What FSDP2 gathers, prefetches and reduces as one parameter group.
+  // Parameter groups (fsdp_units.cpp): FSDP2's (framework fsdp; TorchTitan's apply_fsdp calls
+  // fully_shard on each TransformerBlock and on the model) and Megatron-FSDP's (framework
+  // megatron, ZeRO-3: fsdp_unit_modules [TransformerLayer], the other parameters in unit 0):
+  // per chunk, the root unit first (every op outside the layers: embedding, final norm, output
+  // layer, loss), then one unit per layer; each unit's ops in forward order. What is gathered,
+  // prefetched and reduced as one parameter group.
   std::vector<std::vector<int>> fsdp_units;
   std::vector<char> fsdp_unit_is_root;
-  std::vector<int> unit_of_op;  // -1: none (another framework)
-  // The unit whose gathers a pass issues ahead while `unit` computes, -1: none. Forward: the
+  std::vector<int> unit_of_op;                          // -1: none (another framework)
+  std::vector<double> fsdp_unit_elements;               // per unit: weight elements gathered on a rank
+  std::vector<double> megatron_fsdp_prefetch_elements;  // per chunk: suggested_AG_prefetch_size
+  // The units whose gathers a pass issues ahead while `unit` computes. FSDP2, one: forward, the
   // next in execution order (the root, which runs first, prefetches layer 0; the last layer
-  // nothing, the root being gathered). Backward, in FSDP2's reverse post-forward order: the
-  // root (its output layer runs first) prefetches the last layer, a layer the one before it.
-  int fsdp_prefetch_unit(int unit, bool forward) const;
-  // Gathered weights that stay from the forward to the backward (framework fsdp, no pp): the
-  // last block's, which TorchTitan's apply_fsdp does not reshard after its forward ("FSDP would
-  // prefetch it immediately"), and the root's, which FSDP2 never reshards after the forward
-  // ("For the root, do not reshard after forward since for training, the parameters would be
-  // freed and all-gathered immediately", FSDPState._lazy_init).
+  // nothing, the root being gathered); backward, in reverse post-forward order, the root (its
+  // output layer runs first) prefetches the last layer, a layer the one before it.
+  // Megatron-FSDP: the next layers in the pass's order until the prefetched elements reach the
+  // prefetch size; in the backward nothing from the root.
+  std::vector<int> fsdp_prefetch_units(int unit, bool forward) const;
+  // Gathered weights that stay from the forward to the backward (no pp): the root's, which
+  // FSDP2 never reshards after the forward ("For the root, do not reshard after forward since
+  // for training, the parameters would be freed and all-gathered immediately",
+  // FSDPState._lazy_init) and Megatron-FSDP never releases (its post-forward release is
+  // registered on FSDP unit modules only); under FSDP2 also the last block's, which
+  // TorchTitan's apply_fsdp does not reshard after its forward ("FSDP would prefetch it
+  // immediately").
   bool keeps_gather_to_backward(int op) const;
   // The root unit's gathered weights are freed only by its post-backward, which FSDP2 runs in
   // the root's final backward callback (its inputs, the token ids, need no gradient, so no
@@ -71,6 +79,7 @@ class OpIndex {
  private:
   void build_segments();
   void build_fsdp_units();
+  void count_unit_elements();
   double cached_output_bytes(int op) const;
   bool reads_cached_reduce_scatter(int producer, int consumer, int k) const;
   void mark_dropped_replays();

@@ -194,8 +194,7 @@ void PassDeriver::fsdp_unit_gathers(int op, int mb, bool forward) {
   if (op != (forward ? ops.front() : ops.back())) return;
   const Phase phase = forward ? Phase::Forward : Phase::BackwardInput;
   prefetch_unit_gathers(u, mb, phase);
-  if (const int next = index_.fsdp_prefetch_unit(u, forward); next >= 0)
-    prefetch_unit_gathers(next, mb, phase);
+  for (const int next : index_.fsdp_prefetch_units(u, forward)) prefetch_unit_gathers(next, mb, phase);
 }
 
 // FSDP2 all-gathers a parameter group at once (foreach_all_gather: the group's shards copied into

@@ -108,9 +108,9 @@ constexpr double kTorchDdpBucket_MB = 25;
 double default_grad_bucket_MB(const StrategySpec& s) {
   const double bytes = grad_bytes_per_element(s.grad_reduce_in_fp32);
   switch (s.framework) {
-    case Framework::Megatron:  // megatron/core/distributed/distributed_data_parallel.py
-      // Megatron-FSDP (zero 2-3) groups its buckets by FSDP unit, which is not modelled: DDP's 25 MB.
-      if (s.zero >= 2) return kTorchDdpBucket_MB;
+    // megatron/training/training.py get_model, "In the Megatron FSDP and DDP use path": DDP and
+    // Megatron-FSDP (zero 2-3, whose FSDP units stay whole; compile/fsdp_units.cpp) alike.
+    case Framework::Megatron:
       if (!s.overlap_grad_reduce) return config_limits::kMaxGradBucket_MB;  // "bucket_size to infinity"
       return std::max(40e6, 1e6 * s.dp * s.cp) * bytes / 1e6;
     case Framework::DeepSpeed:  // DeepSpeedZeroConfig.reduce_bucket_size, allreduce_bucket_size

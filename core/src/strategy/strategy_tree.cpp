@@ -112,6 +112,7 @@ ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   c.eager_elementwise = s.framework == Framework::Fsdp && !s.torch_compile;
   c.unfused_mask = unfused_kernels(s, c.eager_elementwise);
   c.fsdp2_copies = s.framework == Framework::Fsdp;
+  c.megatron_fsdp = s.framework == Framework::Megatron && s.zero == 3;
   c.fsdp_pp_post_backward = s.framework == Framework::Fsdp && s.pp > 1;
   c.torch_optimizer = s.framework == Framework::Fsdp;
   c.torch_cp = s.framework == Framework::Fsdp;
