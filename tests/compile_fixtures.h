@@ -15,6 +15,17 @@ struct CollCount {
   double bytes = 0;
 };
 
+// Simulated rank 0's data-parallel collectives of one kind in `phase`, every micro-batch.
+inline int dp_collectives(const CompiledModel& c, CollectiveKind kind, Phase phase) {
+  int n = 0;
+  for (const Task& t : c.exec.tasks)
+    if (t.kind == TaskKind::Collective && t.rank == 0 && t.phase == phase &&
+        c.exec.collectives[static_cast<size_t>(t.collective)].kind == kind &&
+        c.exec.collectives[static_cast<size_t>(t.collective)].axes == axis_bit(kAxisDp))
+      ++n;
+  return n;
+}
+
 // Collectives of one kind over exactly `axes` whose label starts with `prefix`, in `phase`,
 // for micro-batch 0 on simulated rank `rank`: how many, and the bytes of the last one.
 inline CollCount count_collectives(const CompiledModel& c, CollectiveKind kind, AxisMask axes, Phase phase,

@@ -25,16 +25,6 @@ std::string zero3_config(const std::string& framework) {
                            R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + "\"}");
 }
 
-int collectives(const CompiledModel& c, CollectiveKind kind, Phase phase) {
-  int n = 0;
-  for (const Task& t : c.exec.tasks)
-    if (t.kind == TaskKind::Collective && t.rank == 0 && t.phase == phase &&
-        c.exec.collectives[static_cast<size_t>(t.collective)].kind == kind &&
-        c.exec.collectives[static_cast<size_t>(t.collective)].axes == axis_bit(kAxisDp))
-      ++n;
-  return n;
-}
-
 double layer_weight_elements(const CompiledModel& c, int layer) {
   double e = 0;
   for (const Op& op : c.graph.ops)
@@ -59,8 +49,8 @@ TEST_CASE("fsdp2 groups: one all-gather per group and pass, one reduce-scatter p
   const int groups = 1 + c.graph.num_layers;  // the root and each block
   // Forward: the root's (before the embedding), then each block's. Backward: only layer 0's;
   // the root and the last block keep what their forward gathered.
-  CHECK(collectives(c, CollectiveKind::AllGather, Phase::Forward) == groups);
-  CHECK(collectives(c, CollectiveKind::AllGather, Phase::BackwardInput) == 1);
+  CHECK(test::dp_collectives(c, CollectiveKind::AllGather, Phase::Forward) == groups);
+  CHECK(test::dp_collectives(c, CollectiveKind::AllGather, Phase::BackwardInput) == 1);
   int reduce_scatters = 0;
   for (const CollectiveStat& s : c.stats.collectives)
     if (s.kind == "reduce_scatter" && s.purpose == "gradient") reduce_scatters += static_cast<int>(s.count);

@@ -22,16 +22,6 @@ std::string zero3(const std::string& framework, int layers, int h) {
                            8, R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + "\"}");
 }
 
-int dp_collectives(const CompiledModel& c, CollectiveKind kind, Phase phase) {
-  int n = 0;
-  for (const Task& t : c.exec.tasks)
-    if (t.kind == TaskKind::Collective && t.rank == 0 && t.phase == phase &&
-        c.exec.collectives[static_cast<size_t>(t.collective)].kind == kind &&
-        c.exec.collectives[static_cast<size_t>(t.collective)].axes == axis_bit(kAxisDp))
-      ++n;
-  return n;
-}
-
 // Whether rank 0's forward all-gather of layer `layer` waits on a layer's compute of the same
 // micro-batch: issued from a layer's pre-forward hook (a prefetch window of fewer units than
 // the layers before it), or not (issued with the root's, from the embedding's).
@@ -62,8 +52,8 @@ TEST_CASE("megatron-fsdp: one gather per unit and pass, every layer gathered aga
   const CompiledModel megatron = test::compile_text(zero3("megatron", layers, 512));
   // Forward: unit 0 (at the embedding) and each layer. Backward: every layer, its post-forward
   // hook having released it; unit 0 is kept. One reduce-scatter per unit.
-  CHECK(dp_collectives(megatron, CollectiveKind::AllGather, Phase::Forward) == 1 + layers);
-  CHECK(dp_collectives(megatron, CollectiveKind::AllGather, Phase::BackwardInput) == layers);
+  CHECK(test::dp_collectives(megatron, CollectiveKind::AllGather, Phase::Forward) == 1 + layers);
+  CHECK(test::dp_collectives(megatron, CollectiveKind::AllGather, Phase::BackwardInput) == layers);
   int reduce_scatters = 0;
   for (const CollectiveStat& s : megatron.stats.collectives)
     if (s.kind == "reduce_scatter" && s.purpose == "gradient") reduce_scatters += static_cast<int>(s.count);
@@ -74,7 +64,7 @@ TEST_CASE("megatron-fsdp: one gather per unit and pass, every layer gathered aga
   CHECK(layer1.count == 1);
   // FSDP2 under TorchTitan keeps the last block from its forward: one backward gather fewer.
   const CompiledModel fsdp2 = test::compile_text(zero3("fsdp", layers, 512));
-  CHECK(dp_collectives(fsdp2, CollectiveKind::AllGather, Phase::BackwardInput) == layers - 1);
+  CHECK(test::dp_collectives(fsdp2, CollectiveKind::AllGather, Phase::BackwardInput) == layers - 1);
 }
 
 TEST_CASE("megatron-fsdp: the prefetch reaches as many units as half of max(1e9, 2 x mean unit) elements") {
