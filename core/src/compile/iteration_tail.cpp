@@ -77,12 +77,6 @@ void IterationTail::finish_rank() {
   if (!knobs_.overlap_param_gather) param_gathers(false);
 }
 
-// Weight tensors of this stage in reverse registration order (backward order of the stage's
-// chunks, last chunk first), grouped into DDP-like buckets. A weight is registered by its first
-// use in the forward: Megatron's _ParamAndGradBuffer and PyTorch DDP bucket the parameters in
-// reverse `module.parameters()` order, so a tied embedding, registered by the embedding and read
-// again by the output layer, falls into the last bucket (gathered first for the forward), not
-// the first.
 // The parameter group whose gradients op's fill as one bucket, -1: buckets by size. FSDP2's
 // units all; Megatron-FSDP's layers, while its other parameters (unit 0: embedding, final
 // norm, output layer) are split by the bucket size like DDP's (_get_parameter_groups splits
@@ -93,6 +87,12 @@ int IterationTail::grad_unit_of_op(int op) const {
   return unit;
 }
 
+// Weight tensors of this stage in reverse registration order (backward order of the stage's
+// chunks, last chunk first), grouped into DDP-like buckets. A weight is registered by its first
+// use in the forward: Megatron's _ParamAndGradBuffer and PyTorch DDP bucket the parameters in
+// reverse `module.parameters()` order, so a tied embedding, registered by the embedding and read
+// again by the output layer, falls into the last bucket (gathered first for the forward), not
+// the first.
 void IterationTail::plan_buckets() {
   buckets_.clear();
   bucket_of_tensor_.assign(g_.tensors.size(), -1);
