@@ -67,6 +67,22 @@ TEST_CASE("megatron-fsdp: one gather per unit and pass, every layer gathered aga
   CHECK(test::dp_collectives(fsdp2, CollectiveKind::AllGather, Phase::BackwardInput) == layers - 1);
 }
 
+TEST_CASE("megatron-fsdp: unit 0 is gathered by the first micro-batch and serves every other") {
+  // Global batch 32 on dp 8 at micro-batch 1: 4 micro-batches. Unit 0's buckets are released
+  // only when the iteration's gradient sync resets the all-gather pipeline; FSDP2 reshards its
+  // root after each backward and gathers it again.
+  const int layers = 2, micro_batches = 4;
+  const auto four = [](const std::string& framework) {
+    return test::compile_text(test::config_json(
+        test::gpt_model(layers, 512, 8, 256, 8000), R"({"preset":"dgx-a100-80g","nodes":1})", 32,
+        R"({"dp":8,"micro_batch":1,"zero":3,"framework":")" + framework + R"("})"));
+  };
+  CHECK(test::dp_collectives(four("megatron"), CollectiveKind::AllGather, Phase::Forward) ==
+        1 + micro_batches * layers);
+  CHECK(test::dp_collectives(four("fsdp"), CollectiveKind::AllGather, Phase::Forward) ==
+        micro_batches * (1 + layers));
+}
+
 TEST_CASE("megatron-fsdp: the prefetch reaches as many units as half of max(1e9, 2 x mean unit) elements") {
   // Hidden 512: 3.1M elements a layer, so the embedding's gather prefetches every layer.
   CHECK_FALSE(layer_gather_waits_for_layer_compute(test::compile_text(zero3("megatron", 4, 512)), 2));

@@ -113,4 +113,8 @@ bool OpIndex::frees_gather_at_root_post_backward(int op) const {
   return keeps_gather_to_backward(op) && fsdp_unit_is_root[static_cast<size_t>(unit_of_op[op])];
 }
 
+bool OpIndex::gather_kept_for_iteration(int unit) const {
+  return tree_.root().megatron_fsdp && tree_.stages == 1 && fsdp_unit_is_root[static_cast<size_t>(unit)];
+}
+
 }  // namespace proteus

@@ -54,6 +54,10 @@ class OpIndex {
   // the root's final backward callback (its inputs, the token ids, need no gradient, so no
   // post-backward hook fires earlier): after the backward of its first op, the embedding.
   bool frees_gather_at_root_post_backward(int op) const;
+  // Megatron-FSDP's root (no pp): its buckets are released only when the iteration's gradient
+  // sync resets the all-gather pipeline, so the first micro-batch's gather serves every other
+  // and no post-backward frees it (root_post_backward_frees skips it).
+  bool gather_kept_for_iteration(int unit) const;
   // Under TorchTitan's op-level checkpointing (torch_op_sac.h): an op of a segment whose
   // output the forward saved whole is not run again; the replay serves it from the cache.
   // Compiled (torch.compile's partitioner), an op whose output no backward needs is not run

@@ -204,8 +204,7 @@ void PassDeriver::prefetch_unit_gathers(int unit, int mb, Phase phase) {
   std::vector<CollectiveStep> merged;
   std::vector<std::pair<int, std::pair<double, double>>> members;  // op, (gathered, moved) bytes
   for (int r : index_.fsdp_units[static_cast<size_t>(unit)]) {
-    const KeptGather& kept = kept_gather_[static_cast<size_t>(r)];
-    if (kept.task >= 0 && kept.mb == mb) continue;
+    if (kept_for(kept_gather_[static_cast<size_t>(r)], mb)) continue;
     double gathered_bytes = 0, moved_bytes = 0;
     const size_t before = merged.size();
     add_weight_gather_steps(r, &merged, &gathered_bytes, &moved_bytes);
@@ -215,15 +214,19 @@ void PassDeriver::prefetch_unit_gathers(int unit, int mb, Phase phase) {
   const int last =
       emit_weight_gathers(merged, mb, phase, state_.prev_weight_compute, index_.labels[members[0].first]);
   if (last < 0) return;
+  // Megatron-FSDP never releases its root within an iteration: gathered by the first
+  // micro-batch, it serves every other.
+  const int kept_mb = index_.gather_kept_for_iteration(unit) ? kEveryMicroBatch : mb;
   for (const auto& [r, bytes] : members) {
-    kept_gather_[static_cast<size_t>(r)] = {last, mb, bytes.first, bytes.second};
+    kept_gather_[static_cast<size_t>(r)] = {last, kept_mb, bytes.first, bytes.second};
     prefetched_alloc_.push_back({MemCategory::Weights, false, bytes.first});
   }
 }
 
 // FSDP2's root unit keeps its gathered weights through the backward; its post-backward, in the
 // root's final backward callback, frees them after the backward of the unit's first op (the
-// embedding): OpIndex::frees_gather_at_root_post_backward.
+// embedding): OpIndex::frees_gather_at_root_post_backward. Megatron-FSDP's root, kept for the
+// whole iteration (kEveryMicroBatch), is not freed here.
 void PassDeriver::root_post_backward_frees(int op, int mb, std::vector<MemEvent>* mem) {
   if (!index_.frees_gather_at_root_post_backward(op)) return;
   const std::vector<int>& unit = index_.fsdp_units[static_cast<size_t>(index_.unit_of_op[op])];
@@ -240,7 +243,7 @@ void PassDeriver::root_post_backward_frees(int op, int mb, std::vector<MemEvent>
 // now when the prefetch left it; -1 when none is kept.
 int PassDeriver::use_kept_gather(int op, int mb, Phase phase) {
   KeptGather& kept = kept_gather_[static_cast<size_t>(op)];
-  if (kept.task < 0 || kept.mb != mb) return -1;
+  if (!kept_for(kept, mb)) return -1;
   if (kept.copy_out_bytes > 0) {
     kept.task = fsdp_copy_out(op, mb, phase, kept.task, kept.copy_out_bytes);
     kept.copy_out_bytes = 0;

@@ -141,11 +141,15 @@ class PassDeriver {
   std::vector<GradSend> pending_grad_sends_;
   // ZeRO-3 under full recompute: per op the recompute's gather its backward reuses (task,
   // micro-batch, bytes).
+  static constexpr int kEveryMicroBatch = -2;  // KeptGather::mb of a gather kept all iteration
   struct KeptGather {
-    int task = -1, mb = -1;
+    int task = -1, mb = -1;  // mb: the micro-batch it serves, or kEveryMicroBatch
     double bytes = 0;
     double copy_out_bytes = 0;  // > 0: prefetched, its FSDP2 copy-out not emitted yet
   };
+  static bool kept_for(const KeptGather& k, int mb) {
+    return k.task >= 0 && (k.mb == mb || k.mb == kEveryMicroBatch);
+  }
   std::vector<KeptGather> kept_gather_;
   std::vector<MemEvent> prefetched_alloc_;  // gathered copies the next compute task allocates
   std::vector<int> copy_out_work_ids_;      // per op: its FSDP2 copy-out work (fsdp_copy_out)

