@@ -185,3 +185,23 @@ TEST_CASE("DeepSpeed: autograd adds each later micro-batch's gradient into param
   CHECK(accumulated(compile(config("fp16", 2, 32))) == 0);  // ZeRO-2 reduces every micro-batch
   CHECK(accumulated(compile(config("bf16", 0, 32))) == 0);  // BF16_Optimizer adds them itself
 }
+
+TEST_CASE("DeepSpeed ZeRO-3: parameters under stage3_param_persistence_threshold stay whole") {
+  // DeepSpeed keeps a parameter of fewer than 1e5 elements (the norms' 512-wide weights and
+  // biases here) unpartitioned: never gathered, whole at rest; its gradient and optimizer states
+  // are partitioned like the rest. Weights at rest: 2 bytes a parameter, over dp = 8 for the
+  // partitioned ones.
+  const Config c = deepspeed("bf16", 3, 1);
+  const CompiledModel m = compile(c);
+  double partitioned = 0, persistent = 0;
+  for (const Tensor& t : m.graph.tensors)
+    if (t.is_weight) (t.elements() >= 100000 ? partitioned : persistent) += static_cast<double>(t.elements());
+  REQUIRE(persistent > 0);
+  const auto weights = static_cast<size_t>(MemCategory::Weights);
+  CHECK(m.stats.static_bytes_per_stage.at(0)[weights] == doctest::Approx(2 * (partitioned / 8 + persistent)));
+  // No gather is labelled by a norm; every other weighted op gathers.
+  for (const Task& t : m.exec.tasks)
+    if (t.kind == TaskKind::Collective && t.phase == Phase::Forward &&
+        m.exec.collectives[static_cast<size_t>(t.collective)].kind == CollectiveKind::AllGather)
+      CHECK(m.exec.labels[static_cast<size_t>(t.label)].find(".ln") == std::string::npos);
+}

@@ -60,6 +60,11 @@ struct ParallelConfig {
   // its copies, each layer resharded after its forward, and prefetch by element count
   // (OpIndex::fsdp_prefetch_units; docs/frameworks/data-parallelism.md "Megatron-FSDP").
   bool megatron_fsdp = false;
+  // DeepSpeed ZeRO-3's stage3_param_persistence_threshold (elements): a parameter with fewer
+  // (norm weights, biases) is never partitioned, so never gathered; its gradient and optimizer
+  // states are still partitioned, its update gathered after the step (compile/op_plan.cpp).
+  // 0: every parameter partitioned.
+  double zero3_persistence_elements = 0;
   // torch.distributed.pipelining runs FSDP2's gradient reduction once per stage, after the
   // stage's last backward (PipelineStage.backward_maybe_with_nosync: every backward under
   // set_requires_gradient_sync(False), then post_backward of every parameter group), as a chain

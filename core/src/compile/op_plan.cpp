@@ -261,12 +261,17 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
     p.output_grad_required = layout_of_use(op.output, p.axis_dim, mesh, false);
     if (op.output.tensor >= 0) account(g.tensors[op.output.tensor], p.output_grad_required);
 
-    const int zero = cfg.zero;
     for (const TensorUse& wu : op.weights) {
       WeightPlan w;
-      w.zero = zero;
       w.tensor = wu.tensor;
       w.use = layout_of_use(wu, p.axis_dim, mesh, false);
+      const Tensor& t = g.tensors[wu.tensor];
+      w.local_params = static_cast<double>(t.elements()) / w.use.shard_factor(mesh);
+      // DeepSpeed keeps a parameter below its persistence threshold whole (ds_numel: the
+      // parameter as the module holds it, a tensor-parallel slice): ZeRO-2 for it.
+      const bool persistent = cfg.zero >= 3 && w.local_params < cfg.zero3_persistence_elements;
+      const int zero = persistent ? 2 : cfg.zero;
+      w.zero = zero;
       w.grad = layout_of_use(wu, p.axis_dim, mesh, true);
       w.storage = w.use;
       w.grad_target = w.use;
@@ -282,8 +287,6 @@ std::vector<OpPlan> plan_ops(const PlanContext& ctx) {
         if (zero >= 1 && !cfg.bf16_optimizer) w.grad_target.placement[a] = 0;
         if (zero >= 3) w.storage.placement[a] = 0;
       }
-      const Tensor& t = g.tensors[wu.tensor];
-      w.local_params = static_cast<double>(t.elements()) / w.use.shard_factor(mesh);
       account(t, w.use);
       p.weights.push_back(w);
     }

@@ -69,7 +69,12 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
 // get_grads_for_reduction) once the last backward has returned, and the step's bf16 partitions
 // all-gathered inside step() (update_lp_params -> all_gather_dp_groups). Its update_hp_grads
 // adds each micro-batch's gradients; under the other optimizers autograd does.
+// DeepSpeedZeroConfig.param_persistence_threshold ("stage3_param_persistence_threshold"):
+// pp_int(1e5) (deepspeed/runtime/zero/config.py).
+constexpr double kDeepSpeedParamPersistenceElements = 1e5;
+
 void deepspeed_config(const StrategySpec& s, Precision precision, ParallelConfig* c) {
+  if (s.zero == 3) c->zero3_persistence_elements = kDeepSpeedParamPersistenceElements;
   const bool bf16_optimizer = deepspeed_bf16_optimizer(s, precision);
   if (!deepspeed_can_overlap_grad_reduce(s)) c->overlap_grad_reduce = false;
   if (deepspeed_gathers_weights_in_step(s, precision)) c->overlap_param_gather = false;
