@@ -57,6 +57,10 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
   return mask;
 }
 
+// DeepSpeedZeroConfig.param_persistence_threshold ("stage3_param_persistence_threshold"):
+// pp_int(1e5) (deepspeed/runtime/zero/config.py).
+constexpr double kDeepSpeedParamPersistenceElements = 1e5;
+
 // What DeepSpeed's engines do with gradients (docs/frameworks/data-parallelism.md, "What
 // DeepSpeed overlaps", "DeepSpeed's BF16_Optimizer"). Without ZeRO the engine all-reduces after
 // the backward (DeepSpeedEngine.backward -> allreduce_gradients), and the pipeline engine reduces
@@ -68,11 +72,8 @@ uint32_t unfused_kernels(const StrategySpec& s, bool eager) {
 // gradient buffer for every parameter, all-reduced whole (buffered_allreduce_fallback on
 // get_grads_for_reduction) once the last backward has returned, and the step's bf16 partitions
 // all-gathered inside step() (update_lp_params -> all_gather_dp_groups). Its update_hp_grads
-// adds each micro-batch's gradients; under the other optimizers autograd does.
-// DeepSpeedZeroConfig.param_persistence_threshold ("stage3_param_persistence_threshold"):
-// pp_int(1e5) (deepspeed/runtime/zero/config.py).
-constexpr double kDeepSpeedParamPersistenceElements = 1e5;
-
+// adds each micro-batch's gradients; under the other optimizers autograd does. At ZeRO-3 the
+// parameters under the persistence threshold stay whole (compile/op_plan.cpp).
 void deepspeed_config(const StrategySpec& s, Precision precision, ParallelConfig* c) {
   if (s.zero == 3) c->zero3_persistence_elements = kDeepSpeedParamPersistenceElements;
   const bool bf16_optimizer = deepspeed_bf16_optimizer(s, precision);
