@@ -232,7 +232,8 @@ GradSync default_grad_sync(const StrategySpec& strategy);
 bool default_grad_reduce_in_fp32(const StrategySpec& strategy, Precision precision);
 // docs/frameworks/data-parallelism.md, "Gradient buckets": Megatron-Core's DDP buckets of
 // max(40M, 1M x dp x cp) parameters when it overlaps the reduction, else all gradients in one
-// (zero 0-1; Megatron-FSDP's per-unit buckets at zero 2-3 are not modelled: 25 MB);
+// (zero 0-3: training.py gives Megatron-FSDP the same size, and at zero 3 each layer's gradients
+// are one bucket whatever it is, compile/fsdp_units.cpp);
 // DeepSpeed's 5e8 elements (reduce_bucket_size, allreduce_bucket_size); PyTorch DDP's 25 MB
 // (bucket_cap_mb; FSDP2 reduces per parameter group and ignores it). In MB of gradients of
 // the resolved gradient dtype; one bucket is kMaxGradBucket_MB.
