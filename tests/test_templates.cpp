@@ -158,6 +158,24 @@ TEST_CASE("templates: the other scenarios (MoE, CNN hybrid, DLRM, data parallel,
   CHECK(check_same_graph(preset("gpt3-175b-megatron", R"(,"training":{"global_batch":64})")) > 0);
 }
 
+TEST_CASE("templates: FP8 weight casts, once per iteration (Transformer Engine) or every forward") {
+  // Transformer Engine casts the weights in the first micro-batch's forward
+  // (compile/fp8_weight_casts.h): that micro-batch's passes are built op by op, the later ones
+  // from templates, on every schedule; torchao (framework fsdp) and ZeRO-3 cast in every forward.
+  const std::string fp8 = R"(,"training":{"global_batch":64,"precision":"fp8")";
+  for (const char* strategy : {R"("schedule":"1f1b")", R"("schedule":"interleaved-1f1b","virtual_stages":2)",
+                               R"("schedule":"zb-v")", R"("schedule":"dualpipe")"})
+    CHECK(check_same_graph(preset("default", fp8 + "},\"strategy\":{" + strategy + "}")) > 0);
+  // ZeRO-3 prefetches across passes: built op by op, as without FP8.
+  check_same_graph(
+      preset("default", fp8 + R"(,"fp8_recipe":"current"},"strategy":{"pp":1,"dp":8,"zero":3})"));
+  CHECK(
+      check_same_graph(preset(
+          "default",
+          fp8 + R"(,"fp8_recipe":"current"},"strategy":{"framework":"fsdp","zero":2,"recompute":"full"})")) >
+      0);
+}
+
 TEST_CASE("collective signatures: equal signature means equal kind, axes, bytes and group") {
   // The executor plans a signature once (Collective::signature); a signature shared by two
   // different collectives would give one of them the other's flows.

@@ -115,7 +115,11 @@ struct ParallelConfig {
   // DeepSpeed's other optimizers (FP16_Optimizer, ZeRO-1) leave the gradients to autograd across
   // micro-batches: each later one is added into param.grad in place (compile/iteration_tail.cpp).
   bool autograd_grad_accumulation = false;
-  bool fp8_param_gather = false;        // FP8 weights gathered in FP8 (root)
+  bool fp8_param_gather = false;  // FP8 weights gathered in FP8 (root)
+  // FP8 linears keep their weights' FP8 copies from the first micro-batch's forward for the rest
+  // of the iteration (Transformer Engine); torchao's Float8Linear casts in every forward
+  // (framework fsdp; compile/fp8_weight_casts.h). Root.
+  bool fp8_weight_cache = true;
   bool store_param_remainders = false;  // master weights as 16-bit remainders of the bf16 weights (root)
   // The precision-aware optimizer's state dtypes (root; strategy_spec.h).
   StateDtype exp_avg_dtype = StateDtype::Fp32;

@@ -136,7 +136,9 @@ void apply_fp8_recipe(const PlanContext& ctx, size_t i, const std::vector<char>&
   }
   plan_input_cast(ctx, i, fp8_only, plans, cast);
   plan_output_grad_cast(ctx, &p);
-  for (WeightPlan& w : p.weights) w.fp8_copy = true;
+  // TE casts the weight matrices; a bias is added in 16-bit (by the GEMM's epilogue).
+  for (WeightPlan& w : p.weights)
+    w.fp8_copy = ctx.graph.tensors[static_cast<size_t>(w.tensor)].shape.size() >= 2;
 }
 
 double fp8_saved_input_bytes(const OpGraph& g, const std::vector<OpPlan>& plans, const Op& op,

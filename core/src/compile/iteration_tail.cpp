@@ -374,10 +374,12 @@ void IterationTail::static_memory_and_optimizer() {
     if (!fp8_only && !shard_is_master)
       bytes[static_cast<int>(MemCategory::Weights)] += p * index_.weight_bytes / (zero >= 3 ? d : 1);
     // FP8: Transformer Engine's FP8 weight copy and its transpose, 1 + 1 bytes, made from the
-    // 16-bit weights once per iteration (read 2, write 2 bytes); under ZeRO-3 made per gather.
+    // 16-bit weights in the forward (fp8_weight_casts.h). With fp8_param_gather the step's
+    // traffic keeps 4 bytes per parameter for the shard's cast and the gathered weight's
+    // transpose (docs/frameworks/fp8.md "FP8 weight casts").
     if (w->fp8_copy && zero < 3) {
       bytes[static_cast<int>(MemCategory::Weights)] += p * 2;
-      fp8_cast_params += p;
+      if (knobs_.fp8_param_gather) fp8_cast_params += p;
     }
     // Gradients stay whole until the boundary (Megatron's fp32 grad buffer, FSDP's no_sync);
     // reduced every micro-batch, only the shard survives (DeepSpeed ZeRO-2/3).

@@ -37,7 +37,9 @@ PassDeriver::PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter*
       copy_out_work_ids_(in.graph.ops.size(), -1),
       cp_merge_work_ids_(2 * in.graph.ops.size(), -1),
       cp_a2a_copy_work_ids_(2 * in.graph.ops.size(), -1),
-      amax_(plan_fp8_amax(in.graph, in.plans, in.tree, index)) {}
+      amax_(plan_fp8_amax(in.graph, in.plans, in.tree, index)),
+      weight_casts_(plan_fp8_weight_casts(in.plans, in.tree, in.training.fp8_recipe)),
+      weight_cast_ids_(in.graph.ops.size(), {-1, -1}) {}
 
 // Task (or pending send) after which tensor t is on this rank in layout `want`.
 // Returns INT32_MIN when no task is needed (a model input).
@@ -96,7 +98,39 @@ int PassDeriver::tensor_in_layout(int mb, Namespace ns, int t, const Layout& wan
   return last;
 }
 
-void PassDeriver::begin_rank() { kept_gather_.assign(g_.ops.size(), {}); }
+void PassDeriver::begin_rank() {
+  kept_gather_.assign(g_.ops.size(), {});
+  weights_cast_.assign(g_.ops.size(), 0);
+}
+
+bool PassDeriver::first_forward_casts_pending(int chunk) const {
+  const std::vector<int>& ops = index_.chunk_ops[static_cast<size_t>(chunk)];
+  return std::any_of(ops.begin(), ops.end(), [&](int op) {
+    return weight_casts_.when[static_cast<size_t>(op)] == Fp8WeightCast::FirstForward &&
+           !weights_cast_[static_cast<size_t>(op)];
+  });
+}
+
+int PassDeriver::fp8_weight_cast(int op, int mb, Namespace ns, const std::vector<int>& deps) {
+  const auto i = static_cast<size_t>(op);
+  const Fp8WeightCast when = weight_casts_.when[i];
+  const bool cast = (when == Fp8WeightCast::EveryForward) ||
+                    (when == Fp8WeightCast::FirstForward && ns == kFwd && !weights_cast_[i]);
+  if (!cast) return -1;
+  weights_cast_[i] = 1;
+  auto& [work, label] = weight_cast_ids_[i];
+  if (work < 0) {
+    ComputeWork w;
+    w.op_kind = OpKind::Elementwise;
+    w.bytes = weight_casts_.bytes[i];
+    w.kernels = weight_casts_.kernels;
+    work = emit_.exec().add_work(w);
+    ExecGraph& g = emit_.exec();
+    label = g.label_id(g.labels[static_cast<size_t>(index_.labels[i])] + ".fp8_weight_cast");
+  }
+  return emit_.compute(emit_.compute_task(label, ns == kFwd ? Phase::Forward : Phase::Recompute, mb, work),
+                       deps, {});
+}
 
 // Legacy Megatron-LM's scatter/gather of pipeline tensors (Narayanan et al., SC'21, section
 // 4.1; megatron/p2p_communication.py, scatter_gather_tensors_in_pipeline: each tp rank sends
@@ -472,6 +506,7 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
   const double rs_bytes =
       ring_shard_bytes > 0 || partial_replay || rs_cached ? 0 : pipelined_rs_target(op, &scattered);
   int gathered = -1, reduced = -1;
+  fp8_weight_cast(op, mb, ns, deps);
   const int id = rs_bytes > 0 ? pipelined_reduce_scatter(op, mb, phase, deps, mem, rs_bytes, &reduced)
                               : compute_op(op, mb, phase, partial_replay ? kPartialReplay : 0, deps, mem,
                                            ring_shard_bytes, &gathered);

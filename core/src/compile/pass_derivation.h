@@ -6,11 +6,13 @@
 // ZeRO-3 weight all-gathers before each use.
 #pragma once
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "collective_steps.h"
 #include "emitter.h"
 #include "fp8_amax.h"
+#include "fp8_weight_casts.h"
 #include "op_index.h"
 #include "pass_state.h"
 #include "proteus/schedule.h"
@@ -29,7 +31,11 @@ class PassDeriver {
   PassDeriver(const ProgramInputs& in, const OpIndex& index, Emitter* emitter, PassState* state,
               IterationTail* tail, CompileStats* stats);
 
-  void begin_rank();  // forgets the previous rank's kept gathers
+  void begin_rank();  // forgets the previous rank's kept gathers and FP8 weight casts
+  // Whether a forward pass of model chunk `chunk` would still cast FP8 weights Transformer
+  // Engine casts once per iteration (fp8_weight_casts.h): such a pass differs from the chunk's
+  // later forwards, so it is not a template (pass_replay.h).
+  bool first_forward_casts_pending(int chunk) const;
   // `split_w`: the schedule runs weight gradients as passes of their own (W); else B does them.
   void build_pass(const Pass& pass, int chunk, bool split_w);
 
@@ -114,6 +120,9 @@ class PassDeriver {
   void replay_from_cache(int op, int mb);
   static void hold_while_running(std::vector<MemEvent>* mem, double bytes);
   void forward_op(int op, int mb, Namespace ns);
+  // The cast of op's FP8 weights before this forward (fp8_weight_casts.h), after `deps`, on the
+  // compute stream ahead of the op's own kernels; -1 when none.
+  int fp8_weight_cast(int op, int mb, Namespace ns, const std::vector<int>& deps);
   void output_grad_deps(int op, int mb, std::vector<int>* deps, double* ring_shard_bytes = nullptr);
   void backward_op(int op, int mb, bool split_w);
   void end_backward_pass(int mb);
@@ -160,6 +169,9 @@ class PassDeriver {
   std::vector<int> cp_a2a_copy_work_ids_;
   Fp8AmaxPlan amax_;
   int amax_label_ = -1;
+  Fp8WeightCastPlan weight_casts_;
+  std::vector<char> weights_cast_;  // per op: cast this iteration (Fp8WeightCast::FirstForward)
+  std::vector<std::pair<int, int>> weight_cast_ids_;  // per op: its cast's work and label
 };
 
 }  // namespace proteus

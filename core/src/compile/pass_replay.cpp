@@ -70,6 +70,7 @@ void PassReplayer::begin_rank() {
   templates_.assign(static_cast<size_t>(3 * tree_.chunks()), {});
   pass_ranges_.clear();
   pass_index_.clear();
+  cast_mbs_.clear();
 }
 
 void PassReplayer::run_pass(const Pass& pass, int chunk, bool split_w) {
@@ -87,10 +88,17 @@ void PassReplayer::run_pass(const Pass& pass, int chunk, bool split_w) {
 
 // Builds a pass op by op; the first two instances of a (kind, chunk) are recorded and, when
 // equal, make the template. The last micro-batch is never recorded or replayed: its
-// backward completes the weight gradients and starts their reduction.
+// backward completes the weight gradients and starts their reduction. Nor is a forward that
+// casts Transformer Engine's FP8 weights (the first micro-batch's, fp8_weight_casts.h).
 void PassReplayer::build_recorded(const Pass& pass, int chunk, bool split_w, PassTemplate* tp) {
   apply_deferred_writes(pass.micro_batch);
-  const bool record = enabled_ && !tp->failed && !tp->verified && !last_of_copy(pass.micro_batch);
+  // A forward that casts FP8 weights once per iteration is unlike the chunk's later forwards,
+  // and so is every pass of its micro-batch (they refer to that forward's tasks).
+  if (pass.kind == PassKind::F && deriver_.first_forward_casts_pending(chunk) &&
+      std::find(cast_mbs_.begin(), cast_mbs_.end(), pass.micro_batch) == cast_mbs_.end())
+    cast_mbs_.push_back(pass.micro_batch);
+  const bool casts = std::find(cast_mbs_.begin(), cast_mbs_.end(), pass.micro_batch) != cast_mbs_.end();
+  const bool record = enabled_ && !tp->failed && !tp->verified && !last_of_copy(pass.micro_batch) && !casts;
   if (!record) {
     deriver_.build_pass(pass, chunk, split_w);
     return;

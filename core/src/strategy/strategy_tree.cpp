@@ -134,6 +134,7 @@ ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   c.ddp_first_bucket = s.framework == Framework::Fsdp && s.zero == 0;
   if (s.framework == Framework::DeepSpeed) deepspeed_config(s, precision, &c);
   c.fp8_param_gather = s.fp8_param_gather;
+  c.fp8_weight_cache = s.framework != Framework::Fsdp;
   c.store_param_remainders = s.store_param_remainders;
   c.exp_avg_dtype = s.exp_avg_dtype;
   c.exp_avg_sq_dtype = s.exp_avg_sq_dtype;
