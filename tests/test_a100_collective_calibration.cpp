@@ -28,6 +28,7 @@
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
 #include "proteus/topology.h"
+#include "relative_approx.h"
 
 using nlohmann::json;
 using namespace proteus;
@@ -86,7 +87,7 @@ TEST_CASE("a100 collectives: the published busbw matches the published times (tr
         if (p[0].get<double>() == bytes) t_us = p[1];
       REQUIRE(t_us > 0);
       INFO(collective << " at " << bytes << " B");
-      CHECK(bytes / (t_us * 1e3) * busbw_factor(collective, n) == doctest::Approx(busbw).epsilon(0.01));
+      CHECK(bytes / (t_us * 1e3) * busbw_factor(collective, n) == proteus::test::approx(busbw).epsilon(0.01));
     }
   }
 }
@@ -100,8 +101,8 @@ TEST_CASE("a100 collectives: 1 GiB all-reduce on 8 A100s is the fitted flow mode
   // from 1 to 10 GiB, because the least squares of relative error also weigh the mid sizes,
   // where it is fast.
   const double t = simulated_s(dgx_a100(), "all_reduce", kGiB);
-  CHECK(t * 1e6 == doctest::Approx(8.4 + 14 * 5.65 + 1.75 * kGiB / (300e3 * 0.753)).epsilon(1e-9));
-  CHECK(1.75 * kGiB / t / 1e9 == doctest::Approx(223.5).epsilon(0.001));
+  CHECK(t * 1e6 == proteus::test::approx(8.4 + 14 * 5.65 + 1.75 * kGiB / (300e3 * 0.753)).epsilon(1e-9));
+  CHECK(1.75 * kGiB / t / 1e9 == proteus::test::approx(223.5).epsilon(0.001));
   CHECK(std::fabs(t / 8166.8e-6 - 1) < 0.04);
 }
 
@@ -160,7 +161,7 @@ TEST_CASE("a100 collectives: what the data do not cover keeps bus_efficiency") {
   const CollectivePlan ag = plan_collective(a, CollectiveKind::AllGather, {0, 1, 2, 3, 4, 5, 6, 7}, S);
   const CollectivePlan plain = plan_collective(b, CollectiveKind::AllGather, {0, 1, 2, 3, 4, 5, 6, 7}, S);
   REQUIRE(ag.flows.size() == plain.flows.size());
-  CHECK(ag.flows[0].bytes == doctest::Approx(plain.flows[0].bytes * 0.8 / 0.856).epsilon(1e-12));
+  CHECK(ag.flows[0].bytes == proteus::test::approx(plain.flows[0].bytes * 0.8 / 0.856).epsilon(1e-12));
 }
 
 TEST_CASE("a100 collectives: the 40 GB and 80 GB DGX A100 share the NVSwitch fabric") {

@@ -15,6 +15,7 @@
 #include "proteus/cost_model.h"
 #include "proteus/import.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
@@ -71,19 +72,25 @@ TEST_CASE("attention kernel: an unknown kernel is an error naming the field") {
 
 TEST_CASE("attention kernel: FlashAttention-2 against cuDNN at the paper's measured points") {
   // Causal forward, 8K: FA2 333, cuDNN 529 TFLOP/s -> the op takes 529/333 as long.
-  CHECK(time_ratio(AttentionKernel::Fa2, 8192, true, false) == doctest::Approx(529.0 / 333).epsilon(1e-12));
-  CHECK(time_ratio(AttentionKernel::Fa2, 16384, true, false) == doctest::Approx(539.0 / 335).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 8192, true, false) ==
+        proteus::test::approx(529.0 / 333).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 16384, true, false) ==
+        proteus::test::approx(539.0 / 335).epsilon(1e-12));
   // No mask forward, 2K: 362 against 617.
-  CHECK(time_ratio(AttentionKernel::Fa2, 2048, false, false) == doctest::Approx(617.0 / 362).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 2048, false, false) ==
+        proteus::test::approx(617.0 / 362).epsilon(1e-12));
   // Backward, no mask, 8K: 318 against 518; a causal backward (not measured) takes the same.
-  CHECK(time_ratio(AttentionKernel::Fa2, 8192, false, true) == doctest::Approx(518.0 / 318).epsilon(1e-12));
-  CHECK(time_ratio(AttentionKernel::Fa2, 8192, true, true) == doctest::Approx(518.0 / 318).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 8192, false, true) ==
+        proteus::test::approx(518.0 / 318).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 8192, true, true) ==
+        proteus::test::approx(518.0 / 318).epsilon(1e-12));
   // FlashAttention-3 is faster than cuDNN at 16K causal forward: 616 against 539.
-  CHECK(time_ratio(AttentionKernel::Fa3, 16384, true, false) == doctest::Approx(539.0 / 616).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa3, 16384, true, false) ==
+        proteus::test::approx(539.0 / 616).epsilon(1e-12));
   // FA2 reaches about 0.62 of cuDNN at every length from 2K (the paper's figures).
   for (int64_t s : {2048, 4096, 8192, 16384}) {
     CAPTURE(s);
-    CHECK(1 / time_ratio(AttentionKernel::Fa2, s, true, false) == doctest::Approx(0.62).epsilon(0.03));
+    CHECK(1 / time_ratio(AttentionKernel::Fa2, s, true, false) == proteus::test::approx(0.62).epsilon(0.03));
   }
 }
 
@@ -91,10 +98,12 @@ TEST_CASE("attention kernel: log-length interpolation, clamped outside the measu
   // 4K to 8K causal forward: at 2^12.5 = 5793 the geometric mean of the two ratios.
   const double r4 = 518.0 / 319, r8 = 529.0 / 333;
   CHECK(time_ratio(AttentionKernel::Fa2, 5793, true, false) ==
-        doctest::Approx(std::sqrt(r4 * r8)).epsilon(1e-4));
+        proteus::test::approx(std::sqrt(r4 * r8)).epsilon(1e-4));
   // Below 512 the 512 ratio (315/191), above 16K the 16K one (539/335).
-  CHECK(time_ratio(AttentionKernel::Fa2, 128, true, false) == doctest::Approx(315.0 / 191).epsilon(1e-12));
-  CHECK(time_ratio(AttentionKernel::Fa2, 131072, true, false) == doctest::Approx(539.0 / 335).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 128, true, false) ==
+        proteus::test::approx(315.0 / 191).epsilon(1e-12));
+  CHECK(time_ratio(AttentionKernel::Fa2, 131072, true, false) ==
+        proteus::test::approx(539.0 / 335).epsilon(1e-12));
 }
 
 TEST_CASE("attention kernel: cuDNN, other head dimensions and GPUs without a table keep the roofline") {
@@ -125,24 +134,25 @@ TEST_CASE("attention kernel: fewer keys reach less of the level, as cuDNN measur
     return h100_cost(kernel, causal).compute_time_s(w) / w.flops;
   };
   const double level = per_flop_s(AttentionKernel::Cudnn, 16384, true, false);
-  CHECK(level == doctest::Approx(1 / (989.4e12 * 0.55)).epsilon(1e-12));
+  CHECK(level == proteus::test::approx(1 / (989.4e12 * 0.55)).epsilon(1e-12));
   CHECK(per_flop_s(AttentionKernel::Cudnn, 2048, true, false) / level ==
-        doctest::Approx(539.0 / 484).epsilon(1e-12));
+        proteus::test::approx(539.0 / 484).epsilon(1e-12));
   CHECK(per_flop_s(AttentionKernel::Cudnn, 4096, true, false) / level ==
-        doctest::Approx(539.0 / 518).epsilon(1e-12));
+        proteus::test::approx(539.0 / 518).epsilon(1e-12));
   CHECK(per_flop_s(AttentionKernel::Cudnn, 8192, true, false) / level ==
-        doctest::Approx(539.0 / 529).epsilon(1e-12));
+        proteus::test::approx(539.0 / 529).epsilon(1e-12));
   // Beyond the last measured length the level holds; at 512 keys 539/315, and below it clamps.
-  CHECK(per_flop_s(AttentionKernel::Cudnn, 131072, true, false) == doctest::Approx(level).epsilon(1e-12));
+  CHECK(per_flop_s(AttentionKernel::Cudnn, 131072, true, false) ==
+        proteus::test::approx(level).epsilon(1e-12));
   CHECK(per_flop_s(AttentionKernel::Cudnn, 256, true, false) / level ==
-        doctest::Approx(539.0 / 315).epsilon(1e-12));
+        proteus::test::approx(539.0 / 315).epsilon(1e-12));
   // Backward (no mask curve): 465 at 2K against 516 at 16K.
   const double level_bwd = per_flop_s(AttentionKernel::Cudnn, 16384, false, true);
   CHECK(per_flop_s(AttentionKernel::Cudnn, 2048, false, true) / level_bwd ==
-        doctest::Approx(516.0 / 465).epsilon(1e-12));
+        proteus::test::approx(516.0 / 465).epsilon(1e-12));
   // Another kernel: its own rate at its length over cuDNN's at 16K (FA2 causal 2K: 298).
   CHECK(per_flop_s(AttentionKernel::Fa2, 2048, true, false) / level ==
-        doctest::Approx(539.0 / 298).epsilon(1e-12));
+        proteus::test::approx(539.0 / 298).epsilon(1e-12));
 }
 
 TEST_CASE("attention kernel: level_seq outside the measured lengths is an error naming it") {

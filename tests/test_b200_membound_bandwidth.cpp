@@ -13,6 +13,7 @@
 #include "compile_fixtures.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
@@ -70,9 +71,9 @@ double modelled_swiglu_full_ms(int tokens) {
 
 TEST_CASE("memory-bound: a fused SwiGLU forward and backward on a B200 takes its measured time") {
   const double at_8k = modelled_swiglu_full_ms(kSwiglu8k.tokens);
-  CHECK(at_8k == doctest::Approx(kSwiglu8k.full_ms).epsilon(0.05));
+  CHECK(at_8k == proteus::test::approx(kSwiglu8k.full_ms).epsilon(0.05));
   // Doubling the tokens adds 0.94 GB of traffic: the sustained bandwidth alone.
   const double at_4k = modelled_swiglu_full_ms(kSwiglu4k.tokens);
   const double measured_ms = kSwiglu8k.full_ms - kSwiglu4k.full_ms;
-  CHECK(at_8k - at_4k == doctest::Approx(measured_ms).epsilon(0.03));
+  CHECK(at_8k - at_4k == proteus::test::approx(measured_ms).epsilon(0.03));
 }

@@ -6,15 +6,14 @@
 #include <cstdint>
 #include <vector>
 #include "proteus/bandwidth_sharing.h"
+#include "relative_approx.h"
 #include "test_random.h"
 
 using proteus::BandwidthSharing;
 
 namespace {
 
-// doctest::Approx adds an absolute tolerance of ~1e-5 (scale 1): far too loose for values in
-// seconds or microseconds. Compare relatively.
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 // Reference: textbook progressive filling over all flows at once, O(links^2), no heap, no
 // components. Rates of live flows (ids as in the solver under test).

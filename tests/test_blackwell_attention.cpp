@@ -11,6 +11,7 @@
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
@@ -55,7 +56,7 @@ TEST_CASE("Blackwell attention: faster than H200 by cuDNN's measured ratio at 16
     CAPTURE(gpu.preset);
     // The preset's level is rounded to three digits: within 0.3% of the measured ratio.
     CHECK(speedup_over_h200(gpu.preset, 16384) ==
-          doctest::Approx(gpu.at_16k_TFLOPS / kH200.at_16k_TFLOPS).epsilon(0.003));
+          proteus::test::approx(gpu.at_16k_TFLOPS / kH200.at_16k_TFLOPS).epsilon(0.003));
   }
 }
 
@@ -67,7 +68,7 @@ TEST_CASE("Blackwell attention: by key length, within 3% of the measured ratio a
   for (const Measured& gpu : kBlackwell) {
     CAPTURE(gpu.preset);
     const double measured = gpu.at_8k_TFLOPS / kH200.at_8k_TFLOPS;
-    CHECK(speedup_over_h200(gpu.preset, 8192) == doctest::Approx(measured).epsilon(0.03));
+    CHECK(speedup_over_h200(gpu.preset, 8192) == proteus::test::approx(measured).epsilon(0.03));
   }
 }
 
@@ -80,19 +81,19 @@ TEST_CASE("Blackwell attention: fewer keys reach the measured fraction of the 16
     return b200.compute_time_s(w) / w.flops;
   };
   const double level = per_flop_s(16384);
-  CHECK(per_flop_s(2048) / level == doctest::Approx(1488.046 / 915.0).epsilon(1e-9));
-  CHECK(per_flop_s(4096) / level == doctest::Approx(1488.046 / 1201.5).epsilon(1e-9));
-  CHECK(per_flop_s(8192) / level == doctest::Approx(1488.046 / 1401.241).epsilon(1e-9));
+  CHECK(per_flop_s(2048) / level == proteus::test::approx(1488.046 / 915.0).epsilon(1e-9));
+  CHECK(per_flop_s(4096) / level == proteus::test::approx(1488.046 / 1201.5).epsilon(1e-9));
+  CHECK(per_flop_s(8192) / level == proteus::test::approx(1488.046 / 1401.241).epsilon(1e-9));
   // The backward, not in the sweep, follows the causal forward's curve.
   const ComputeWork backward = attention_work(2048, true);
   const ComputeWork backward_16k = attention_work(16384, true);
   CHECK((b200.compute_time_s(backward) / backward.flops) /
             (b200.compute_time_s(backward_16k) / backward_16k.flops) ==
-        doctest::Approx(1488.046 / 915.0).epsilon(1e-9));
+        proteus::test::approx(1488.046 / 915.0).epsilon(1e-9));
 }
 
 TEST_CASE("Blackwell attention: GB300's faster exponential units show, B200 and GB200 stay close") {
   // Measured at 16K: GB300 1961 against GB200 1605 TFLOP/s on the same peak (2500 dense BF16).
   CHECK(speedup_over_h200("gb300-nvl72", 16384) / speedup_over_h200("gb200-nvl72", 16384) ==
-        doctest::Approx(1961.034 / 1604.732).epsilon(0.003));
+        proteus::test::approx(1961.034 / 1604.732).epsilon(0.003));
 }

@@ -15,6 +15,7 @@
 #include "proteus/import.h"
 #include "proteus/simulation.h"
 #include "proteus/topology.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
@@ -96,15 +97,15 @@ TEST_CASE("blocking p2p: a 1F1B send starts at both calls and holds both stages 
   const std::vector<int> f0_s0 = pass_tasks(g, 0, 0, false), f1_s0 = pass_tasks(g, 0, 1, false);
   const std::vector<int> b0_s1 = pass_tasks(g, 1, 0, true), f1_s1 = pass_tasks(g, 1, 1, false);
   // Stage 1 posts F0's receive before its first pass: the send starts when F0 ends on stage 0.
-  CHECK(start(act0) == doctest::Approx(end(f0_s0.back())).epsilon(1e-12));
+  CHECK(start(act0) == proteus::test::approx(end(f0_s0.back())).epsilon(1e-12));
   // send_forward blocks: stage 0's F1 starts when the transfer has ended, not when F0 did.
   CHECK(end(act0) > end(f0_s0.back()));
-  CHECK(start(f1_s0.front()) == doctest::Approx(end(act0)).epsilon(1e-12));
+  CHECK(start(f1_s0.front()) == proteus::test::approx(end(act0)).epsilon(1e-12));
   // Stage 1 receives F1's input in the call after its B0 (send_backward_recv_forward): the send
   // starts at the later of the two calls.
-  CHECK(start(act1) == doctest::Approx(std::max(end(f1_s0.back()), end(b0_s1.back()))).epsilon(1e-12));
+  CHECK(start(act1) == proteus::test::approx(std::max(end(f1_s0.back()), end(b0_s1.back()))).epsilon(1e-12));
   // Stage 1's F1 waits for both transfers of that call: its own gradient send and F1's input.
-  CHECK(start(f1_s1.front()) == doctest::Approx(std::max(end(grad0), end(act1))).epsilon(1e-12));
+  CHECK(start(f1_s1.front()) == proteus::test::approx(std::max(end(grad0), end(act1))).epsilon(1e-12));
 }
 
 TEST_CASE(
@@ -264,8 +265,8 @@ TEST_CASE(
   REQUIRE(grad0 >= 0);
   const std::vector<int> f1_s0 = pass_tasks(g, 0, 1, false), b0_s1 = pass_tasks(g, 1, 0, true);
   const std::vector<int> f1_s1 = pass_tasks(g, 1, 1, false);
-  CHECK(start(act1) == doctest::Approx(std::max(end(f1_s0.back()), end(b0_s1.back()))).epsilon(1e-12));
-  CHECK(start(f1_s1.front()) == doctest::Approx(std::max(end(grad0), end(act1))).epsilon(1e-12));
+  CHECK(start(act1) == proteus::test::approx(std::max(end(f1_s0.back()), end(b0_s1.back()))).epsilon(1e-12));
+  CHECK(start(f1_s1.front()) == proteus::test::approx(std::max(end(grad0), end(act1))).epsilon(1e-12));
   // ScheduleInterleaved1F1B (a _PipelineScheduleRuntime) waits receives before their compute only.
   CHECK_FALSE(
       test::compile_text(two_stage(4,

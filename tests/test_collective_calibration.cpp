@@ -31,6 +31,7 @@
 #include "proteus/error.h"
 #include "proteus/simulation.h"
 #include "proteus/topology.h"
+#include "relative_approx.h"
 
 using nlohmann::json;
 using namespace proteus;
@@ -93,8 +94,8 @@ TEST_CASE("collective calibration: 1 GiB all-reduce on 8 H100s is the fitted flo
   const double S = 1024.0 * 1024 * 1024;
   const double t =
       test::concurrent_collectives_s(h100, {{CollectiveKind::AllReduce, {0, 1, 2, 3, 4, 5, 6, 7}}}, S);
-  CHECK(t * 1e6 == doctest::Approx(8.4 + 14 * 3.73 + 1.75 * S / (450e3 * 0.873)).epsilon(1e-9));
-  CHECK(t * 1e6 == doctest::Approx(4843.71).epsilon(1e-5));
+  CHECK(t * 1e6 == proteus::test::approx(8.4 + 14 * 3.73 + 1.75 * S / (450e3 * 0.873)).epsilon(1e-9));
+  CHECK(t * 1e6 == proteus::test::approx(4843.71).epsilon(1e-5));
   CHECK(std::fabs(t / (S / 227444546849.0) - 1) < 0.03);
 }
 
@@ -108,10 +109,10 @@ TEST_CASE("collective calibration: a group size between two measured ones interp
        "all_to_all": [0.5, 0.8], "send_recv": 0.7}}})");
   const double S = 1024.0 * 1024 * 1024;
   const double t = test::concurrent_collectives_s(c, {{CollectiveKind::AllReduce, {0, 1, 2, 3}}}, S);
-  CHECK(t * 1e6 == doctest::Approx(8.4 + 6 * 3.73 + 1.5 * S / (450e3 * 0.6)).epsilon(1e-9));
+  CHECK(t * 1e6 == proteus::test::approx(8.4 + 6 * 3.73 + 1.5 * S / (450e3 * 0.6)).epsilon(1e-9));
   // A send-recv inside the node: one hop, S at 0.7 of the link.
   const double p2p = test::concurrent_collectives_s(c, {{CollectiveKind::SendRecv, {0, 5}}}, S);
-  CHECK(p2p * 1e6 == doctest::Approx(8.4 + 3.73 + S / (450e3 * 0.7)).epsilon(1e-9));
+  CHECK(p2p * 1e6 == proteus::test::approx(8.4 + 3.73 + S / (450e3 * 0.7)).epsilon(1e-9));
 }
 
 TEST_CASE("collective calibration: across nodes the links keep bus_efficiency") {
@@ -130,7 +131,7 @@ TEST_CASE("collective calibration: across nodes the links keep bus_efficiency") 
   const CollectivePlan in = plan_collective(build_topology(with), CollectiveKind::AllReduce, {0, 1}, S);
   const CollectivePlan plain = plan_collective(build_topology(without), CollectiveKind::AllReduce, {0, 1}, S);
   REQUIRE(in.flows.size() == 2);
-  CHECK(in.flows[0].bytes == doctest::Approx(plain.flows[0].bytes * 0.8 / 0.483).epsilon(1e-12));
+  CHECK(in.flows[0].bytes == proteus::test::approx(plain.flows[0].bytes * 0.8 / 0.483).epsilon(1e-12));
 }
 
 TEST_CASE("collective calibration: a bad collective_efficiency names its field") {

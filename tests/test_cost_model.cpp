@@ -4,15 +4,14 @@
 #include <cmath>
 #include "gemm_work.h"
 #include "proteus/cost_model.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
 
 namespace {
 
-// doctest::Approx adds an absolute tolerance of ~1e-5 (scale 1): far too loose for values in
-// seconds or microseconds. Compare relatively.
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 // A100 SXM4 80GB-like: 108 SMs, 312 TFLOPS bf16, 19.5 fp32, 2039 GB/s HBM; calibration:
 // gemm_max_efficiency 0.8, 128 x 128 tiles, attention 0.5, memory-bound 0.8, 4 us per launch.

@@ -13,12 +13,13 @@
 #include "proteus/cost_model.h"
 #include "proteus/error.h"
 #include "proteus/topology.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
 namespace {
 
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 #include "proteus/compile.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
+#include "relative_approx.h"
 
 namespace {
 
@@ -171,7 +172,7 @@ TEST_CASE("measure_ops.py: a fitted collective sweep is a cluster override the c
                                  {"training", {{"global_batch", 8}}},
                                  {"strategy", {{"dp", 8}}}};
   const proteus::Config parsed = proteus::parse_config(config.dump());
-  CHECK(parsed.cluster.intra_node.bus_efficiency == doctest::Approx(0.82).epsilon(1e-4));
-  CHECK(parsed.cluster.intra_node.latency_us == doctest::Approx(2.5).epsilon(1e-3));
+  CHECK(parsed.cluster.intra_node.bus_efficiency == proteus::test::approx(0.82).epsilon(1e-4));
+  CHECK(parsed.cluster.intra_node.latency_us == proteus::test::approx(2.5).epsilon(1e-3));
   CHECK(parsed.cluster.intra_node.link_GBps == 450);  // the rest of the preset stays
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include "compile_fixtures.h"
 #include "proteus/error.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
@@ -75,8 +76,8 @@ TEST_CASE("eager kernels: autograd's backward of TorchTitan's eager ops, counted
   // Fused: 6 B per element (4 for the weight gradient), plus the gathered weight's few KB.
   const double fused_dx = bytes_of(compiled, ln1, Phase::BackwardInput);
   const double fused_dw = bytes_of(compiled, ln1, Phase::BackwardWeight);
-  CHECK(fused_dx == doctest::Approx(6 * e).epsilon(1e-3));
-  CHECK(fused_dw == doctest::Approx(4 * e).epsilon(1e-3));
+  CHECK(fused_dx == proteus::test::approx(6 * e).epsilon(1e-3));
+  CHECK(fused_dw == proteus::test::approx(4 * e).epsilon(1e-3));
   CHECK(bytes_of(eager, ln1, Phase::BackwardInput) == doctest::Approx(fused_dx * 84 / 6));
   CHECK(bytes_of(eager, ln1, Phase::BackwardWeight) == doctest::Approx(fused_dw * 8 / 4));
   const std::string rotary = "layers.0.attention.rotary_q";

@@ -12,6 +12,7 @@
 #include "calibration_data.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
@@ -49,10 +50,11 @@ TEST_CASE("fp8 gemm: the K half-point is twice the tile's, bf16's is the tile's"
   const int64_t m = 128 * 66, n = 512, k = 4096;
   const CostModel fp8 = h100(Precision::Fp8), bf16 = h100(Precision::Bf16);
   const double thin = n / (n + h), kd = k;
-  CHECK(fp8.gemm_efficiency(m, n, k) ==
-        doctest::Approx(fp8.gpu.gemm_ceiling(Precision::Fp8) * kd / (kd + 2 * h) * thin).epsilon(1e-12));
+  CHECK(
+      fp8.gemm_efficiency(m, n, k) ==
+      proteus::test::approx(fp8.gpu.gemm_ceiling(Precision::Fp8) * kd / (kd + 2 * h) * thin).epsilon(1e-12));
   CHECK(bf16.gemm_efficiency(m, n, k) ==
-        doctest::Approx(bf16.gpu.gemm_ceiling(Precision::Bf16) * kd / (kd + h) * thin).epsilon(1e-12));
+        proteus::test::approx(bf16.gpu.gemm_ceiling(Precision::Bf16) * kd / (kd + h) * thin).epsilon(1e-12));
 }
 
 TEST_CASE("fp8 gemm: cuBLASLt's FP8 sweep on H100 is the modelled throughput by shape") {

@@ -13,6 +13,7 @@
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/error.h"
+#include "relative_approx.h"
 
 using nlohmann::json;
 using namespace proteus;
@@ -145,11 +146,11 @@ TEST_CASE("frameworks: FP8 runs GEMMs at the FP8 peak and attention at the bf16 
   ComputeWork attention = gemm;
   attention.op_kind = OpKind::Attention;
   // 1e12 / (1978.9e12 * 0.8) = 631.66 us; attention 1e12 / (989.4e12 * 0.5) = 2021.4 us.
-  CHECK(m.compute_time_s(gemm) == doctest::Approx(1e12 / (1978.9e12 * 0.8)).epsilon(1e-12));
-  CHECK(m.compute_time_s(attention) == doctest::Approx(1e12 / (989.4e12 * 0.5)).epsilon(1e-12));
+  CHECK(m.compute_time_s(gemm) == proteus::test::approx(1e12 / (1978.9e12 * 0.8)).epsilon(1e-12));
+  CHECK(m.compute_time_s(attention) == proteus::test::approx(1e12 / (989.4e12 * 0.5)).epsilon(1e-12));
   CHECK(m.precision_of(attention) == Precision::Bf16);
   m.fp8_attention = true;  // TE recipe fp8_dpa
-  CHECK(m.compute_time_s(attention) == doctest::Approx(1e12 / (1978.9e12 * 0.5)).epsilon(1e-12));
+  CHECK(m.compute_time_s(attention) == proteus::test::approx(1e12 / (1978.9e12 * 0.5)).epsilon(1e-12));
   // Side kernels (casts) add their memory time and one launch: 1 GB at 3350 GB/s * 0.8 = 373.13 us.
   m.gpu.memory_bound_efficiency = 0.8;
   m.gpu.kernel_launch_us = 4;
@@ -157,7 +158,7 @@ TEST_CASE("frameworks: FP8 runs GEMMs at the FP8 peak and attention at the bf16 
   cast.kernels = 0;
   cast.side_bytes = 1e9;
   CHECK(m.compute_time_s(cast) - (m.compute_time_s(gemm) - 4e-6) ==
-        doctest::Approx(1e9 / (3350e9 * 0.8) + 4e-6).epsilon(1e-9));
+        proteus::test::approx(1e9 / (3350e9 * 0.8) + 4e-6).epsilon(1e-9));
 }
 
 // ---------- the compiler's framework semantics ----------

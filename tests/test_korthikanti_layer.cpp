@@ -11,6 +11,7 @@
 #include <string>
 
 #include "proteus/api.h"
+#include "relative_approx.h"
 
 namespace {
 
@@ -70,6 +71,7 @@ TEST_CASE(
     const LayerSpans s = layer_spans(row.sequence_parallel, row.recompute);
     MESSAGE("forward " << s.forward_ms << " ms (" << row.forward_ms << "), backward " << s.backward_ms
                        << " ms (" << row.backward_ms << ")");
-    CHECK(s.forward_ms + s.backward_ms == doctest::Approx(row.forward_ms + row.backward_ms).epsilon(0.06));
+    CHECK(s.forward_ms + s.backward_ms ==
+          proteus::test::approx(row.forward_ms + row.backward_ms).epsilon(0.06));
   }
 }

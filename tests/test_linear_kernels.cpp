@@ -8,6 +8,7 @@
 #include "compile_fixtures.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
@@ -73,7 +74,7 @@ TEST_CASE("linear kernels: Megatron's linear_qkv is one GEMM, q_proj and kv_proj
     ComputeWork fused = flops_only(q);
     fused.flops = flops_of(1024, 384, 1024);
     const double shares_s = cost.compute_time_s(flops_only(q)) + cost.compute_time_s(flops_only(kv));
-    CHECK(shares_s == doctest::Approx(cost.compute_time_s(fused)).epsilon(1e-12));
+    CHECK(shares_s == proteus::test::approx(cost.compute_time_s(fused)).epsilon(1e-12));
     ComputeWork q_alone = flops_only(q), kv_alone = flops_only(kv);
     q_alone.gemm_n = 256;
     kv_alone.gemm_n = 128;
@@ -101,7 +102,8 @@ TEST_CASE("linear kernels: under FSDP wk and wv, w1 and w3 are GEMMs of their ow
   const CostModel cost = cost_model_of(parse_config(llama_config("fsdp")));
   ComputeWork one = flops_only(kv);
   one.flops /= 2;
-  CHECK(cost.compute_time_s(flops_only(kv)) == doctest::Approx(2 * cost.compute_time_s(one)).epsilon(1e-12));
+  CHECK(cost.compute_time_s(flops_only(kv)) ==
+        proteus::test::approx(2 * cost.compute_time_s(one)).epsilon(1e-12));
 }
 
 TEST_CASE("linear kernels: a measured time of the fused or the split shape is scaled to the op") {

@@ -14,6 +14,7 @@
 #include "compile_fixtures.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
@@ -84,13 +85,13 @@ double modelled_rms_norm_ms(const CostModel& cost, int hidden) {
 
 TEST_CASE("memory-bound: Megatron's cross entropy on an H100 SXM takes its measured time") {
   const CeModelled at_128k = modelled_cross_entropy(kCe128k.vocab);
-  CHECK(at_128k.forward_ms == doctest::Approx(kCe128k.forward_ms).epsilon(0.05));
-  CHECK(at_128k.forward_backward_ms == doctest::Approx(kCe128k.forward_backward_ms).epsilon(0.05));
+  CHECK(at_128k.forward_ms == proteus::test::approx(kCe128k.forward_ms).epsilon(0.05));
+  CHECK(at_128k.forward_backward_ms == proteus::test::approx(kCe128k.forward_backward_ms).epsilon(0.05));
   // Doubling the vocabulary adds 27.9 GB of traffic: the sustained bandwidth alone.
   const CeModelled at_64k = modelled_cross_entropy(kCe64k.vocab);
   const double measured_ms = kCe128k.forward_backward_ms - kCe64k.forward_backward_ms;
   CHECK(at_128k.forward_backward_ms - at_64k.forward_backward_ms ==
-        doctest::Approx(measured_ms).epsilon(0.03));
+        proteus::test::approx(measured_ms).epsilon(0.03));
 }
 
 TEST_CASE("memory-bound: a fused RMSNorm forward on an A100 SXM takes its measured time") {
@@ -98,8 +99,9 @@ TEST_CASE("memory-bound: a fused RMSNorm forward on an A100 SXM takes its measur
                                        "{\"preset\":\"dgx-a100-80g\",\"nodes\":1,\"gpus_per_node\":1}", 1,
                                        "{\"dp\":1,\"micro_batch\":1}");
   const CostModel cost = cost_model_of(parse_config(json));
-  CHECK(modelled_rms_norm_ms(cost, kNorm32k.hidden) == doctest::Approx(kNorm32k.forward_ms).epsilon(0.05));
+  CHECK(modelled_rms_norm_ms(cost, kNorm32k.hidden) ==
+        proteus::test::approx(kNorm32k.forward_ms).epsilon(0.05));
   const double measured_ms = kNorm32k.forward_ms - kNorm16k.forward_ms;  // 134 MB more traffic
   CHECK(modelled_rms_norm_ms(cost, kNorm32k.hidden) - modelled_rms_norm_ms(cost, kNorm16k.hidden) ==
-        doctest::Approx(measured_ms).epsilon(0.03));
+        proteus::test::approx(measured_ms).epsilon(0.03));
 }

@@ -6,6 +6,7 @@
 
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
+#include "relative_approx.h"
 #include "test_model_helpers.h"
 
 using namespace proteus;
@@ -52,11 +53,12 @@ TEST_CASE("model: CNN parameter counts match torchvision") {
 }
 
 TEST_CASE("model: CNN multiply-accumulates match torchvision's tables") {
-  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::AlexNet), 2)) == doctest::Approx(0.71e9).epsilon(0.01));
-  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::Vgg19), 2)) == doctest::Approx(19.63e9).epsilon(0.01));
-  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::ResNet50), 2)) == doctest::Approx(4.09e9).epsilon(0.01));
+  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::AlexNet), 2)) == proteus::test::approx(0.71e9).epsilon(0.01));
+  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::Vgg19), 2)) == proteus::test::approx(19.63e9).epsilon(0.01));
+  CHECK(gemm_macs_per_sample(build(cnn(CnnArch::ResNet50), 2)) ==
+        proteus::test::approx(4.09e9).epsilon(0.01));
   CHECK(gemm_macs_per_sample(build(cnn(CnnArch::InceptionV3, 299), 2)) ==
-        doctest::Approx(5.71e9).epsilon(0.01));
+        proteus::test::approx(5.71e9).epsilon(0.01));
 }
 
 TEST_CASE("model: every CNN is a valid DAG") {

@@ -8,6 +8,7 @@
 
 #include "proteus/config.h"
 #include "proteus/op_graph.h"
+#include "relative_approx.h"
 #include "test_model_helpers.h"
 
 using namespace proteus;
@@ -80,11 +81,11 @@ TEST_CASE("model cards: parameter counts of the 2025 presets") {
     CAPTURE(c.preset);
     const OpGraph g = graph_of(preset(c.preset), 1024);
     const double total = static_cast<double>(g.parameter_count()) / 1e9;
-    CHECK(total == doctest::Approx(c.total_B).epsilon(1e-9));
-    CHECK(total == doctest::Approx(c.card_total_B).epsilon(0.005));  // the card's rounding
+    CHECK(total == proteus::test::approx(c.total_B).epsilon(1e-9));
+    CHECK(total == proteus::test::approx(c.card_total_B).epsilon(0.005));  // the card's rounding
     if (c.experts > 0) {
       CHECK(active_parameters(g, c.top_k, c.experts, c.active_counts_embedding) / 1e9 ==
-            doctest::Approx(c.card_active_B).epsilon(0.02));
+            proteus::test::approx(c.card_active_B).epsilon(0.02));
     }
   }
 }
@@ -97,15 +98,15 @@ TEST_CASE("model cards: DeepSeek-V3 671B main model, 685B with the MTP module, 3
   const OpGraph main = graph_of(preset("deepseek-v3", ", \"mtp_layers\": 0"), 1024);
   CHECK(main.parameter_count() == 671'026'419'200);
   CHECK(active_parameters(main, 8, 256) / 1e9 ==
-        doctest::Approx(36.6).epsilon(0.01));  // "36.6B incl. 0.9B head"
+        proteus::test::approx(36.6).epsilon(0.01));  // "36.6B incl. 0.9B head"
   // With the MTP module: eh_proj 2*7168*7168, enorm/hnorm/norm, one MoE block; embedding and
   // head shared (DeepSeek-V3 report section 2.2): 11.6B unique ("11.5B" in README_WEIGHTS).
   const OpGraph full = graph_of(preset("deepseek-v3"), 1024);
   const double mtp = static_cast<double>(full.parameter_count() - main.parameter_count());
-  CHECK(mtp / 1e9 == doctest::Approx(11.5).epsilon(0.01));
+  CHECK(mtp / 1e9 == proteus::test::approx(11.5).epsilon(0.01));
   // The checkpoint stores the MTP module's embedding and head again: 685B as published.
   const double stored = static_cast<double>(full.parameter_count()) + 2.0 * 129280 * 7168;
-  CHECK(stored / 1e9 == doctest::Approx(685).epsilon(0.001));
+  CHECK(stored / 1e9 == proteus::test::approx(685).epsilon(0.001));
 }
 
 TEST_CASE("model features: FLOPs of MLA, sliding windows, shared experts and expert load") {

@@ -8,6 +8,7 @@
 
 #include "proteus/error.h"
 #include "proteus/op_graph.h"
+#include "relative_approx.h"
 #include "test_model_helpers.h"
 
 using namespace proteus;
@@ -79,9 +80,9 @@ TEST_CASE("model: training FLOPs follow Megatron's 72Bslh^2(1 + s/6h + V/12lh)")
     return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
   };
   const OpGraph g3 = build_op_graph(gpt3_175b(), training(2048), 4);
-  CHECK(g3.training_flops() == doctest::Approx(megatron(4, 2048, 96, 12288, 51200)).epsilon(0.01));
+  CHECK(g3.training_flops() == proteus::test::approx(megatron(4, 2048, 96, 12288, 51200)).epsilon(0.01));
   const OpGraph g2 = build_op_graph(gpt2_1_5b(), training(1024), 8);
-  CHECK(g2.training_flops() == doctest::Approx(megatron(8, 1024, 48, 1600, 50257)).epsilon(0.01));
+  CHECK(g2.training_flops() == proteus::test::approx(megatron(8, 1024, 48, 1600, 50257)).epsilon(0.01));
 }
 
 TEST_CASE("model: a layer's GEMM and attention FLOPs are exactly 24bsh^2 + 4bs^2h forward") {

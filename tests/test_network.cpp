@@ -9,14 +9,13 @@
 #include "proteus/bandwidth_sharing.h"
 #include "proteus/collective_flows.h"
 #include "proteus/topology.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
 namespace {
 
-// doctest::Approx adds an absolute tolerance of ~1e-5 (scale 1): far too loose for values in
-// seconds or microseconds. Compare relatively.
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 // 8 GPUs per node on NVSwitch (A100-like): 300 GB/s per GPU per direction at 0.8 bus
 // efficiency -> 240e9 B/s; PCIe gen4 31.5 GB/s at 0.8 -> 25.2e9 B/s; NICs 25 GB/s at 0.9 ->

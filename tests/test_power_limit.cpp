@@ -13,13 +13,14 @@
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
 
 namespace {
 
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 // An H100 at 500 W sustains 0.91 of its 700 W GEMM throughput (the MTIA 300 paper's
 // measurements of the same part: 0.63 x 780 TF/s against the H200's 0.54 x 1000 TF/s).

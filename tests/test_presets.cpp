@@ -8,6 +8,7 @@
 #include "proteus/config.h"
 #include "proteus/error.h"
 #include "proteus/presets.h"
+#include "relative_approx.h"
 
 using nlohmann::json;
 using namespace proteus;
@@ -200,17 +201,18 @@ TEST_CASE("presets: GPU facts (REFERENCE.md section 3 and datasheets)") {
   CHECK(h200.peak_TFLOPS(Precision::Bf16) == doctest::Approx(989.4));
   CHECK(h200.memory_GiB == 141);
   CHECK(h200.hbm_GBps == 4800);
-  CHECK(h200.gemm_max_efficiency == doctest::Approx(790.0 / 989.4).epsilon(0.02));  // measured 8192^3 GEMM
-  CHECK(h200.memory_bound_efficiency == doctest::Approx(4.3 / 4.8).epsilon(0.01));  // measured copy
+  CHECK(h200.gemm_max_efficiency ==
+        proteus::test::approx(790.0 / 989.4).epsilon(0.02));  // measured 8192^3 GEMM
+  CHECK(h200.memory_bound_efficiency == proteus::test::approx(4.3 / 4.8).epsilon(0.01));  // measured copy
   CHECK(b200.peak_TFLOPS(Precision::Bf16) == 2250);
   CHECK(b200.hbm_GBps == 8000);
   CHECK(mi300x.peak_TFLOPS(Precision::Bf16) == doctest::Approx(1307.4));
   CHECK(mi300x.memory_GiB == 192);
   CHECK(mi300x.hbm_GBps == 5300);
-  CHECK(gtx.peak_TFLOPS(Precision::Fp32) == doctest::Approx(11.3).epsilon(0.01));
+  CHECK(gtx.peak_TFLOPS(Precision::Fp32) == proteus::test::approx(11.3).epsilon(0.01));
   CHECK(gtx.memory_GiB == 11);
   CHECK(gtx.hbm_GBps == 484);
-  CHECK(titan.peak_TFLOPS(Precision::Fp32) == doctest::Approx(12.1).epsilon(0.01));
+  CHECK(titan.peak_TFLOPS(Precision::Fp32) == proteus::test::approx(12.1).epsilon(0.01));
   CHECK(titan.memory_GiB == 12);
   // Proteus's interference factors: 1.1 on V100 clusters, 1.3 on PCIe-only GTX 1080 Ti / Titan Xp.
   CHECK(v100.compute_slowdown_with_comm == 1.1);
@@ -235,7 +237,8 @@ TEST_CASE("presets: peak fallback to a wider precision") {
   CHECK(a100.peak_TFLOPS(Precision::Fp8) == 312);  // no fp8 on Ampere
   CHECK(a100.peak_TFLOPS(Precision::Tf32) == 156);
   GpuSpec h100 = cluster_with_small_model("dgx-h100").cluster.gpu;
-  CHECK(h100.peak_TFLOPS(Precision::Fp8) == doctest::Approx(2 * 989.4).epsilon(0.001));  // fp8 doubles bf16
+  CHECK(h100.peak_TFLOPS(Precision::Fp8) ==
+        proteus::test::approx(2 * 989.4).epsilon(0.001));  // fp8 doubles bf16
 }
 
 TEST_CASE("presets: interconnect facts") {
@@ -295,16 +298,17 @@ TEST_CASE("presets: model facts from the papers") {
   CHECK(gpt3.heads == 96);
   // 12*l*h^2 weights in the layers + V*h embeddings = 173.9B + 0.63B: "175B"
   double gpt3_params = 12.0 * gpt3.layers * gpt3.hidden * gpt3.hidden + double(gpt3.vocab) * gpt3.hidden;
-  CHECK(gpt3_params == doctest::Approx(175e9).epsilon(0.01));
+  CHECK(gpt3_params == proteus::test::approx(175e9).epsilon(0.01));
   // Published sizes: Llama 3 8B has 8.03B parameters, 70B 70.6B, 405B 405.9B (Meta model cards),
   // Llama 2 7B 6.74B, Mixtral 8x7B 46.7B total.
-  CHECK(llama_params(model_on_one_node("llama3-8b").model) == doctest::Approx(8.03e9).epsilon(0.005));
-  CHECK(llama_params(model_on_one_node("llama3-70b").model) == doctest::Approx(70.6e9).epsilon(0.005));
-  CHECK(llama_params(model_on_one_node("llama3-405b").model) == doctest::Approx(405.9e9).epsilon(0.005));
-  CHECK(llama_params(model_on_one_node("llama2-7b").model) == doctest::Approx(6.74e9).epsilon(0.005));
-  CHECK(llama_params(model_on_one_node("llama2-70b").model) == doctest::Approx(69.0e9).epsilon(0.005));
+  CHECK(llama_params(model_on_one_node("llama3-8b").model) == proteus::test::approx(8.03e9).epsilon(0.005));
+  CHECK(llama_params(model_on_one_node("llama3-70b").model) == proteus::test::approx(70.6e9).epsilon(0.005));
+  CHECK(llama_params(model_on_one_node("llama3-405b").model) ==
+        proteus::test::approx(405.9e9).epsilon(0.005));
+  CHECK(llama_params(model_on_one_node("llama2-7b").model) == proteus::test::approx(6.74e9).epsilon(0.005));
+  CHECK(llama_params(model_on_one_node("llama2-70b").model) == proteus::test::approx(69.0e9).epsilon(0.005));
   ModelSpec mixtral = model_on_one_node("mixtral-8x7b").model;
-  CHECK(llama_params(mixtral) == doctest::Approx(46.7e9).epsilon(0.005));
+  CHECK(llama_params(mixtral) == proteus::test::approx(46.7e9).epsilon(0.005));
   CHECK(mixtral.moe.top_k == 2);
   ModelSpec bert = model_on_one_node("bert-large").model;
   CHECK_FALSE(bert.causal);

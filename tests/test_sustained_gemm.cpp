@@ -14,13 +14,14 @@
 #include "proteus/api.h"
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
 
 namespace {
 
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 // stas00/ml-engineering's MSMF of an H200 SXM (700 W) with the node busy: bf16 and fp8.
 constexpr double kH200Msmf_bf16_TFLOPS = 755, kH200Msmf_fp8_TFLOPS = 1354;

@@ -9,6 +9,7 @@
 #include "../core/src/exec/executor_plans.h"
 #include "proteus/api.h"
 #include "proteus/collective_flows.h"
+#include "relative_approx.h"
 #include "test_exec_helpers.h"
 
 namespace {
@@ -184,7 +185,7 @@ TEST_CASE("symmetry: beside an uneven tree a stage's ranks differ, and the reduc
   std::map<int, double> pp_comm_s;
   for (const auto& d : full["devices"]) pp_comm_s[d["rank"].get<int>()] = d["busy_s"]["pp_comm"];
   const double C = 12.5e9 * 0.9;
-  CHECK(pp_comm_s.at(40) - pp_comm_s.at(32) == doctest::Approx(14400 / (C / 4)).epsilon(1e-6));
+  CHECK(pp_comm_s.at(40) - pp_comm_s.at(32) == proteus::test::approx(14400 / (C / 4)).epsilon(1e-6));
   CHECK(pp_comm_s.at(48) == pp_comm_s.at(40));  // node 6, interior as node 5
   CHECK(pp_comm_s.at(56) == pp_comm_s.at(32));  // node 7, a root and a leaf as node 4
   CHECK(full["stats"]["symmetry_uneven_overlaps"] == 0);

@@ -13,13 +13,14 @@
 #include "proteus/config.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 using namespace proteus::test;
 
 namespace {
 
-inline doctest::Approx approx(double value) { return doctest::Approx(value).scale(0); }
+using proteus::test::approx;
 
 // Per layer, milliseconds: BF16, FP8 with per-tensor (current) scales, MXFP8.
 constexpr double kB300Bf16_ms = 13.102, kB300Current_ms = 6.812, kB300Mxfp8_ms = 7.161;

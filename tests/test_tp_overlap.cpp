@@ -15,6 +15,7 @@
 #include "proteus/error.h"
 #include "proteus/simulation.h"
 #include "proteus/topology.h"
+#include "relative_approx.h"
 
 using nlohmann::json;
 using namespace proteus;
@@ -231,13 +232,13 @@ TEST_CASE("tp_comm_overlap: chunks in flight on TE's compute streams share the G
   ComputeWork in_flight = chunk;
   in_flight.concurrent_gemms = 3;
   CHECK(m.compute_time_s(in_flight) ==
-        doctest::Approx(m.compute_time_s(chunk) * (48.0 / 132) / (144.0 / 264)).epsilon(1e-12));
+        proteus::test::approx(m.compute_time_s(chunk) * (48.0 / 132) / (144.0 / 264)).epsilon(1e-12));
   // A chunk grid that fills whole waves gains nothing: 1024 x 8448 is 8 x 33 = 264 tiles, two
   // full waves alone and six with three in flight.
   chunk = gemm(1024, 8448, 12288);
   in_flight = chunk;
   in_flight.concurrent_gemms = 3;
-  CHECK(m.compute_time_s(in_flight) == doctest::Approx(m.compute_time_s(chunk)).epsilon(1e-12));
+  CHECK(m.compute_time_s(in_flight) == proteus::test::approx(m.compute_time_s(chunk)).epsilon(1e-12));
 }
 
 TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs it leaves") {
@@ -250,8 +251,9 @@ TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs i
   unshaped.flops = 1e12;
   ComputeWork beside = unshaped;
   beside.sm_reserved = 16;
-  CHECK(m.compute_time_s(unshaped) == doctest::Approx(1e12 / (989.4e12 * 0.8)).epsilon(1e-12));
-  CHECK(m.compute_time_s(beside) == doctest::Approx(1e12 / (989.4e12 * 0.8) * 132 / 116).epsilon(1e-12));
+  CHECK(m.compute_time_s(unshaped) == proteus::test::approx(1e12 / (989.4e12 * 0.8)).epsilon(1e-12));
+  CHECK(m.compute_time_s(beside) ==
+        proteus::test::approx(1e12 / (989.4e12 * 0.8) * 132 / 116).epsilon(1e-12));
 
   // TE hands cuBLAS the SMs it leaves (_math_sms), and the waves are planned over them: a grid of
   // exactly 116 tiles of 128 x 256 (512 x 7424) is one full wave there, where on the whole GPU it
@@ -259,7 +261,7 @@ TEST_CASE("tp_comm_overlap: a GEMM beside a userbuffers kernel runs on the SMs i
   const ComputeWork grid = gemm(512, 7424, 8192);
   ComputeWork grid_beside = grid;
   grid_beside.sm_reserved = 16;
-  CHECK(m.compute_time_s(grid_beside) == doctest::Approx(m.compute_time_s(grid)).epsilon(1e-12));
+  CHECK(m.compute_time_s(grid_beside) == proteus::test::approx(m.compute_time_s(grid)).epsilon(1e-12));
 }
 
 TEST_CASE(

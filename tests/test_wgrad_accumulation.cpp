@@ -12,6 +12,7 @@
 #include "error_path.h"
 #include "proteus/cost_model.h"
 #include "proteus/simulation.h"
+#include "relative_approx.h"
 
 using namespace proteus;
 
@@ -70,15 +71,15 @@ TEST_CASE("wgrad accumulation: the epilogue's main_grad read and write lengthen 
   for (const int64_t k : {2048, 8192}) {
     CAPTURE(k);
     const double ratio = bf16.compute_time_s(wgrad(k, 8)) / bf16.compute_time_s(wgrad(k, 0));
-    CHECK(ratio == doctest::Approx((k + 4 * kHalf) / (k + kHalf)).epsilon(1e-12));
+    CHECK(ratio == proteus::test::approx((k + 4 * kHalf) / (k + kHalf)).epsilon(1e-12));
   }
   // 16-bit main_grad: 2 + 2 bytes, h_K = 2h.
   CHECK(bf16.compute_time_s(wgrad(2048, 4)) / bf16.compute_time_s(wgrad(2048, 0)) ==
-        doctest::Approx((2048 + 2 * kHalf) / (2048 + kHalf)).epsilon(1e-12));
+        proteus::test::approx((2048 + 2 * kHalf) / (2048 + kHalf)).epsilon(1e-12));
   // FP8 operands (1 byte) into a bf16 main_grad: h_K = 4h against the 2h of a bf16 output.
   const CostModel fp8 = h100(Precision::Fp8);
   CHECK(fp8.compute_time_s(wgrad(4096, 4)) / fp8.compute_time_s(wgrad(4096, 0)) ==
-        doctest::Approx((4096 + 4 * kHalf) / (4096 + 2 * kHalf)).epsilon(1e-12));
+        proteus::test::approx((4096 + 4 * kHalf) / (4096 + 2 * kHalf)).epsilon(1e-12));
 }
 
 TEST_CASE("wgrad accumulation: a measured table's rate and a measured time take the same factor") {

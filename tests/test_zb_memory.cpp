@@ -9,6 +9,7 @@
 #include <string>
 
 #include "proteus/api.h"
+#include "relative_approx.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ TEST_CASE("zero-bubble memory: ZB-V's first stage holds less than interleaved's 
   // Megatron's interleaved warm-up on rank 0 is (p-1)*2 + (v-1)*p = 14 + 24 = 38 chunk forwards,
   // the steady state adds 1: 39 one-layer chunks, 39/32 = 1.22 x 1F1B's (the embedding, once per
   // micro-batch in flight, is a small part of both).
-  CHECK(interleaved / one_f_one_b == doctest::Approx(39.0 / 32.0).epsilon(0.02));
+  CHECK(interleaved / one_f_one_b == proteus::test::approx(39.0 / 32.0).epsilon(0.02));
   // ZB-V keeps at most 2p = 16 half-stage chunk forwards, a waiting W counted at M_W / M_B
   // (zb_w_memory_fraction): p M_B, 1F1B's 32 layer-forwards, plus what the V adds to stage 0
   // (the LM head and loss of the micro-batches in flight). Before the waiting W were counted,

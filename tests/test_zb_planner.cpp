@@ -16,6 +16,7 @@
 #include "proteus/run.h"
 #include "proteus/schedule.h"
 #include "proteus/strategy_tree.h"
+#include "relative_approx.h"
 
 namespace {
 
@@ -75,9 +76,9 @@ TEST_CASE("zb planner: with unequal pass times the plan leaves less bubble than 
   }
   // ZB-H1's bubble is what its memory allows, (p-1)(T_F + T_B - T_W), either way.
   const double h1 = (p - 1) * (f + b - w);
-  CHECK(planned_play(Schedule::ZbH1, p, m, f, b, w).max_bubble() == doctest::Approx(h1).epsilon(1e-3));
+  CHECK(planned_play(Schedule::ZbH1, p, m, f, b, w).max_bubble() == proteus::test::approx(h1).epsilon(1e-3));
   CHECK(play_schedule(unit_order(Schedule::ZbH1, p, m, 0.5), {f, b, w}).max_bubble() ==
-        doctest::Approx(h1).epsilon(1e-3));
+        proteus::test::approx(h1).epsilon(1e-3));
 }
 
 TEST_CASE("zb planner: the memory limit holds (ZB-H1 p forwards, ZB-2P 2p, ZB-V 2p chunk forwards)") {
@@ -153,10 +154,11 @@ TEST_CASE("zb planner: a played zb-h1 graph's profile, and the config knob") {
   const nlohmann::json& plan = result["pipeline_plan"];
   REQUIRE(plan["forward_ms"].size() == 4);
   for (size_t s = 0; s < 4; ++s) {
-    CHECK(plan["forward_ms"][s].get<double>() == doctest::Approx(pr.f_s[s] * 1e3).epsilon(1e-12));
-    CHECK(plan["backward_weight_ms"][s].get<double>() == doctest::Approx(pr.w_s[s] * 1e3).epsilon(1e-12));
+    CHECK(plan["forward_ms"][s].get<double>() == proteus::test::approx(pr.f_s[s] * 1e3).epsilon(1e-12));
+    CHECK(plan["backward_weight_ms"][s].get<double>() ==
+          proteus::test::approx(pr.w_s[s] * 1e3).epsilon(1e-12));
   }
-  CHECK(plan["send_ms"].get<double>() == doctest::Approx(pr.send_s * 1e3).epsilon(1e-12));
+  CHECK(plan["send_ms"].get<double>() == proteus::test::approx(pr.send_s * 1e3).epsilon(1e-12));
   CHECK(plan["stage_orders"].get<std::vector<std::string>>() == profiled.compiled.stats.stage_orders);
   std::string unit_text = cfg;
   unit_text.replace(unit_text.find("\"zb-h1\""), 7, "\"zb-h1\",\"zb_plan\":\"unit\"");
