@@ -9,8 +9,9 @@
 // - torchao's Float8Linear (framework fsdp) keeps no copy: each forward casts the weight again
 //   (`hp_tensor_to_float8_dynamic` of the weight in `Float8Linear.forward`), recompute
 //   included.
-// - Under ZeRO-3 every forward gathers a new 16-bit copy, so it is cast again, whatever the
-//   framework.
+// - Under ZeRO-3 every forward gathers a new 16-bit copy, cast again, whatever the framework
+//   (assumed: no FP8 copy is kept across micro-batches there, which would hold every layer's
+//   FP8 weights on every rank).
 // - With strategy.fp8_param_gather the weights are held and gathered as FP8: each rank casts its
 //   shard after the optimizer step (IterationTail), nothing here.
 // The cast reads the 16-bit weight and writes the FP8 copy and its transpose (Hopper's FP8
