@@ -94,10 +94,11 @@ void PassReplayer::build_recorded(const Pass& pass, int chunk, bool split_w, Pas
   apply_deferred_writes(pass.micro_batch);
   // A forward that casts FP8 weights once per iteration is unlike the chunk's later forwards,
   // and so is every pass of its micro-batch (they refer to that forward's tasks).
-  if (pass.kind == PassKind::F && deriver_.first_forward_casts_pending(chunk) &&
-      std::find(cast_mbs_.begin(), cast_mbs_.end(), pass.micro_batch) == cast_mbs_.end())
+  bool casts = std::find(cast_mbs_.begin(), cast_mbs_.end(), pass.micro_batch) != cast_mbs_.end();
+  if (!casts && pass.kind == PassKind::F && deriver_.first_forward_casts_pending(chunk)) {
     cast_mbs_.push_back(pass.micro_batch);
-  const bool casts = std::find(cast_mbs_.begin(), cast_mbs_.end(), pass.micro_batch) != cast_mbs_.end();
+    casts = true;
+  }
   const bool record = enabled_ && !tp->failed && !tp->verified && !last_of_copy(pass.micro_batch) && !casts;
   if (!record) {
     deriver_.build_pass(pass, chunk, split_w);
