@@ -177,8 +177,11 @@ TEST_CASE("symmetry: beside an uneven tree a stage's ranks differ, and the reduc
   // NIC 0 of nodes 4 and 7: 4 sends + 2 tree flows, C/6 each, and the tree flows end after
   // 28,800 / (C/6) = 15.36 us; on nodes 5 and 6: 4 + 4, C/8, for 20.48 us; then the sends run
   // at C/4. Over those 20.48 us a send of node 4 moves 28,800 + 14,400 B, one of node 5
-  // 28,800 B: it ends 14,400 / (C/4) = 5.12 us later, and stage 0 waits for it.
-  const std::string extra = R"(,"strategy":{"tp":16,"pp":2,"dp":2,"micro_batch":1,"grad_bucket_MB":29},)"
+  // 28,800 B: it ends 14,400 / (C/4) = 5.12 us later, and stage 0 waits for it. The buckets
+  // are launched by the hooks as they fill (align_grad_reduce false: with Megatron-Core's default
+  // stage 1 would launch them all after its last backward, grad_sync_points.h).
+  const std::string extra = R"(,"strategy":{"tp":16,"pp":2,"dp":2,"micro_batch":1,"grad_bucket_MB":29,)"
+                            R"("align_grad_reduce":false},)"
                             R"("cluster":{"gpu":{"compute_slowdown_with_comm":1.189}})";
   const auto full = run("gpt2-1.5b-proteus", false, extra);
   REQUIRE(full["ok"] == true);

@@ -94,6 +94,13 @@ struct StrategySpec {
   bool overlap_grad_reduce_given = false;  // the config set overlap_grad_reduce
   bool overlap_param_gather = true;
   bool overlap_param_gather_given = false;  // the config set overlap_param_gather
+  // Megatron-Core's align_grad_reduce (Megatron-LM's default; --no-align-grad-reduce, formerly
+  // --no-delay-grad-reduce; NeMo's optim.align_grad_reduce): with overlap_grad_reduce and pp > 1
+  // its pipeline schedules launch each model chunk's gradient reductions themselves, aligned
+  // across the pipeline group (compile/grad_sync_points.h). false: the DDP hooks launch each
+  // bucket as it fills in the chunk's last backward.
+  bool align_grad_reduce = true;
+  bool align_grad_reduce_given = false;  // the config set align_grad_reduce
   // Gradients accumulated and reduced in fp32 (4 bytes per parameter), Megatron-Core's
   // DistributedDataParallelConfig.grad_reduce_in_fp32, forced on for bf16 by Megatron-LM unless
   // --grad-reduce-in-bf16; false: in the 16-bit dtype (2 bytes), as NeMo's optim.grad_sync_dtype
@@ -249,6 +256,11 @@ void refresh_framework_defaults(StrategySpec* strategy, Precision precision);
 // stage or pipeline does not have (the validator refuses it) becomes unset, so DeepSpeed's
 // default applies there.
 void forget_overlaps_deepspeed_lacks(StrategySpec* strategy, Precision precision);
+// For a strategy derived from a config, likewise: Megatron-Core's pipeline options the config set
+// (overlap_p2p_comm, align_grad_reduce) become unset where the derived strategy's framework,
+// schedule, pipeline or overlap has no such option, so a search over pp or zero does not refuse
+// the candidates they cannot act on (core/src/config/validate.cpp says where each acts).
+void forget_pipeline_options_that_do_not_apply(StrategySpec* strategy);
 const char* to_string(CpCommType);
 const char* to_string(AttentionKernel);
 // The kernel the framework runs on Hopper when the config leaves it to the framework: Megatron-Core

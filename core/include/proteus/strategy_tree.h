@@ -28,7 +28,12 @@ struct ParallelConfig {
   double grad_bucket_MB = 25;        // data-parallel gradient bucket size (root node)
   bool overlap_grad_reduce = true;   // reduce a bucket as soon as its gradients are final (root)
   bool overlap_param_gather = true;  // ZeRO-1/2 parameter all-gather overlapped with the next forward (root)
-  bool grad_reduce_in_fp32 = true;   // gradient buffers and their reduction in fp32, else 16-bit (root)
+  // Megatron-Core's grad_sync_func (align_grad_reduce, overlap_grad_reduce, pp > 1): its pipeline
+  // schedules launch a model chunk's gradient reductions themselves, pipeline-rank backward passes
+  // after the chunk's last one (interleaved), or after the last backward on every stage but the
+  // first (1F1B), instead of the DDP hooks as each bucket fills (compile/grad_sync_points.h). Root.
+  bool megatron_grad_sync_func = false;
+  bool grad_reduce_in_fp32 = true;  // gradient buffers and their reduction in fp32, else 16-bit (root)
   // Framework semantics (docs/frameworks.md): when gradients are reduced (root), how context
   // parallelism exchanges K/V in attention, and TE's TP comm/GEMM overlap.
   GradSync grad_sync = GradSync::AtBoundary;

@@ -4,6 +4,7 @@
 
 #include "collective_steps.h"
 #include "fsdp_copies.h"
+#include "grad_sync_points.h"
 #include "proteus/strategy_spec.h"
 #include "proteus/units.h"
 
@@ -40,6 +41,7 @@ void IterationTail::begin_rank() {
   param_gather_ready_.assign(g_.ops.size(), -1);
   grad_sync_tasks_.clear();
   post_backward_buckets_.clear();
+  held_buckets_.clear();
   for (std::vector<int>& w : accumulate_work_) w.assign(g_.tensors.size(), -1);
   plan_buckets();
   if (knobs_.overlap_param_gather) param_gathers(true);
@@ -54,7 +56,8 @@ void IterationTail::begin_rank() {
 // then copies its gradients in on the current stream and issues its reduce-scatter. So the
 // stage's reductions run one after another once its last backward is done, and the compute
 // stream (with the input-gradient send queued after it) waits for all but the last.
-void IterationTail::end_pass() {
+void IterationTail::end_pass(int last_pass) {
+  if (knobs_.megatron_grad_sync_func) launch_chunks_after(last_pass);
   int previous = -1;  // the chain's last reduction
   for (const int bi : post_backward_buckets_) {
     std::vector<int> deps = buckets_[static_cast<size_t>(bi)].ready_tasks;
@@ -71,6 +74,9 @@ void IterationTail::finish_rank() {
   if (!knobs_.overlap_grad_reduce && knobs_.grad_sync == GradSync::AtBoundary)
     for (size_t bi = 0; bi < buckets_.size(); ++bi)
       reduce_bucket(static_cast<int>(bi), {state_.last_compute});
+  for (const int bi : held_buckets_)
+    reduce_bucket(bi, {state_.last_compute});  // none held past the last pass
+  held_buckets_.clear();
   tied_weight_reduce();
   static_memory_and_optimizer();
   fp8_weight_amax_reduction();
@@ -114,7 +120,10 @@ void IterationTail::plan_buckets() {
   int size_bucket = -1;  // the bucket filling up to the cap
   for (int c = tree_.model_chunks() - 1; c >= 0; --c) {
     if (!emit_.holds_chunk(c)) continue;
-    bool new_chunk = per_mb;  // per micro-batch: a new bucket per chunk (one pass each)
+    // A new bucket per chunk: per micro-batch (one pass each), and where Megatron-Core launches
+    // a chunk's reductions from its schedule (it wraps each model chunk in its own DDP, whose
+    // buffers and buckets are the chunk's).
+    bool new_chunk = per_mb || knobs_.megatron_grad_sync_func;
     for (auto it = index_.chunk_ops[c].rbegin(); it != index_.chunk_ops[c].rend(); ++it) {
       for (const WeightPlan& w : plans_[*it].weights) {
         ++uses_left_[w.tensor];
@@ -132,6 +141,7 @@ void IterationTail::plan_buckets() {
           if (size_bucket < 0 || new_chunk || filled >= (size_bucket == 0 ? first_cap : cap)) {
             size_bucket = static_cast<int>(buckets_.size());
             buckets_.push_back({});
+            buckets_.back().chunk = c;
             filled = 0;
             new_chunk = false;
           }
@@ -259,10 +269,56 @@ void IterationTail::weights_final(int op, int w_task) {
     Bucket& b = buckets_[bucket_of_tensor_[w.tensor]];
     b.ready_tasks.push_back(w_task);
     if (--b.pending > 0 || !knobs_.overlap_grad_reduce) continue;
+    const int bi = bucket_of_tensor_[w.tensor];
     if (knobs_.fsdp_pp_post_backward)
-      post_backward_buckets_.push_back(bucket_of_tensor_[w.tensor]);
+      post_backward_buckets_.push_back(bi);
+    else if (holds_until_launched(b))
+      held_buckets_.push_back(bi);
     else
-      reduce_bucket(bucket_of_tensor_[w.tensor], b.ready_tasks);
+      reduce_bucket(bi, b.ready_tasks);
+  }
+}
+
+// Megatron-Core's grad_sync_func (grad_sync_points.h): where this rank's schedule launches each
+// of its chunks' reductions.
+void IterationTail::plan_grad_sync(const std::vector<Pass>& passes, const std::vector<int>& chunk_of_local,
+                                   int stage) {
+  chunks_after_pass_.assign(passes.size(), {});
+  chunk_launched_.assign(static_cast<size_t>(tree_.model_chunks()), false);
+  sync_on_ready_ = true;
+  if (!knobs_.megatron_grad_sync_func) return;
+  const GradSyncPoints points =
+      megatron_grad_sync_points(passes, stage, tree_.schedule == Schedule::Interleaved1F1B);
+  sync_on_ready_ = points.on_ready;
+  for (size_t i = 0; i < passes.size(); ++i)
+    for (int local : points.chunks_after_pass[i])
+      chunks_after_pass_[i].push_back(chunk_of_local[static_cast<size_t>(local)]);
+}
+
+// A bucket whose gradients are final waits for its chunk's launch (grad_sync_func), unless the
+// hooks launch it (the first stage under 1F1B) or its chunk was launched already.
+bool IterationTail::holds_until_launched(const Bucket& b) const {
+  return knobs_.megatron_grad_sync_func && !sync_on_ready_ && b.chunk >= 0 &&
+         !chunk_launched_[static_cast<size_t>(b.chunk)];
+}
+
+// start_grad_sync of each chunk launched after pass `last_pass`: its final buckets, in the order
+// they filled, each after all the work queued on the compute stream (NCCL's stream waits for it).
+void IterationTail::launch_chunks_after(int last_pass) {
+  if (last_pass < 0 || static_cast<size_t>(last_pass) >= chunks_after_pass_.size()) return;
+  for (const int chunk : chunks_after_pass_[static_cast<size_t>(last_pass)]) {
+    chunk_launched_[static_cast<size_t>(chunk)] = true;
+    std::vector<int> still_held;
+    for (const int bi : held_buckets_) {
+      if (buckets_[static_cast<size_t>(bi)].chunk != chunk) {
+        still_held.push_back(bi);
+        continue;
+      }
+      std::vector<int> deps = buckets_[static_cast<size_t>(bi)].ready_tasks;
+      if (state_.last_compute >= 0) deps.push_back(state_.last_compute);
+      reduce_bucket(bi, deps);
+    }
+    held_buckets_ = std::move(still_held);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "emitter.h"
 #include "op_index.h"
 #include "pass_state.h"
+#include "proteus/schedule.h"
 
 namespace proteus {
 
@@ -27,10 +28,15 @@ class IterationTail {
   // have now computed it. At the boundary (grad_sync at_boundary) the last one makes the
   // weight final; per micro-batch, every one completes a bucket's reduce-scatter.
   void weight_grad_done(int op, int w_task, int mb, int uses);
-  // After each pass: under torch.distributed.pipelining with FSDP2 (fsdp_pp_post_backward), the
-  // reductions of the buckets whose gradients the pass made final, issued as PyTorch does after
-  // a stage's last backward (docs/frameworks/data-parallelism.md, "FSDP2 under pipeline parallelism").
-  void end_pass();
+  // After each pass (last_pass: the index of the group's last pass in the rank's order): the
+  // chunks Megatron-Core's schedule launches there (plan_grad_sync); under torch.distributed.pipelining with
+  // FSDP2 (fsdp_pp_post_backward), the reductions of the buckets whose gradients the pass made final, issued
+  // as PyTorch does after a stage's last backward (docs/frameworks/data-parallelism.md, "FSDP2 under pipeline
+  // parallelism").
+  void end_pass(int last_pass);
+  // Megatron-Core's grad_sync_func: the launch points of this rank's chunks' reductions in its
+  // order of passes (after begin_rank; grad_sync_points.h).
+  void plan_grad_sync(const std::vector<Pass>& passes, const std::vector<int>& chunk_of_local, int stage);
   // After the last pass: remaining reductions, tied weights, optimizer, parameter gathers.
   void finish_rank();
 
@@ -43,6 +49,7 @@ class IterationTail {
     int mb_pending = 0;  // per_micro_batch: weights whose gradient this micro-batch still lacks
     std::vector<int> mb_ready_tasks;
     int copy_in_work = -1;  // its FSDP2 reduce-scatter copy-in (fsdp_reduce_copy_in)
+    int chunk = -1;         // the model chunk it holds gradients of (-1: an FSDP unit's)
   };
 
   void plan_buckets();
@@ -59,6 +66,8 @@ class IterationTail {
   int accumulate_task(const WeightPlan& w, int slot, double per_element, const char* label, int w_task,
                       int mb);
   void micro_batch_grad_done(int op, int w_task, int mb);
+  bool holds_until_launched(const Bucket& b) const;
+  void launch_chunks_after(int last_pass);
   void reduce_bucket(int bi, const std::vector<int>& deps, Phase phase = Phase::Sync, int mb = -1);
   int fsdp_reduce_copy_in(int bi, const std::vector<int>& deps, Phase phase, int mb);
   void tied_weight_reduce();
@@ -85,7 +94,14 @@ class IterationTail {
   std::vector<const WeightPlan*> weight_plan_of_tensor_;
   std::vector<int> grad_sync_tasks_;
   std::vector<int> post_backward_buckets_;  // final in this pass, reduced at its end (end_pass)
-  std::vector<int> accumulate_work_[2];     // accumulation work per tensor: first use, later ones
+  // grad_sync_func (plan_grad_sync): the model chunks launched after each pass, which are
+  // launched, whether the hooks launch buckets as they fill, and the final buckets held until
+  // their chunk's launch, in the order they filled.
+  std::vector<std::vector<int>> chunks_after_pass_;
+  std::vector<bool> chunk_launched_;
+  bool sync_on_ready_ = true;
+  std::vector<int> held_buckets_;
+  std::vector<int> accumulate_work_[2];  // accumulation work per tensor: first use, later ones
 };
 
 }  // namespace proteus

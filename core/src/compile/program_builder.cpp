@@ -56,6 +56,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
     for (int c = 0; c < tree.chunks(); ++c)
       if (tree.chunk_stage[static_cast<size_t>(c)] == stage)
         chunk_of_local.push_back(c % tree.model_chunks());
+    tail.plan_grad_sync(passes, chunk_of_local, stage);
     for (size_t i = 0; i < passes.size();) {
       // A pass and those overlapped with it (DualPipe's F&B): emitted in turn, then interleaved.
       size_t end = i + 1;
@@ -69,7 +70,9 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       }
       if (end - i > 1)
         overlap_group(exec, static_cast<int>(r), first, split, static_cast<int>(exec->tasks.size()));
-      tail.end_pass();  // after the group: what the passes made final (FSDP2 under pipelining)
+      // After the group: the reductions Megatron-Core's schedule launches there, and what the
+      // passes made final (FSDP2 under pipelining).
+      tail.end_pass(static_cast<int>(end) - 1);
       if (!spans.empty()) spans[r].push_back({first, static_cast<int>(exec->tasks.size()), passes[i].kind});
       i = end;
     }

@@ -281,6 +281,7 @@ Out strategy_json(const StrategySpec& s) {
   if (s.loss_as_layer) out["account_for_loss_in_pipeline_split"] = true;
   if (s.optimizer_post_validation) out["optimizer_post_validation"] = true;
   if (s.overlap_p2p_comm_given) out["overlap_p2p_comm"] = s.overlap_p2p_comm;
+  if (s.align_grad_reduce_given) out["align_grad_reduce"] = s.align_grad_reduce;
   if (s.scatter_gather_p2p) out["scatter_gather_p2p"] = true;
   if (s.zb_plan_given) out["zb_plan"] = to_string(s.zb_plan);
   // MoE knobs: written where they can matter, so dense configs resolve as before.

@@ -234,6 +234,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "moe_dispatcher",
                    "optimizer_post_validation",
                    "overlap_p2p_comm",
+                   "align_grad_reduce",
                    "scatter_gather_p2p",
                    "zb_plan"});
   StrategySpec strategy;
@@ -308,6 +309,8 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.optimizer_post_validation = in.boolean("optimizer_post_validation", false);
   strategy.overlap_p2p_comm_given = in.has("overlap_p2p_comm");
   strategy.overlap_p2p_comm = in.boolean("overlap_p2p_comm", true);
+  strategy.align_grad_reduce_given = in.has("align_grad_reduce");
+  strategy.align_grad_reduce = in.boolean("align_grad_reduce", true);
   strategy.zb_plan_given = in.has("zb_plan");
   strategy.zb_plan =
       in.enumeration("zb_plan", default_zb_plan(strategy.framework), {ZbPlan::Profiled, ZbPlan::Unit});

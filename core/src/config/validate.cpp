@@ -127,6 +127,19 @@ void check_pipeline(const Config& c) {
             to_string(s.framework) + ", schedule " + to_string(s.schedule) + ", pp=" + std::to_string(s.pp) +
             ". Megatron's 1f1b always waits on its p2p; remove the field");
   }
+  // Megatron-Core sets grad_sync_func only under overlap_grad_reduce, and only its pipeline
+  // schedules call it (pp 1 launches from the hooks either way). Megatron-FSDP (zero 3) reduces
+  // per FSDP unit from its own hooks in Proteus.
+  if (s.align_grad_reduce_given &&
+      (s.framework != Framework::Megatron || s.pp < 2 || !s.overlap_grad_reduce || s.zero == 3)) {
+    throw invalid_config("strategy.align_grad_reduce",
+                         std::string("align_grad_reduce is Megatron-Core's option for its pipeline schedules "
+                                     "with overlapped gradient reduction (framework megatron, pp > 1, "
+                                     "overlap_grad_reduce true, zero < 3); this run has framework ") +
+                             to_string(s.framework) + ", pp=" + std::to_string(s.pp) +
+                             ", overlap_grad_reduce " + (s.overlap_grad_reduce ? "true" : "false") +
+                             ", zero " + std::to_string(s.zero) + ". Remove the field");
+  }
   if (s.scatter_gather_p2p && s.framework != Framework::Megatron) {
     throw invalid_config("strategy.scatter_gather_p2p",
                          std::string("scatter_gather_p2p is legacy Megatron-LM's "

@@ -246,6 +246,7 @@ void strategy_args(const Config& c, Args& a) {
   precision_aware_optimizer_args(c, a);
   if (st.tp_only_amax_red) a.add("--tp-only-amax-red");
   if (st.overlap_grad_reduce && !deepspeed) a.add("--overlap-grad-reduce");
+  if (st.align_grad_reduce_given && !st.align_grad_reduce) a.add("--no-align-grad-reduce");
   if (st.zero >= 1 && st.overlap_param_gather && !deepspeed) a.add("--overlap-param-gather");
   // Megatron's gradient dtype defaults (arguments.py): fp32 under bf16 unless
   // --grad-reduce-in-bf16; fp16 under fp16 unless --accumulate-allreduce-grads-in-fp32.

@@ -39,9 +39,9 @@ const std::set<std::string>& mapped_args() {
       "--tokenizer-type", "--tokenizer-model", "--vocab-file", "--merge-file",
       "--moe-pad-expert-input-to-capacity", "--moe-token-drop-policy", "--rampup-batch-size", "--window-size",
       "--window-attn-skip-freq", "--softmax-type", "--moe-router-enable-expert-bias",
-      "--overlap-p2p-communication", "--no-overlap-p2p-communication",
-      "--no-scatter-gather-tensors-in-pipeline", "--no-bias-dropout-fusion", "--no-bias-gelu-fusion",
-      "--no-bias-swiglu-fusion", "--no-masked-softmax-fusion", "--no-rope-fusion",
+      "--overlap-p2p-communication", "--no-overlap-p2p-communication", "--no-align-grad-reduce",
+      "--no-delay-grad-reduce", "--no-scatter-gather-tensors-in-pipeline", "--no-bias-dropout-fusion",
+      "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion", "--no-masked-softmax-fusion", "--no-rope-fusion",
       "--no-gradient-accumulation-fusion", "--no-persist-layer-norm",
       // Megatron-DeepSpeed (megatron_deepspeed.cpp, megatron_model.cpp)
       "--deepspeed", "--deepspeed-config", "--zero-stage", "--deepspeed-activation-checkpointing",

@@ -81,6 +81,12 @@ void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
     return;
   }
   st["framework"] = "deepspeed";
+  if (st.contains("align_grad_reduce")) {
+    st.erase("align_grad_reduce");
+    ignored.push_back(
+        "--no-align-grad-reduce: Megatron-Core's schedules' option; DeepSpeed's engine "
+        "reduces the gradients");
+  }
   zero_stage(in, st, ignored, assumed);
   // Whether ZeRO reduces during the backward is the JSON's overlap_comm, whose default is true at
   // stage 3 only; it matters at stages 1-2 outside a pipeline and at 3 (docs/frameworks/

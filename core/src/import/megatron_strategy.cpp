@@ -143,6 +143,24 @@ Json megatron_recompute_modules(ArgReader& in) {
   return mods;
 }
 
+// Megatron-Core's align_grad_reduce, on unless --no-align-grad-reduce (--no-delay-grad-reduce
+// before the rename): under --overlap-grad-reduce its pipeline schedules launch each chunk's
+// gradient reductions themselves (docs/frameworks/data-parallelism.md, "When Megatron-Core launches
+// the reductions").
+void align_grad_reduce_part(ArgReader& in, Json& st, std::vector<std::string>& ignored) {
+  const bool no_align = in.flag("--no-align-grad-reduce");
+  const bool no_delay = in.flag("--no-delay-grad-reduce");
+  if (!no_align && !no_delay) return;
+  const std::string flag = no_align ? "--no-align-grad-reduce" : "--no-delay-grad-reduce";
+  if (st.value("pp", int64_t{1}) > 1 && st["overlap_grad_reduce"].get<bool>() &&
+      st.value("zero", int64_t{0}) != 3)
+    st["align_grad_reduce"] = false;
+  else
+    ignored.push_back(flag +
+                      ": acts only on the pipeline schedules' overlapped gradient reduction "
+                      "(--overlap-grad-reduce, pp > 1, not Megatron-FSDP)");
+}
+
 }  // namespace
 
 Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::string>& ignored,
@@ -316,6 +334,7 @@ Json strategy_part(ArgReader& in, int64_t layers, int gpus, std::vector<std::str
   } else if (st["overlap_grad_reduce"].get<bool>()) {
     assumed.push_back("gradient buckets of Megatron's default max(40M, 1M x dp x cp) parameters");
   }
+  align_grad_reduce_part(in, st, ignored);
   return st;
 }
 

@@ -125,6 +125,7 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads,
   for (StrategySpec& s : strategies) {  // zero/pp changed: the framework's defaults again
     forget_overlaps_deepspeed_lacks(&s, config.training.precision);
     refresh_framework_defaults(&s, config.training.precision);
+    forget_pipeline_options_that_do_not_apply(&s);
   }
   SearchOptions options;
   options.top = count;

@@ -229,6 +229,7 @@ void expand(const Problem& p, size_t k, StrategySpec& s, SpaceEnumeration* out) 
     // zero/pp changed: the framework's defaults again
     forget_overlaps_deepspeed_lacks(&out->strategies.back(), p.base.training.precision);
     refresh_framework_defaults(&out->strategies.back(), p.base.training.precision);
+    forget_pipeline_options_that_do_not_apply(&out->strategies.back());
     return;
   }
   const Values values = values_of(table[k], p, s);

@@ -109,6 +109,10 @@ ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   c.grad_bucket_MB = s.grad_bucket_MB;
   c.overlap_grad_reduce = s.overlap_grad_reduce;
   c.overlap_param_gather = s.overlap_param_gather;
+  c.megatron_grad_sync_func = s.framework == Framework::Megatron && s.align_grad_reduce &&
+                              s.overlap_grad_reduce && s.pp > 1 && s.zero < 3 &&
+                              s.grad_sync == GradSync::AtBoundary &&
+                              (s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved1F1B);
   c.grad_reduce_in_fp32 = s.grad_reduce_in_fp32;
   c.grad_sync = s.grad_sync;
   c.cp_comm_type = s.cp_comm_type;
