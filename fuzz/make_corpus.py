@@ -96,6 +96,12 @@ write("fsdp-pp-cp-p2p-async-tp", {
                  "grad_sync": "at_boundary", "recompute": "full", "schedule": "interleaved-1f1b",
                  "virtual_stages": 2, "torch_compile": True, "tp_comm_overlap": True,
                  "sequence_parallel": True, "cp_comm_type": "p2p"}})
+write("megatron-align-grad-reduce", {
+    "model": {"preset": "llama3-8b", "layers": 8}, "cluster": {"preset": "dgx-h100", "nodes": 2},
+    "training": {"global_batch": 16, "seq_len": 4096, "precision": "bf16"},
+    "strategy": {"tp": 2, "pp": 2, "dp": 4, "micro_batch": 1, "zero": 1, "schedule": "interleaved-1f1b",
+                 "virtual_stages": 2, "sequence_parallel": True, "overlap_grad_reduce": True,
+                 "align_grad_reduce": False, "overlap_p2p_comm": False}})
 write("nvlink-mesh", {
     "model": {"preset": "bert-large", "layers": 2}, "cluster": {"preset": "dgx1-v100-2ib", "nodes": 2},
     "training": {"global_batch": 32, "seq_len": 128, "precision": "fp32"},
