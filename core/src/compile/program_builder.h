@@ -7,6 +7,7 @@
 //                      recompute, ZeRO-3 gathers)
 //   iteration_tail.h   gradient buckets, the tied-embedding reduction, the optimizer step and
 //                      the ZeRO-1/2 parameter gathers
+//   grad_sync_points.h where Megatron-Core's pipeline schedules launch a chunk's reductions
 //   pass_replay.h      micro-batch templates: records the emitter's output for a pass and
 //                      instantiates it for later micro-batches, around the derivation
 //   compile_stats.h    what `proteus compile` reports
