@@ -196,6 +196,13 @@ TEST_CASE("grad sync points: Megatron-LM's --no-align-grad-reduce on import and 
   CHECK(std::any_of(flat.ignored.begin(), flat.ignored.end(),
                     [](const std::string& line) { return line.rfind("--no-align-grad-reduce", 0) == 0; }));
   CHECK_FALSE(parse_config(flat.config_json).strategy.align_grad_reduce_given);
+  // Under --deepspeed the engine reduces the gradients: ignored, and said so.
+  const ImportResult ds = import_megatron(pipelined + "--deepspeed --zero-stage 1 --no-align-grad-reduce", o);
+  CHECK(parse_config(ds.config_json).strategy.framework == Framework::DeepSpeed);
+  CHECK_FALSE(parse_config(ds.config_json).strategy.align_grad_reduce_given);
+  CHECK(std::any_of(ds.ignored.begin(), ds.ignored.end(), [](const std::string& line) {
+    return line.rfind("--no-align-grad-reduce / --no-delay-grad-reduce", 0) == 0;
+  }));
   CHECK(export_megatron(off.config_json).find("--no-align-grad-reduce") != std::string::npos);
   CHECK(export_megatron(import_megatron(pipelined, o).config_json).find("align-grad") == std::string::npos);
 }

@@ -84,8 +84,8 @@ void deepspeed_part(ArgReader& in, Json& st, std::vector<std::string>& ignored,
   if (st.contains("align_grad_reduce")) {
     st.erase("align_grad_reduce");
     ignored.push_back(
-        "--no-align-grad-reduce: Megatron-Core's schedules' option; DeepSpeed's engine "
-        "reduces the gradients");
+        "--no-align-grad-reduce / --no-delay-grad-reduce: Megatron-Core's schedules' option; "
+        "DeepSpeed's engine reduces the gradients");
   }
   zero_stage(in, st, ignored, assumed);
   // Whether ZeRO reduces during the backward is the JSON's overlap_comm, whose default is true at
