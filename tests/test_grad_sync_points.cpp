@@ -21,7 +21,6 @@
 #include "proteus/import.h"
 #include "proteus/schedule.h"
 #include "proteus/search.h"
-#include "relative_approx.h"
 
 using json = nlohmann::json;
 using namespace proteus;
