@@ -261,6 +261,11 @@ void forget_overlaps_deepspeed_lacks(StrategySpec* strategy, Precision precision
 // schedule, pipeline or overlap has no such option, so a search over pp or zero does not refuse
 // the candidates they cannot act on (core/src/config/validate.cpp says where each acts).
 void forget_pipeline_options_that_do_not_apply(StrategySpec* strategy);
+// Where each of Megatron-Core's pipeline options acts (core/src/config/pipeline_options.cpp):
+// overlap_p2p_comm on its interleaved schedule; align_grad_reduce on its pipeline schedules'
+// overlapped gradient reduction (not Megatron-FSDP, zero 3).
+bool overlap_p2p_comm_applies(const StrategySpec& strategy);
+bool align_grad_reduce_applies(const StrategySpec& strategy);
 const char* to_string(CpCommType);
 const char* to_string(AttentionKernel);
 // The kernel the framework runs on Hopper when the config leaves it to the framework: Megatron-Core

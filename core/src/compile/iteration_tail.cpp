@@ -283,10 +283,9 @@ void IterationTail::weights_final(int op, int w_task) {
 // of its chunks' reductions.
 void IterationTail::plan_grad_sync(const std::vector<Pass>& passes, const std::vector<int>& chunk_of_local,
                                    int stage) {
+  if (!knobs_.megatron_grad_sync_func) return;
   chunks_after_pass_.assign(passes.size(), {});
   chunk_launched_.assign(static_cast<size_t>(tree_.model_chunks()), false);
-  sync_on_ready_ = true;
-  if (!knobs_.megatron_grad_sync_func) return;
   const GradSyncPoints points =
       megatron_grad_sync_points(passes, stage, tree_.schedule == Schedule::Interleaved1F1B);
   sync_on_ready_ = points.on_ready;

@@ -117,8 +117,7 @@ void check_pipeline(const Config& c) {
   // --overlap-p2p-communication acts on Megatron's interleaved schedule only: Megatron-LM's
   // validate_args turns it off for the non-interleaved one (which always waits on its p2p), and
   // the other frameworks' and schedules' runtimes place their own sends and receives.
-  if (s.overlap_p2p_comm_given &&
-      (s.framework != Framework::Megatron || s.schedule != Schedule::Interleaved1F1B || s.pp < 2)) {
+  if (s.overlap_p2p_comm_given && !overlap_p2p_comm_applies(s)) {
     throw invalid_config(
         "strategy.overlap_p2p_comm",
         std::string("overlap_p2p_comm is Megatron-Core's option for its interleaved schedule "
@@ -130,8 +129,7 @@ void check_pipeline(const Config& c) {
   // Megatron-Core sets grad_sync_func only under overlap_grad_reduce, and only its pipeline
   // schedules call it (pp 1 launches from the hooks either way). Megatron-FSDP (zero 3) reduces
   // per FSDP unit from its own hooks in Proteus.
-  if (s.align_grad_reduce_given &&
-      (s.framework != Framework::Megatron || s.pp < 2 || !s.overlap_grad_reduce || s.zero == 3)) {
+  if (s.align_grad_reduce_given && !align_grad_reduce_applies(s)) {
     throw invalid_config("strategy.align_grad_reduce",
                          std::string("align_grad_reduce is Megatron-Core's option for its pipeline schedules "
                                      "with overlapped gradient reduction (framework megatron, pp > 1, "

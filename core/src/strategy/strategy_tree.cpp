@@ -109,8 +109,7 @@ ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   c.grad_bucket_MB = s.grad_bucket_MB;
   c.overlap_grad_reduce = s.overlap_grad_reduce;
   c.overlap_param_gather = s.overlap_param_gather;
-  c.megatron_grad_sync_func = s.framework == Framework::Megatron && s.align_grad_reduce &&
-                              s.overlap_grad_reduce && s.pp > 1 && s.zero < 3 &&
+  c.megatron_grad_sync_func = align_grad_reduce_applies(s) && s.align_grad_reduce &&
                               s.grad_sync == GradSync::AtBoundary &&
                               (s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved1F1B);
   c.grad_reduce_in_fp32 = s.grad_reduce_in_fp32;
