@@ -102,6 +102,12 @@ write("megatron-align-grad-reduce", {
     "strategy": {"tp": 2, "pp": 2, "dp": 4, "micro_batch": 1, "zero": 1, "schedule": "interleaved-1f1b",
                  "virtual_stages": 2, "sequence_parallel": True, "overlap_grad_reduce": True,
                  "align_grad_reduce": False, "overlap_p2p_comm": False}})
+write("nemo-apex-distributed-adam", {
+    "model": {"preset": "llama2-7b", "layers": 8}, "cluster": {"preset": "dgx-h100", "nodes": 2},
+    "training": {"global_batch": 16, "seq_len": 4096, "precision": "fp8"},
+    "strategy": {"tp": 2, "pp": 2, "dp": 4, "micro_batch": 1, "zero": 1, "schedule": "interleaved-1f1b",
+                 "virtual_stages": 2, "sequence_parallel": True, "overlap_grad_reduce": True,
+                 "overlap_param_gather": True, "distributed_optimizer": "apex", "store_param_remainders": True}})
 write("nvlink-mesh", {
     "model": {"preset": "bert-large", "layers": 2}, "cluster": {"preset": "dgx1-v100-2ib", "nodes": 2},
     "training": {"global_batch": 32, "seq_len": 128, "precision": "fp32"},

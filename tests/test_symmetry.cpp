@@ -70,6 +70,9 @@ TEST_CASE("symmetry: reduced simulation equals simulating every rank (1e-9)") {
   // ZeRO-3 on the same machine: weight all-gathers per use.
   check_equal("default",
               R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":3,"framework":"fsdp"})");
+  // Apex's DistributedFusedAdam: its hooks gather one bucket group at a time (apex_param_sync.h).
+  check_equal("default", R"(,"training":{"global_batch":16,"seq_len":2048},"strategy":{"zero":1,)"
+                         R"("overlap_param_gather":true,"distributed_optimizer":"apex"})");
   // 64 V100 on 8 DGX-1 (2 NICs): PP4 x TP4 x DP4, the original Proteus evaluation.
   check_equal("gpt2-1.5b-proteus");
   // Tensor parallelism across two DGX-1 nodes (TP16 x PP2 x DP2).

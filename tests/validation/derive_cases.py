@@ -81,6 +81,12 @@ NEMO_COMMON = ("optim distributed_fused_adam or mcore_distributed_optim with ove
 # store_param_remainders=True: 16-bit remainders of the fp32 master weights.
 DFA = ("optim.name: distributed_fused_adam in every version read, optimizer dtype not set (fp32): NeMo's "
        "setup_optimization passes Apex store_param_remainders=True under bf16 O2")
+# The same optimizer's communication: NeMo makes a bucket per transformer layer (per virtual stage
+# under VP) for Apex, whose hooks gather the parameters one bucket group at a time, and passes
+# param_sync_func to the interleaved schedule (docs/frameworks/data-parallelism.md, "Apex's
+# DistributedFusedAdam").
+DFA_OPTIMIZER = ("optim.name: distributed_fused_adam in every version read: Apex's DistributedFusedAdam with "
+                 "NeMo's per-layer buckets (per virtual stage under VP)")
 # The gpt3 YAML versions that set transformer_engine: False (f4761e6; 175b.yaml 6c9e5c0) cannot
 # be the FP8 rows' configs (the rule above); 056a90e remains. NVIDIA's FP8 performance configs of
 # the same models (gpt3/{5b,20b,175b}_fp8_performance.yaml, 1e46ac6: transformer_engine and fp8
@@ -100,12 +106,14 @@ NEMO_LAUNCHER_CONFIG = {
         files="examples/training/gpt/h100/5b_fp8_8node.sh (329df4a) -> conf/training/gpt3/5b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
                   store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER),
                   recompute=("selective", "activations_checkpoint_granularity: selective in 056a90e; " +
                              GPT3_TE_ASIDE + "; gpt3/5b_fp8_performance.yaml (1e46ac6) agrees"))),
     "gpt3-20b-64": dict(
         files="examples/training/gpt/h100/20b_fp8_8node.sh (329df4a) -> conf/training/gpt3/20b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
                   store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER),
                   tp_comm_overlap=(True, "ub_tp_comm_overlap: True in 056a90e; " + GPT3_TE_ASIDE +
                                    "; gpt3/20b_fp8_performance.yaml (1e46ac6) agrees"),
                   recompute=("selective", "activations_checkpoint_granularity: selective in 056a90e, as "
@@ -114,27 +122,31 @@ NEMO_LAUNCHER_CONFIG = {
         files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; its VP 12 is not the table's 6) "
               "-> conf/training/gpt3/175b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  store_param_remainders=(True, DFA), **GPT3_175B_TAKE),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER), **GPT3_175B_TAKE),
         not_modelled=GPT3_UB_CFG),
     "gpt3-175b-512": dict(
         files="examples/training/gpt/h100/175b_fp8_16node.sh (edc9045; the 16-node example, the nearest "
               "script: its VP 12, GBS 256 and MBS 1 are not the table's) -> conf/training/gpt3/175b.yaml",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
-                  store_param_remainders=(True, DFA), **GPT3_175B_TAKE),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER), **GPT3_175B_TAKE),
         not_modelled=GPT3_UB_CFG),
     "llama2-7b-8": dict(
         files="examples/training/llama/h100/llama2_7b_fp8.sh (7d6e2df) -> conf/training/llama/llama2_7b.yaml "
               "(064e676, 702ea64)",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
                   recompute=("none", "activations_checkpoint_granularity null"),
-                  store_param_remainders=(True, DFA)),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER)),
         not_modelled="gc_interval=100 (Python garbage collection every 100 steps)"),
     "llama2-13b-16": dict(
         files="examples/training/llama/h100/llama2_13b_fp8.sh (edc9045) -> conf/training/llama/llama2_13b.yaml "
               "(0446d2c, 702ea64)",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
                   recompute=("none", "activations_checkpoint_granularity null"),
-                  store_param_remainders=(True, DFA)),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER)),
         kept="overlap_p2p_comm true (the YAML versions read have TP 2, PP 1, no virtual pipeline, and do not "
              "set it)",
         not_modelled="gc_interval=100"),
@@ -145,7 +157,8 @@ NEMO_LAUNCHER_CONFIG = {
                   tp_comm_overlap=(False, "ub_tp_comm_overlap: false"),
                   overlap_p2p_comm=(True, "overlap_p2p_comm: true, batch_p2p_comm: false"),
                   recompute=("none", "activations_checkpoint_granularity null"),
-                  store_param_remainders=(True, DFA)),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER)),
         not_modelled="gc_interval: 100"),
     "nemotron-8b-64": dict(
         files="examples/training/nemotron/h100/nemotron_8b_fp8.sh (edc9045) -> "
@@ -155,7 +168,8 @@ NEMO_LAUNCHER_CONFIG = {
                   tp_comm_overlap=(True, "ub_tp_comm_overlap: true, no ub cfg (Transformer Engine's "
                                          "default userbuffers methods)"),
                   recompute=("none", "activations_checkpoint_granularity null"),
-                  store_param_remainders=(True, DFA)),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER)),
         not_modelled="gc_interval=100; tp_comm_atomic_ag/rs False are the pipelined defaults"),
     "nemotron-22b-64": dict(
         files="examples/training/nemotron/h100/nemotron_22b_fp8.sh (edc9045) -> "
@@ -185,7 +199,8 @@ NEMO_LAUNCHER_CONFIG = {
               "version found) -> conf/training/llama/llama3_8b.yaml (14860f7, 157ea78)",
         take=dict(grad_reduce_in_fp32=(False, "the script sets +training.model.optim.grad_sync_dtype=bf16"),
                   recompute=("none", "activations_checkpoint_granularity null"),
-                  store_param_remainders=(True, DFA)),
+                  store_param_remainders=(True, DFA),
+                  distributed_optimizer=("apex", DFA_OPTIMIZER)),
         not_modelled="gc_interval=100"),
     "llama3-70b-64": dict(
         files="examples/training/llama/h100/llama3_70b_fp8.sh (4a9b61b, before the rename; no renamed "
@@ -263,7 +278,8 @@ LONG_SRC = ("NVIDIA/NeMo docs/source/performance/performance_long_sequence.md (c
             "distributed optimizer with overlap, sequence parallelism when TP > 1, no recompute. Optimizer: NeMo's "
             "distributed_fused_adam (" + LAUNCHER + "conf/training/llama/llama2_7b.yaml 064e676 and 702ea64; NeMo "
             "24.03 has no other distributed optimizer, mcore_distributed_optim came with NVIDIA/NeMo PR #9034 of "
-            "2024-04-24), so store_param_remainders true (" + DFA + "); gradients in fp32 (the YAML does not set "
+            "2024-04-24), so store_param_remainders true (" + DFA + ") and distributed_optimizer \"apex\" (Apex's "
+            "DistributedFusedAdam with NeMo's per-layer buckets); gradients in fp32 (the YAML does not set "
             "optim.grad_sync_dtype).")
 
 
@@ -315,7 +331,7 @@ def long_row(k, gpus, tp, pp, dp, cp, tflops):
     t = gbs * seq * f / (tflops * 1e12 * gpus)
     strategy = dict(tp=tp, pp=pp, dp=dp, cp=cp, micro_batch=1, sequence_parallel=tp > 1, zero=1,
                     recompute="none", overlap_grad_reduce=True, overlap_param_gather=True, schedule="1f1b",
-                    store_param_remainders=True)
+                    store_param_remainders=True, distributed_optimizer="apex")
     nodes = max(1, gpus // 8)
     cluster = dict(preset="dgx-h100", nodes=nodes)
     if gpus < 8:

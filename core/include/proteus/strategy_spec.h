@@ -42,6 +42,13 @@ enum class MoeDispatcher { AllToAll, AllGather };
 // master_weight_dtype, exp_avg_dtype, exp_avg_sq_dtype; docs/frameworks/data-parallelism.md, "Optimizer state
 // dtypes"). Fp8 is TE's torch.uint8: an E4M3 Float8Tensor with one scale per tensor.
 enum class StateDtype { Fp32, Bf16, Fp16, Fp8 };
+// Which distributed optimizer shards the optimizer states at zero 1 under framework megatron
+// (docs/frameworks/data-parallelism.md, "Apex's DistributedFusedAdam"): Megatron-Core's
+// (--use-distributed-optimizer; NeMo's optim.name mcore_distributed_optim), or Apex's
+// DistributedFusedAdam (NeMo's optim.name distributed_fused_adam, which NeMo's 24.x GPT and Llama
+// recipes ran): gradients bucketed per transformer layer (per model chunk under the interleaved
+// schedule) and the updated parameters gathered by Apex's own hooks.
+enum class DistributedOptimizer { Megatron, Apex };
 // Every schedule and recompute mode, in declaration order: the strategy search enumerates
 // these lists (keep them in step with the enums and the config reader).
 // (Explicit, an order given in the config, is not a generator: the search does not try it;
@@ -159,6 +166,7 @@ struct StrategySpec {
   // --use-precision-aware-optimizer (Transformer Engine >= 2.1 FusedAdam, store_param_remainders).
   // Adam over bf16 weights only (bf16 or fp8 training, not fp8_param_gather).
   bool store_param_remainders = false;
+  DistributedOptimizer distributed_optimizer = DistributedOptimizer::Megatron;
   // Megatron-Core's precision-aware optimizer (--use-precision-aware-optimizer with
   // --exp-avg-dtype, --exp-avg-sq-dtype, --main-params-dtype): Adam's moments in fp32, bf16, fp16
   // or fp8, the master weights in fp32 or fp16 (Transformer Engine's FusedAdam keeps them and
@@ -261,6 +269,9 @@ void forget_overlaps_deepspeed_lacks(StrategySpec* strategy, Precision precision
 // schedule, pipeline or overlap has no such option, so a search over pp or zero does not refuse
 // the candidates they cannot act on (core/src/config/validate.cpp says where each acts).
 void forget_pipeline_options_that_do_not_apply(StrategySpec* strategy);
+// Likewise strategy.distributed_optimizer "apex" becomes Megatron-Core's default where the derived
+// strategy has no distributed optimizer of that kind (another framework, or zero other than 1).
+void forget_distributed_optimizer_where_it_does_not_apply(StrategySpec* strategy);
 // Where each of Megatron-Core's pipeline options acts (core/src/config/pipeline_options.cpp):
 // overlap_p2p_comm on its interleaved schedule; align_grad_reduce on its pipeline schedules'
 // overlapped gradient reduction (not Megatron-FSDP, zero 3).
@@ -275,6 +286,9 @@ const char* to_string(AttentionKernel);
 AttentionKernel attention_kernel_of(const StrategySpec& strategy);
 const char* to_string(MoeDispatcher);
 const char* to_string(StateDtype);
+const char* to_string(DistributedOptimizer);
+// Where strategy.distributed_optimizer acts: framework megatron at zero 1.
+bool distributed_optimizer_applies(const StrategySpec& strategy);
 // Any optimizer state dtype differs from fp32 (the precision-aware optimizer's dtypes are in use).
 bool low_precision_optimizer_states(const StrategySpec& strategy);
 // Expert parallelism folds the tp ranks in (expert_tp 1 under tp > 1): the mesh's ep axis is

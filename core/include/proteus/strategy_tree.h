@@ -33,6 +33,13 @@ struct ParallelConfig {
   // after the chunk's last one (interleaved), or after the last backward on every stage but the
   // first (1F1B), instead of the DDP hooks as each bucket fills (compile/grad_sync_points.h). Root.
   bool megatron_grad_sync_func = false;
+  // Apex's DistributedFusedAdam (strategy.distributed_optimizer "apex"): a gradient bucket per
+  // transformer layer (per model chunk under the interleaved schedule) plus one for the other
+  // parameters, and the updated parameters gathered by its pre-forward hooks, one group at a time
+  // (compile/apex_param_sync.h); under the interleaved schedule Megatron-Core's param_sync_func
+  // launches model chunks too. Root.
+  bool apex_distributed_adam = false;
+  bool apex_param_sync_func = false;
   bool grad_reduce_in_fp32 = true;  // gradient buffers and their reduction in fp32, else 16-bit (root)
   // Framework semantics (docs/frameworks.md): when gradients are reduced (root), how context
   // parallelism exchanges K/V in attention, and TE's TP comm/GEMM overlap.

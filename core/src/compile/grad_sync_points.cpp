@@ -34,4 +34,22 @@ GradSyncPoints megatron_grad_sync_points(const std::vector<Pass>& passes, int st
   return points;
 }
 
+std::vector<int> megatron_param_sync_chunks(const std::vector<Pass>& passes, int stage, int stages) {
+  std::vector<int> chunk_before(passes.size(), -1);
+  int chunks = 0, forwards = 0;
+  for (const Pass& p : passes) {
+    chunks = std::max(chunks, p.chunk + 1);
+    if (p.kind == PassKind::F) ++forwards;
+  }
+  int k = 0;  // forward_step_helper's virtual micro-batch id
+  for (size_t i = 0; i < passes.size(); ++i) {
+    if (passes[i].kind != PassKind::F) continue;
+    const int id = k++ + stage;  // param_sync_microbatch_id
+    if (id >= forwards || id >= stages * chunks || id % stages != 0) continue;
+    const int chunk = id / stages + 1;
+    if (chunk > 1 && chunk < chunks) chunk_before[i] = chunk;
+  }
+  return chunk_before;
+}
+
 }  // namespace proteus

@@ -29,4 +29,13 @@ struct GradSyncPoints {
 // The launch points of one stage's order (its passes; a backward pass is a whole backward).
 GradSyncPoints megatron_grad_sync_points(const std::vector<Pass>& passes, int stage, bool interleaved);
 
+// Where the interleaved schedule calls param_sync_func (NeMo's with Apex's DistributedFusedAdam;
+// Megatron-Core's own only under align_param_gather): chunks 0 and 1 before the first pass
+// ("Synchronize params for first two model chunks"), then in forward_step_helper before forward k
+// (the stage's k-th forward) the chunk after the one whose first micro-batch is k +
+// pipeline_parallel_rank (is_first_microbatch_for_model_chunk: within the first p x v forwards, a
+// multiple of p), when that is chunk 2 .. v - 1. Per pass of the stage's order: the chunk
+// (Pass::chunk) launched before it, -1 for none.
+std::vector<int> megatron_param_sync_chunks(const std::vector<Pass>& passes, int stage, int stages);
+
 }  // namespace proteus

@@ -5,8 +5,10 @@
 // all-gather of the updated parameters, overlapped with the next forward or after the step.
 // Every knob comes from the strategy tree (the root node's, or the weight's module's ZeRO stage).
 #pragma once
+#include <memory>
 #include <vector>
 
+#include "apex_param_sync.h"
 #include "emitter.h"
 #include "op_index.h"
 #include "pass_state.h"
@@ -22,8 +24,11 @@ class IterationTail {
   // Plans this rank's buckets; with overlap_param_gather, emits the parameter gathers the
   // forward will wait for.
   void begin_rank();
-  // The parameter gather op's forward waits for (-1: none).
-  int param_gather_ready(int op) const { return param_gather_ready_[op]; }
+  // Before op's forward (not a recompute): the parameter gather it waits for (deps), and under
+  // Apex's DistributedFusedAdam what its pre-forward hook launches and waits for.
+  void before_forward(int op, std::vector<int>* deps);
+  // Apex's hooks still have work: a forward that calls them is unlike the chunk's later forwards.
+  bool param_sync_pending() const { return apex_sync_ && !apex_sync_->all_ready(); }
   // Micro-batch mb's gradient of op's weights is done by task w_task; `uses` micro-batches
   // have now computed it. At the boundary (grad_sync at_boundary) the last one makes the
   // weight final; per micro-batch, every one completes a bucket's reduce-scatter.
@@ -37,6 +42,11 @@ class IterationTail {
   // Megatron-Core's grad_sync_func: the launch points of this rank's chunks' reductions in its
   // order of passes (after begin_rank; grad_sync_points.h).
   void plan_grad_sync(const std::vector<Pass>& passes, const std::vector<int>& chunk_of_local, int stage);
+  // Megatron-Core's interleaved schedule calling Apex's param_sync_func (apex_param_sync_func):
+  // the first two chunks before the first pass, the others before the forwards that launch them.
+  void plan_param_sync(const std::vector<Pass>& passes, const std::vector<int>& chunk_of_local, int stage);
+  // Before pass `pass` of the rank's order: the param_sync_func calls placed there.
+  void begin_pass(int pass);
   // After the last pass: remaining reductions, tied weights, optimizer, parameter gathers.
   void finish_rank();
 
@@ -75,6 +85,14 @@ class IterationTail {
   void static_memory_and_optimizer();
   void fp8_weight_amax_reduction();
   void param_gathers(bool at_start);
+  // Apex's DistributedFusedAdam (apex_param_sync.h): its bucket groups in the optimizer's order,
+  // and the steps of one of its calls (deps: the forward op's, or nullptr between passes, where the
+  // compute stream's wait is a task of its own).
+  void plan_apex_keys();
+  int apex_group_key(int op, int chunk) const;
+  void plan_apex_groups();
+  void apply_apex_steps(const std::vector<ApexSyncStep>& steps, std::vector<int>* deps);
+  int emit_param_gather(int bi, const std::vector<int>& deps);
 
   const OpGraph& g_;
   const StrategyTree& tree_;
@@ -102,6 +120,16 @@ class IterationTail {
   bool sync_on_ready_ = true;
   std::vector<int> held_buckets_;
   std::vector<int> accumulate_work_[2];  // accumulation work per tensor: first use, later ones
+  // Apex: each group's bucket (optimizer order), each op's group (-1: none), each group's gather
+  // task, the groups of each local chunk, the local chunk launched before each pass (-1: none).
+  std::vector<int> apex_bucket_of_group_, apex_group_of_op_, apex_gather_of_group_;
+  std::vector<std::vector<int>> apex_groups_of_local_;
+  std::vector<int> apex_launch_before_pass_;
+  std::vector<int> apex_key_of_bucket_;  // apex_group_key of each bucket's weights
+  bool apex_per_chunk_ = false;          // a group per model chunk (this rank holds several)
+  int apex_first_key_ = -1;              // the rank's first layer (chunk): the other weights join it
+  std::unique_ptr<ApexParamSync> apex_sync_;
+  int apex_wait_work_ = -1;
 };
 
 }  // namespace proteus

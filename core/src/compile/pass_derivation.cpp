@@ -103,7 +103,8 @@ void PassDeriver::begin_rank() {
   weights_cast_.assign(g_.ops.size(), 0);
 }
 
-bool PassDeriver::first_forward_casts_pending(int chunk) const {
+bool PassDeriver::forward_differs_from_later(int chunk) const {
+  if (tail_.param_sync_pending()) return true;
   const std::vector<int>& ops = index_.chunk_ops[static_cast<size_t>(chunk)];
   return std::any_of(ops.begin(), ops.end(), [&](int op) {
     return weight_casts_.when[static_cast<size_t>(op)] == Fp8WeightCast::FirstForward &&
@@ -477,7 +478,7 @@ void PassDeriver::forward_op(int op, int mb, Namespace ns) {
     const int t = o.inputs[k].tensor;
     add_dep(&deps, tensor_in_layout(mb, ns, t, p.input_required[k], input_move_bytes(g_.tensors[t], p, k)));
   }
-  if (ns == kFwd && tail_.param_gather_ready(op) >= 0) deps.push_back(tail_.param_gather_ready(op));
+  if (ns == kFwd) tail_.before_forward(op, &deps);
   const Phase phase = ns == kFwd ? Phase::Forward : Phase::Recompute;
   if (p.fp8_amax_tp_fwd) current_amax_reduction(op, mb, phase, &deps);
   std::vector<MemEvent> mem;

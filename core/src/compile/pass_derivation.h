@@ -33,9 +33,10 @@ class PassDeriver {
 
   void begin_rank();  // forgets the previous rank's kept gathers and FP8 weight casts
   // Whether a forward pass of model chunk `chunk` would still cast FP8 weights Transformer
-  // Engine casts once per iteration (fp8_weight_casts.h): such a pass differs from the chunk's
-  // later forwards, so it is not a template (pass_replay.h).
-  bool first_forward_casts_pending(int chunk) const;
+  // Engine casts once per iteration (fp8_weight_casts.h), or run Apex's parameter-sync hooks
+  // that still have work (apex_param_sync.h): such a pass differs from the chunk's later
+  // forwards, so it is not a template (pass_replay.h).
+  bool forward_differs_from_later(int chunk) const;
   // `split_w`: the schedule runs weight gradients as passes of their own (W); else B does them.
   void build_pass(const Pass& pass, int chunk, bool split_w);
 

@@ -89,13 +89,14 @@ void PassReplayer::run_pass(const Pass& pass, int chunk, bool split_w) {
 // Builds a pass op by op; the first two instances of a (kind, chunk) are recorded and, when
 // equal, make the template. The last micro-batch is never recorded or replayed: its
 // backward completes the weight gradients and starts their reduction. Nor is a forward that
-// casts Transformer Engine's FP8 weights (the first micro-batch's, fp8_weight_casts.h).
+// casts Transformer Engine's FP8 weights (the first micro-batch's, fp8_weight_casts.h) or runs
+// Apex's parameter-sync hooks while they still gather (apex_param_sync.h).
 void PassReplayer::build_recorded(const Pass& pass, int chunk, bool split_w, PassTemplate* tp) {
   apply_deferred_writes(pass.micro_batch);
-  // A forward that casts FP8 weights once per iteration is unlike the chunk's later forwards,
-  // and so is every pass of its micro-batch (they refer to that forward's tasks).
+  // A forward that casts FP8 weights once per iteration, or gathers parameters, is unlike the
+  // chunk's later forwards, and so is every pass of its micro-batch (they refer to its tasks).
   bool casts = std::find(cast_mbs_.begin(), cast_mbs_.end(), pass.micro_batch) != cast_mbs_.end();
-  if (!casts && pass.kind == PassKind::F && deriver_.first_forward_casts_pending(chunk)) {
+  if (!casts && pass.kind == PassKind::F && deriver_.forward_differs_from_later(chunk)) {
     cast_mbs_.push_back(pass.micro_batch);
     casts = true;
   }

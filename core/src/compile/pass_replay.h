@@ -158,8 +158,8 @@ class PassReplayer : public EmitObserver, public StateObserver {
   int rec_begin_ = 0, rec_mb_ = 0;
   std::vector<int> other_begin_, replay_refs_;
   std::vector<std::vector<DeferredWrites>> deferred_;  // by micro-batch, this rank
-  // Micro-batches whose forward cast FP8 weights (PassDeriver::first_forward_casts_pending):
-  // their passes are never recorded.
+  // Micro-batches whose forward cast FP8 weights or ran Apex's parameter-sync hooks
+  // (PassDeriver::forward_differs_from_later): their passes are never recorded.
   std::vector<int> cast_mbs_;
 };
 

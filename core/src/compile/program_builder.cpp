@@ -57,6 +57,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       if (tree.chunk_stage[static_cast<size_t>(c)] == stage)
         chunk_of_local.push_back(c % tree.model_chunks());
     tail.plan_grad_sync(passes, chunk_of_local, stage);
+    tail.plan_param_sync(passes, chunk_of_local, stage);
     for (size_t i = 0; i < passes.size();) {
       // A pass and those overlapped with it (DualPipe's F&B): emitted in turn, then interleaved.
       size_t end = i + 1;
@@ -64,6 +65,7 @@ void build_programs(const ProgramInputs& in, ExecGraph* exec, CompileStats* stat
       const int first = static_cast<int>(exec->tasks.size());
       int split = first;
       for (size_t k = i; k < end; ++k) {
+        tail.begin_pass(static_cast<int>(k));
         replayer.run_pass(passes[k], chunk_of_local[static_cast<size_t>(passes[k].chunk)],
                           schedule.split_backward);
         if (k == i) split = static_cast<int>(exec->tasks.size());

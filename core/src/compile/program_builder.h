@@ -7,7 +7,10 @@
 //                      recompute, ZeRO-3 gathers)
 //   iteration_tail.h   gradient buckets, the tied-embedding reduction, the optimizer step and
 //                      the ZeRO-1/2 parameter gathers
-//   grad_sync_points.h where Megatron-Core's pipeline schedules launch a chunk's reductions
+//   grad_sync_points.h where Megatron-Core's pipeline schedules launch a chunk's reductions and
+//                      call param_sync_func
+//   apex_param_sync.h  Apex's DistributedFusedAdam: which parameter gathers its hooks launch and
+//                      wait for
 //   pass_replay.h      micro-batch templates: records the emitter's output for a pass and
 //                      instantiates it for later micro-batches, around the derivation
 //   compile_stats.h    what `proteus compile` reports

@@ -269,6 +269,8 @@ Out strategy_json(const StrategySpec& s) {
   if (s.attention_kernel != AttentionKernel::Auto) out["attention_kernel"] = to_string(s.attention_kernel);
   if (s.fp8_param_gather) out["fp8_param_gather"] = true;
   if (s.store_param_remainders) out["store_param_remainders"] = true;
+  if (s.distributed_optimizer != DistributedOptimizer::Megatron)
+    out["distributed_optimizer"] = to_string(s.distributed_optimizer);
   if (s.exp_avg_dtype != StateDtype::Fp32) out["exp_avg_dtype"] = to_string(s.exp_avg_dtype);
   if (s.exp_avg_sq_dtype != StateDtype::Fp32) out["exp_avg_sq_dtype"] = to_string(s.exp_avg_sq_dtype);
   if (s.main_params_dtype != StateDtype::Fp32) out["main_params_dtype"] = to_string(s.main_params_dtype);

@@ -222,6 +222,7 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
                    "gradient_accumulation_fusion",
                    "fp8_param_gather",
                    "store_param_remainders",
+                   "distributed_optimizer",
                    "exp_avg_dtype",
                    "exp_avg_sq_dtype",
                    "main_params_dtype",
@@ -299,6 +300,9 @@ StrategySpec read_strategy(const Json& value, const std::string& path) {
   strategy.gradient_accumulation_fusion = in.boolean("gradient_accumulation_fusion", true);
   strategy.fp8_param_gather = in.boolean("fp8_param_gather", false);
   strategy.store_param_remainders = in.boolean("store_param_remainders", false);
+  strategy.distributed_optimizer =
+      in.enumeration("distributed_optimizer", DistributedOptimizer::Megatron,
+                     {DistributedOptimizer::Megatron, DistributedOptimizer::Apex});
   const std::initializer_list<StateDtype> moment_dtypes = {StateDtype::Fp32, StateDtype::Bf16,
                                                            StateDtype::Fp16, StateDtype::Fp8};
   strategy.exp_avg_dtype = in.enumeration("exp_avg_dtype", StateDtype::Fp32, moment_dtypes);

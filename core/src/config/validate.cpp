@@ -138,6 +138,15 @@ void check_pipeline(const Config& c) {
                              ", overlap_grad_reduce " + (s.overlap_grad_reduce ? "true" : "false") +
                              ", zero " + std::to_string(s.zero) + ". Remove the field");
   }
+  // Apex's DistributedFusedAdam shards the optimizer states over the data-parallel ranks and keeps a
+  // full gradient buffer: ZeRO-1, as NeMo runs it under its Megatron-Core models.
+  if (s.distributed_optimizer == DistributedOptimizer::Apex && !distributed_optimizer_applies(s)) {
+    throw invalid_config("strategy.distributed_optimizer",
+                         std::string("\"apex\" is Apex's DistributedFusedAdam as NeMo runs it (framework "
+                                     "megatron, zero 1); this run has framework ") +
+                             to_string(s.framework) + ", zero " + std::to_string(s.zero) +
+                             ". Use zero 1 or remove the field");
+  }
   if (s.scatter_gather_p2p && s.framework != Framework::Megatron) {
     throw invalid_config("strategy.scatter_gather_p2p",
                          std::string("scatter_gather_p2p is legacy Megatron-LM's "

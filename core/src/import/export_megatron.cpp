@@ -292,7 +292,8 @@ void training_args(const TrainingSpec& t, Args& a) {
 
 // Comment lines for settings a Megatron or Megatron-DeepSpeed command line cannot carry: DeepSpeed
 // config JSON entries that differ from DeepSpeed's defaults, a bucket Megatron cannot express, an
-// attention kernel Megatron-DeepSpeed does not run. Import keeps the defaults they differ from.
+// attention kernel Megatron-DeepSpeed does not run, NeMo's Apex optimizer. Import keeps the defaults they
+// differ from.
 std::string setting_comments(const Config& c) {
   const StrategySpec& st = c.strategy;
   const Precision p = c.training.precision;
@@ -319,6 +320,12 @@ std::string setting_comments(const Config& c) {
                : ": Megatron reduces all gradients in one bucket without --overlap-grad-reduce (not "
                  "expressible") +
            "; import keeps the framework's default)\n";
+  // NeMo's optim.name, not a Megatron-LM argument: the command line runs Megatron-Core's own.
+  if (st.distributed_optimizer == DistributedOptimizer::Apex)
+    out +=
+        "# distributed_optimizer apex: Apex's DistributedFusedAdam (NeMo's optim.name "
+        "distributed_fused_adam), which Megatron-LM does not run: --use-distributed-optimizer is "
+        "Megatron-Core's (import keeps that)\n";
   if (ds && c.model.flash_attention && attention_kernel_of(st) != AttentionKernel::Fa2)
     out += std::string("# attention_kernel ") + to_string(attention_kernel_of(st)) +
            ": Megatron-DeepSpeed runs flash-attn 2 (--use-flash-attn-v2); import keeps that\n";

@@ -126,6 +126,7 @@ std::vector<FitChange> fit_changes(const Config& config, int count, int threads,
     forget_overlaps_deepspeed_lacks(&s, config.training.precision);
     refresh_framework_defaults(&s, config.training.precision);
     forget_pipeline_options_that_do_not_apply(&s);
+    forget_distributed_optimizer_where_it_does_not_apply(&s);
   }
   SearchOptions options;
   options.top = count;

@@ -230,6 +230,7 @@ void expand(const Problem& p, size_t k, StrategySpec& s, SpaceEnumeration* out) 
     forget_overlaps_deepspeed_lacks(&out->strategies.back(), p.base.training.precision);
     refresh_framework_defaults(&out->strategies.back(), p.base.training.precision);
     forget_pipeline_options_that_do_not_apply(&out->strategies.back());
+    forget_distributed_optimizer_where_it_does_not_apply(&out->strategies.back());
     return;
   }
   const Values values = values_of(table[k], p, s);

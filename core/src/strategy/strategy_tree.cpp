@@ -112,6 +112,11 @@ ParallelConfig root_config(const StrategySpec& s, Precision precision) {
   c.megatron_grad_sync_func = align_grad_reduce_applies(s) && s.align_grad_reduce &&
                               s.grad_sync == GradSync::AtBoundary &&
                               (s.schedule == Schedule::OneFOneB || s.schedule == Schedule::Interleaved1F1B);
+  c.apex_distributed_adam =
+      distributed_optimizer_applies(s) && s.distributed_optimizer == DistributedOptimizer::Apex;
+  // NeMo passes sync_overlap_parameters as param_sync_func; only the interleaved schedule calls it.
+  c.apex_param_sync_func = c.apex_distributed_adam && s.overlap_param_gather && s.pp > 1 &&
+                           s.schedule == Schedule::Interleaved1F1B;
   c.grad_reduce_in_fp32 = s.grad_reduce_in_fp32;
   c.grad_sync = s.grad_sync;
   c.cp_comm_type = s.cp_comm_type;
