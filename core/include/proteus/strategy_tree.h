@@ -34,8 +34,8 @@ struct ParallelConfig {
   // first (1F1B), instead of the DDP hooks as each bucket fills (compile/grad_sync_points.h). Root.
   bool megatron_grad_sync_func = false;
   // Apex's DistributedFusedAdam (strategy.distributed_optimizer "apex"): a gradient bucket per
-  // transformer layer (per model chunk under the interleaved schedule) plus one for the other
-  // parameters, and the updated parameters gathered by its pre-forward hooks, one group at a time
+  // transformer layer (per model chunk under the interleaved schedule), the other parameters in
+  // the first, and the updated parameters gathered by its pre-forward hooks, one group at a time
   // (compile/apex_param_sync.h); under the interleaved schedule Megatron-Core's param_sync_func
   // launches model chunks too. Root.
   bool apex_distributed_adam = false;

@@ -18,9 +18,9 @@
 //     NeMo's sync_overlap_parameters -> _try_start_bucket_param_sync(params): the chunk's SHARDED
 //     groups are started.
 // Groups are numbered in the optimizer's order: the step recreates _params_buckets from the last
-// bucket id down, and NeMo registers the buckets in backward order with the parameters outside the
-// transformer layers last, so that order is those parameters first, then the layers (or model
-// chunks) in forward order.
+// bucket id down, and NeMo registers the buckets in backward order, the rank's first layer (or
+// model chunk) last with the parameters outside the transformer layers, so that order is the first
+// layer's group, then the others in forward order.
 #pragma once
 #include <vector>
 

@@ -62,6 +62,8 @@ class IterationTail {
     int chunk = -1;         // the model chunk it holds gradients of (-1: an FSDP unit's)
   };
 
+  // ZeRO-1/2 weights: gathered again after the step (ZeRO-3 gathers before each use instead).
+  static bool gathered_after_step(const WeightPlan& w);
   void plan_buckets();
   int grad_unit_of_op(int op) const;
   void weights_final(int op, int w_task);

@@ -10,7 +10,7 @@
 //   grad_sync_points.h where Megatron-Core's pipeline schedules launch a chunk's reductions and
 //                      call param_sync_func
 //   apex_param_sync.h  Apex's DistributedFusedAdam: which parameter gathers its hooks launch and
-//                      wait for
+//                      wait for (emitted by iteration_tail_apex.cpp)
 //   pass_replay.h      micro-batch templates: records the emitter's output for a pass and
 //                      instantiates it for later micro-batches, around the derivation
 //   compile_stats.h    what `proteus compile` reports
