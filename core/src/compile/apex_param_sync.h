@@ -36,7 +36,8 @@ struct ApexSyncStep {
 
 class ApexParamSync {
  public:
-  // `needs_gather[g]`: whether group g has parameters to gather (else it is READY from the start).
+  // `needs_gather[g]`: whether group g has parameters to gather over some data axis (else it is
+  // READY from the start: no data parallelism, nothing in flight).
   explicit ApexParamSync(const std::vector<bool>& needs_gather);
   // The pre-forward hook of a parameter of `group`.
   std::vector<ApexSyncStep> pre_forward(int group);

@@ -54,8 +54,7 @@ void IterationTail::begin_rank() {
     return;
   }
   std::vector<bool> needs_gather;
-  for (const int bi : apex_bucket_of_group_)
-    needs_gather.push_back(buckets_[static_cast<size_t>(bi)].param_gather_bytes > 0);
+  for (const int bi : apex_bucket_of_group_) needs_gather.push_back(param_gather_axes(bi) != 0);
   apex_sync_ = std::make_unique<ApexParamSync>(needs_gather);
   apex_gather_of_group_.assign(apex_bucket_of_group_.size(), -1);
 }
@@ -557,13 +556,19 @@ void IterationTail::param_gathers(bool at_start) {
   }
 }
 
+// The data axes bucket bi's ZeRO-1/2 weights are gathered over after the step (0: none).
+AxisMask IterationTail::param_gather_axes(int bi) const {
+  AxisMask axes = 0;
+  for (int t : buckets_[static_cast<size_t>(bi)].tensors)
+    if (gathered_after_step(*weight_plan_of_tensor_[t]))
+      axes |= weight_plan_of_tensor_[t]->data_axes_replicated;
+  return axes;
+}
+
 // The all-gather of bucket bi's updated ZeRO-1/2 weights over their data axes (-1: none to gather).
 int IterationTail::emit_param_gather(int bi, const std::vector<int>& deps) {
   const Bucket& b = buckets_[static_cast<size_t>(bi)];
-  AxisMask axes = 0;
-  for (int t : b.tensors)
-    if (gathered_after_step(*weight_plan_of_tensor_[t]))
-      axes |= weight_plan_of_tensor_[t]->data_axes_replicated;
+  const AxisMask axes = param_gather_axes(bi);
   if (!axes) return -1;
   return emit_.collective(CollectiveKind::AllGather, axes, b.param_gather_bytes, Stream::DpComm, Phase::Sync,
                           -1, emit_.exec().label_id("param_gather_" + std::to_string(bi)), deps, "weight");

@@ -94,6 +94,7 @@ class IterationTail {
   int apex_group_key(int op, int chunk) const;
   void plan_apex_groups();
   void apply_apex_steps(const std::vector<ApexSyncStep>& steps, std::vector<int>* deps);
+  AxisMask param_gather_axes(int bi) const;
   int emit_param_gather(int bi, const std::vector<int>& deps);
 
   const OpGraph& g_;
