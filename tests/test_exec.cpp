@@ -8,6 +8,7 @@
 
 #include "../core/src/exec/executor_memory_curve.h"
 #include "../core/src/exec/executor_plans.h"
+#include "../core/src/exec/network_p2p_sms.h"
 #include "proteus/collective_flows.h"
 #include "proteus/error.h"
 #include "proteus/simulation.h"
@@ -263,6 +264,79 @@ TEST_CASE("an interference that starts midway moves the end time by the slowed p
   CHECK(tr.task_end_s[static_cast<size_t>(x)] == proteus::test::approx(d + c / 3).epsilon(1e-9));
   // Rank 1's kernel ended before the all-reduce began: not slowed.
   CHECK(tr.task_end_s[static_cast<size_t>(y)] == proteus::test::approx(e).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "NCCL p2p to peers on other nodes holds 2 CTAs per peer; with a peer on the node it is not counted") {
+  // 4 nodes of 2 GPUs: GPU g is on node g / 2.
+  const Topology topo = build_topology(test_cluster(4, 2, 1));
+  Collective pair;
+  pair.kind = CollectiveKind::SendRecv;
+  pair.group = {1, 2};  // nodes 0 and 1
+  CHECK(network_p2p_ctas(pair, 1, topo) == kNcclChannelsPerNetPeer);
+  CHECK(network_p2p_ctas(pair, 2, topo) == 2);
+  pair.group = {2, 3};  // one node: NVLink copies, a collective's slowdown instead
+  CHECK(network_p2p_ctas(pair, 2, topo) == 0);
+  Collective ring;
+  ring.kind = CollectiveKind::RingExchange;
+  ring.group = {0, 2, 4, 6};  // one member per node: both peers remote
+  CHECK(network_p2p_ctas(ring, 4, topo) == 2 * kNcclChannelsPerNetPeer);
+  ring.group = {0, 1, 2, 3};  // two members per node: each has a peer on its own node
+  for (int gpu : ring.group) CHECK(network_p2p_ctas(ring, gpu, topo) == 0);
+  Collective gather = ring;
+  gather.kind = CollectiveKind::AllGather;
+  gather.group = {0, 2, 4, 6};
+  CHECK(network_p2p_ctas(gather, 0, topo) == 0);  // a collective: many channels
+  CHECK(sm_held_factor(132, 4) == proteus::test::approx(132.0 / 128.0).epsilon(1e-15));
+  CHECK(sm_held_factor(132, 0) == 1.0);
+  CHECK(sm_held_factor(4, 10) == 4.0);  // at least one SM left
+}
+
+TEST_CASE("compute beside a send-recv between nodes runs on the SMs its 2 CTAs leave") {
+  // compute_slowdown_with_comm = 1.5, but the only communication is a send-recv between two
+  // nodes, whose kernels hold 2 of the 108 SMs: during the transfer [0, c] rank 0's kernel
+  // runs at 106/108 of its rate, so it ends at c + (d - c * 106/108) = d + c * 2/108.
+  // The same transfer between two GPUs of one node slows it by 1.5: d + c/3.
+  for (const bool across_nodes : {true, false}) {
+    CAPTURE(across_nodes);
+    ClusterSpec cl = across_nodes ? test_cluster(2, 1, 1) : test_cluster(1, 2, 1);
+    cl.gpu.compute_slowdown_with_comm = 1.5;
+    const Topology topo = build_topology(cl);
+    const CostModel cost = test_cost(cl);
+    ExecGraph g = plain_graph(2);
+    const int x = g.add_task(compute_task(g, 0, 8e12), {});
+    const auto sr = add_collective(g, CollectiveKind::SendRecv, {0, 1}, 240e6, Stream::PpComm);
+    const Trace tr = execute(g, cost, topo, opts());
+    const double d = duration(cost, 8e12);
+    const double c = tr.task_end_s[static_cast<size_t>(sr[0])];
+    REQUIRE(c > 0);
+    REQUIRE(c < d);
+    const double expected = across_nodes ? d + c * 2.0 / 108.0 : d + c / 3;
+    CHECK(tr.task_end_s[static_cast<size_t>(x)] == proteus::test::approx(expected).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a collective beside a p2p between nodes still slows compute by its measured factor") {
+  // Rank 0 of 2 nodes (1 GPU each) computes d while a send-recv to rank 1 and, on another
+  // stream, an all-reduce over both run; the all-reduce (c_ar) is the shorter. While both
+  // run the collective's factor 1.5 applies, after it the send-recv's 108/106 until c_sr:
+  // end = d + c_ar (1 - 1/1.5) + (c_sr - c_ar)(1 - 106/108), by the progress argument above.
+  ClusterSpec cl = test_cluster(2, 1, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.5;
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(2);
+  const int x = g.add_task(compute_task(g, 0, 8e12), {});
+  const auto sr = add_collective(g, CollectiveKind::SendRecv, {0, 1}, 480e6, Stream::PpComm);
+  const auto ar = add_collective(g, CollectiveKind::AllReduce, {0, 1}, 24e6, Stream::TpComm);
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 8e12);
+  const double c_sr = tr.task_end_s[static_cast<size_t>(sr[0])],
+               c_ar = tr.task_end_s[static_cast<size_t>(ar[0])];
+  REQUIRE(c_ar < c_sr);
+  REQUIRE(c_sr < d);
+  const double expected = d + c_ar * (1 - 1 / 1.5) + (c_sr - c_ar) * (1 - 106.0 / 108.0);
+  CHECK(tr.task_end_s[static_cast<size_t>(x)] == proteus::test::approx(expected).epsilon(1e-9));
 }
 
 TEST_CASE("communication beside compute is slowed by its factor") {

@@ -8,7 +8,9 @@
 //   All member tasks of a collective start and end together.
 // - Compute tasks last cost.compute_time_s(work) (once per ExecGraph::works entry), slowed by
 //   gpu.compute_slowdown_with_comm while a collective runs on the same rank (not one marked
-//   Collective::sm_free: TE userbuffers, whose SM cost is in the GEMM's sm_reserved). Progress is kept
+//   Collective::sm_free: TE userbuffers, whose SM cost is in the GEMM's sm_reserved). A send-recv
+//   or ring exchange between nodes holds only NCCL's few network p2p CTAs (network_p2p_sms.h):
+//   alone beside compute it stretches it by the SMs it holds instead. Progress is kept
 //   as the remaining fraction of the work, so a slowdown that starts or ends midway moves the
 //   end time by exactly the slowed part.
 // - A collective becomes flows (executor_plans.h: plan_collective plus symmetry weights) that
@@ -41,6 +43,7 @@
 #include "event_queue.h"
 #include "executor_memory_curve.h"
 #include "executor_plans.h"
+#include "network_p2p_sms.h"
 #include "proteus/bandwidth_sharing.h"
 #include "proteus/error.h"
 #include "proteus/simulation.h"
@@ -108,6 +111,7 @@ struct RankState {
   double compute_last_s = 0;
   int collectives_running = 0;
   int sm_collectives_running = 0;  // of them, those that slow compute (not Collective::sm_free)
+  int network_p2p_ctas = 0;        // CTAs held by the running p2p between nodes (not counted above)
   std::array<int, kNumStreams> running{{-1, -1, -1, -1, -1}};
   // Interval accounting for exposed communication (state as of acc_last_s).
   bool acc_compute = false, acc_comm = false;
@@ -134,6 +138,7 @@ class Executor {
         options_(options),
         plans_(graph, topology),
         nodes_(topology.nodes),
+        topology_(topology),
         network_(link_capacities(topology)),
         compute_slowdown_(cost.gpu.compute_slowdown_with_comm > 0 ? cost.gpu.compute_slowdown_with_comm
                                                                   : 1.0),
@@ -167,6 +172,7 @@ class Executor {
     start_s_.assign(n, 0.0);
     end_s_.assign(n, 0.0);
     coll_.assign(g_.collectives.size(), CollectiveState{});
+    index_network_p2p();
     uneven_collectives_on_node_.assign(static_cast<size_t>(std::max(1, nodes_)), 0);
     sibling_collectives_on_node_.assign(uneven_collectives_on_node_.size(), 0);
   }
@@ -259,6 +265,19 @@ class Executor {
         members_.push_back(t);
       }
       member_offsets_.push_back(static_cast<int>(members_.size()));
+    }
+  }
+  // Per member task (aligned with members_): the CTAs its p2p between nodes holds, 0 if none.
+  PROTEUS_OUT_OF_LINE void index_network_p2p() {
+    member_p2p_ctas_.assign(members_.size(), 0);
+    for (size_t c = 0; c < g_.collectives.size(); ++c) {
+      const Collective& col = g_.collectives[c];
+      if (col.sm_free) continue;
+      for (int k = member_offsets_[c]; k < member_offsets_[c + 1]; ++k) {
+        const int rank = g_.tasks[static_cast<size_t>(members_[static_cast<size_t>(k)])].rank;
+        member_p2p_ctas_[static_cast<size_t>(k)] =
+            network_p2p_ctas(col, g_.ranks[static_cast<size_t>(rank)].gpu, topology_);
+      }
     }
   }
   // Each memory list's events split by phase, list order kept within each (the per-rank sums
@@ -435,7 +454,7 @@ class Executor {
     rs.acc_comm = communicating;
     rs.acc_last_s = now_s_;
     if (computing) {
-      const double want = rs.sm_collectives_running > 0 ? compute_slowdown_ : 1.0;
+      const double want = compute_factor_of(rs);
       if (want != rs.compute_factor) {
         advance_compute(rs);
         rs.compute_factor = want;
@@ -503,7 +522,7 @@ class Executor {
       rs.compute_duration_s = duration_s(t);
       rs.compute_frac_left = 1.0;
       rs.compute_last_s = now_s_;
-      rs.compute_factor = rs.sm_collectives_running > 0 ? compute_slowdown_ : 1.0;
+      rs.compute_factor = compute_factor_of(rs);
       schedule_compute_end(rs);
     } else {
       // A compute-kind task on a communication stream (host-side work): not subject to
@@ -525,13 +544,23 @@ class Executor {
     events_.push(now_s_ + left_s, EventKind::ComputeEnd, rs.compute_task, ++hot_[t].version);
   }
 
+  // A collective's measured slowdown, or, with only p2p between nodes beside it, the SMs they hold.
+  double compute_factor_of(const RankState& rs) const {
+    if (rs.sm_collectives_running > 0) return compute_slowdown_;
+    return sm_held_factor(cost_.gpu.sm_count, rs.network_p2p_ctas);
+  }
+
   void start_collective(int c) {
     for (const int* m = members_begin(c); m != members_end(c); ++m) {
       const int t = *m;
       begin_task(t);
       RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
       ++rs.collectives_running;
-      if (!g_.collectives[static_cast<size_t>(c)].sm_free) ++rs.sm_collectives_running;
+      const int p2p_ctas = member_p2p_ctas_[static_cast<size_t>(m - members_.data())];
+      if (p2p_ctas > 0)
+        rs.network_p2p_ctas += p2p_ctas;
+      else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
+        ++rs.sm_collectives_running;
     }
     CollectiveState& cs = coll_[static_cast<size_t>(c)];
     cs.factor = collective_factor(c);
@@ -644,7 +673,11 @@ class Executor {
       const int t = *m;
       RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
       --rs.collectives_running;
-      if (!g_.collectives[static_cast<size_t>(c)].sm_free) --rs.sm_collectives_running;
+      const int p2p_ctas = member_p2p_ctas_[static_cast<size_t>(m - members_.data())];
+      if (p2p_ctas > 0)
+        rs.network_p2p_ctas -= p2p_ctas;
+      else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
+        --rs.sm_collectives_running;
       end_task(t);
     }
   }
@@ -787,6 +820,7 @@ class Executor {
   const ExecOptions& options_;
   exec::PlanCache plans_;
   const int nodes_;  // of the topology
+  const Topology& topology_;
   BandwidthSharing network_;
   const double compute_slowdown_;
   const double comm_slowdown_;
@@ -806,6 +840,7 @@ class Executor {
   std::vector<HotTask> hot_;
   std::vector<int> dependents_offsets_, dependents_;
   std::vector<int> member_offsets_, members_;  // CSR: member tasks of each collective
+  std::vector<int> member_p2p_ctas_;           // aligned with members_: network_p2p_ctas
   std::vector<double> start_s_, end_s_;
   std::vector<double> work_s_;          // per ExecGraph::works entry
   std::vector<MemEvent> phase_events_;  // index_memory_phases
