@@ -137,7 +137,6 @@ class Executor {
         cost_(cost),
         options_(options),
         plans_(graph, topology),
-        nodes_(topology.nodes),
         topology_(topology),
         network_(link_capacities(topology)),
         compute_slowdown_(cost.gpu.compute_slowdown_with_comm > 0 ? cost.gpu.compute_slowdown_with_comm
@@ -173,7 +172,7 @@ class Executor {
     end_s_.assign(n, 0.0);
     coll_.assign(g_.collectives.size(), CollectiveState{});
     index_network_p2p();
-    uneven_collectives_on_node_.assign(static_cast<size_t>(std::max(1, nodes_)), 0);
+    uneven_collectives_on_node_.assign(static_cast<size_t>(std::max(1, topology_.nodes)), 0);
     sibling_collectives_on_node_.assign(uneven_collectives_on_node_.size(), 0);
   }
 
@@ -550,17 +549,23 @@ class Executor {
     return sm_held_factor(cost_.gpu.sm_count, rs.network_p2p_ctas);
   }
 
+  // Counts (sign +1) or uncounts (-1) what member *m of collective c does to its rank's compute:
+  // the CTAs of a p2p between nodes, or one collective that slows it by compute_slowdown_.
+  void count_interference(RankState& rs, int c, const int* m, int sign) {
+    const int p2p_ctas = member_p2p_ctas_[static_cast<size_t>(m - members_.data())];
+    if (p2p_ctas > 0)
+      rs.network_p2p_ctas += sign * p2p_ctas;
+    else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
+      rs.sm_collectives_running += sign;
+  }
+
   void start_collective(int c) {
     for (const int* m = members_begin(c); m != members_end(c); ++m) {
       const int t = *m;
       begin_task(t);
       RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
       ++rs.collectives_running;
-      const int p2p_ctas = member_p2p_ctas_[static_cast<size_t>(m - members_.data())];
-      if (p2p_ctas > 0)
-        rs.network_p2p_ctas += p2p_ctas;
-      else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
-        ++rs.sm_collectives_running;
+      count_interference(rs, c, m, +1);
     }
     CollectiveState& cs = coll_[static_cast<size_t>(c)];
     cs.factor = collective_factor(c);
@@ -673,11 +678,7 @@ class Executor {
       const int t = *m;
       RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
       --rs.collectives_running;
-      const int p2p_ctas = member_p2p_ctas_[static_cast<size_t>(m - members_.data())];
-      if (p2p_ctas > 0)
-        rs.network_p2p_ctas -= p2p_ctas;
-      else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
-        --rs.sm_collectives_running;
+      count_interference(rs, c, m, -1);
       end_task(t);
     }
   }
@@ -819,7 +820,6 @@ class Executor {
   const CostModel& cost_;
   const ExecOptions& options_;
   exec::PlanCache plans_;
-  const int nodes_;  // of the topology
   const Topology& topology_;
   BandwidthSharing network_;
   const double compute_slowdown_;
