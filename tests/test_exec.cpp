@@ -283,6 +283,14 @@ TEST_CASE(
   CHECK(network_p2p_ctas(ring, 4, topo) == 2 * kNcclChannelsPerNetPeer);
   ring.group = {0, 1, 2, 3};  // two members per node: each has a peer on its own node
   for (int gpu : ring.group) CHECK(network_p2p_ctas(ring, gpu, topo) == 0);
+  // ... and one on another node: once the NVLink copy is done, the remote peer's 2 CTAs.
+  for (int gpu : ring.group) CHECK(network_p2p_ctas_after_local(ring, gpu, topo) == kNcclChannelsPerNetPeer);
+  ring.group = {0, 2, 4, 6};  // both peers remote: no local part to finish first
+  CHECK(network_p2p_ctas_after_local(ring, 4, topo) == 0);
+  ring.group = {0, 1};  // a ring of two on one node: NVLink only
+  CHECK(network_p2p_ctas_after_local(ring, 0, topo) == 0);
+  pair.group = {1, 2};  // a pair is all local or all remote
+  CHECK(network_p2p_ctas_after_local(pair, 1, topo) == 0);
   Collective gather = ring;
   gather.kind = CollectiveKind::AllGather;
   gather.group = {0, 2, 4, 6};
@@ -314,6 +322,31 @@ TEST_CASE("compute beside a send-recv between nodes runs on the SMs its 2 CTAs l
     const double expected = across_nodes ? d + c * 2.0 / 108.0 : d + c / 3;
     CHECK(tr.task_end_s[static_cast<size_t>(x)] == proteus::test::approx(expected).epsilon(1e-9));
   }
+}
+
+TEST_CASE(
+    "a ring member with a local and a remote peer slows compute by the factor until its NVLink copy ends") {
+  // 2 nodes of 2 GPUs, a ring exchange 0 -> 1 -> 2 -> 3 -> 0 of S bytes per hop. Rank 1 receives
+  // from rank 0 over NVLink (done at c_local = S / NVLink rate) and sends to rank 2 over the NIC
+  // (the ring ends at c_end). Its compute is slowed by 1.5 until c_local, then runs on the 106
+  // SMs the remote peer's 2 CTAs leave: end = d + c_local (1 - 1/1.5) + (c_end - c_local)(1 - 106/108).
+  // Before the switch it paid 1.5 for the whole ring: d + c_end / 3.
+  ClusterSpec cl = test_cluster(2, 2, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.5;
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(4);
+  const double S = 480e6;
+  const int x = g.add_task(compute_task(g, 1, 8e12), {});
+  const auto ring = add_collective(g, CollectiveKind::RingExchange, {0, 1, 2, 3}, S, Stream::TpComm);
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 8e12);
+  const double c_local = S / kNvlink_Bps, c_end = tr.task_end_s[static_cast<size_t>(ring[1])];
+  const double lat = plan_collective(topo, CollectiveKind::RingExchange, {0, 1, 2, 3}, S).latency_s;
+  REQUIRE(c_end == proteus::test::approx(S / kNic_Bps + lat).epsilon(1e-9));
+  REQUIRE(c_end < d);
+  const double expected = d + c_local * (1 - 1 / 1.5) + (c_end - c_local) * (1 - 106.0 / 108.0);
+  CHECK(tr.task_end_s[static_cast<size_t>(x)] == proteus::test::approx(expected).epsilon(1e-9));
 }
 
 TEST_CASE("a collective beside a p2p between nodes still slows compute by its measured factor") {

@@ -10,9 +10,10 @@
 //   gpu.compute_slowdown_with_comm while a collective runs on the same rank (not one marked
 //   Collective::sm_free: TE userbuffers, whose SM cost is in the GEMM's sm_reserved). A send-recv
 //   or ring exchange between nodes holds only NCCL's few network p2p CTAs (network_p2p_sms.h):
-//   alone beside compute it stretches it by the SMs it holds instead. Progress is kept
-//   as the remaining fraction of the work, so a slowdown that starts or ends midway moves the
-//   end time by exactly the slowed part.
+//   alone beside compute it stretches it by the SMs it holds instead; so does a ring member
+//   with one peer on its node and one on another, once the ring's flows inside nodes are done.
+//   Progress is kept as the remaining fraction of the work, so a slowdown that starts or ends
+//   midway moves the end time by exactly the slowed part.
 // - A collective becomes flows (executor_plans.h: plan_collective plus symmetry weights) that
 //   share link bandwidth max-min fairly (BandwidthSharing). Each flow keeps its remaining
 //   bytes, its rate and the time they were last brought up to date, and the time it ends at
@@ -88,6 +89,7 @@ struct FlowState {
   int collective = -1;
   int prev = -1, next = -1;  // list of the flows of one collective
   bool alive = false;
+  bool local = false;  // inside one node, of a collective with members that switch (local_open)
 };
 
 struct CollectiveState {
@@ -100,6 +102,10 @@ struct CollectiveState {
   bool ends_dirty = false;    // a flow's end_s changed since its FlowEnd event was pushed
   // Its plan's WeightedPlan::uneven_nodes and stands_for_siblings, while it has open flows.
   bool uneven_nodes = false, stands_for_siblings = false;
+  // A ring exchange with members that hold only network p2p CTAs once its flows inside a node
+  // are done (network_p2p_ctas_after_local): those flows still open, and whether they switched.
+  int local_open = 0;
+  bool switched = false;
 };
 
 struct RankState {
@@ -266,16 +272,22 @@ class Executor {
       member_offsets_.push_back(static_cast<int>(members_.size()));
     }
   }
-  // Per member task (aligned with members_): the CTAs its p2p between nodes holds, 0 if none.
+  // Per member task (aligned with members_): the CTAs its p2p between nodes holds, 0 if none,
+  // and those it holds once its ring's flows inside nodes are done; per collective, whether any
+  // member switches so.
   PROTEUS_OUT_OF_LINE void index_network_p2p() {
     member_p2p_ctas_.assign(members_.size(), 0);
+    member_ctas_after_local_.assign(members_.size(), 0);
+    switches_after_local_.assign(g_.collectives.size(), 0);
     for (size_t c = 0; c < g_.collectives.size(); ++c) {
       const Collective& col = g_.collectives[c];
       if (col.sm_free) continue;
       for (int k = member_offsets_[c]; k < member_offsets_[c + 1]; ++k) {
-        const int rank = g_.tasks[static_cast<size_t>(members_[static_cast<size_t>(k)])].rank;
-        member_p2p_ctas_[static_cast<size_t>(k)] =
-            network_p2p_ctas(col, g_.ranks[static_cast<size_t>(rank)].gpu, topology_);
+        const size_t m = static_cast<size_t>(k);
+        const int gpu = g_.ranks[static_cast<size_t>(g_.tasks[static_cast<size_t>(members_[m])].rank)].gpu;
+        member_p2p_ctas_[m] = network_p2p_ctas(col, gpu, topology_);
+        member_ctas_after_local_[m] = network_p2p_ctas_after_local(col, gpu, topology_);
+        if (member_ctas_after_local_[m] > 0) switches_after_local_[c] = 1;
       }
     }
   }
@@ -550,13 +562,32 @@ class Executor {
   }
 
   // Counts (sign +1) or uncounts (-1) what member *m of collective c does to its rank's compute:
-  // the CTAs of a p2p between nodes, or one collective that slows it by compute_slowdown_.
+  // the CTAs of a p2p between nodes (after the local part, for a ring member that switches), or
+  // one collective that slows it by compute_slowdown_.
   void count_interference(RankState& rs, int c, const int* m, int sign) {
-    const int p2p_ctas = member_p2p_ctas_[static_cast<size_t>(m - members_.data())];
+    const size_t k = static_cast<size_t>(m - members_.data());
+    const int after_local = member_ctas_after_local_[k];
+    const int p2p_ctas =
+        after_local > 0 && coll_[static_cast<size_t>(c)].switched ? after_local : member_p2p_ctas_[k];
     if (p2p_ctas > 0)
       rs.network_p2p_ctas += sign * p2p_ctas;
     else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
       rs.sm_collectives_running += sign;
+  }
+
+  // The flows of ring c inside nodes are done: its members with a peer on another node now
+  // hold only the network p2p CTAs (network_p2p_ctas_after_local).
+  void switch_after_local(int c) {
+    CollectiveState& cs = coll_[static_cast<size_t>(c)];
+    for (const bool after : {false, true}) {
+      cs.switched = after;
+      for (const int* m = members_begin(c); m != members_end(c); ++m) {
+        if (member_ctas_after_local_[static_cast<size_t>(m - members_.data())] == 0) continue;
+        const int rank = hot_[static_cast<size_t>(*m)].rank();
+        count_interference(ranks_[static_cast<size_t>(rank)], c, m, after ? +1 : -1);
+        mark_dirty(rank);
+      }
+    }
   }
 
   void start_collective(int c) {
@@ -569,6 +600,9 @@ class Executor {
     }
     CollectiveState& cs = coll_[static_cast<size_t>(c)];
     cs.factor = collective_factor(c);
+    cs.switched = false;
+    cs.local_open = 0;
+    const bool switches = switches_after_local_[static_cast<size_t>(c)] != 0;
     const exec::WeightedPlan& plan = plans_.plan_of(c);
     cs.latency_s = plan.latency_s;
     flows_started_ += plan.source_flows;
@@ -582,6 +616,8 @@ class Executor {
       fs.remaining_bytes = wf.bytes;
       fs.last_s = now_s_;
       fs.collective = c;
+      fs.local = switches && inside_one_node(wf);
+      cs.local_open += fs.local ? 1 : 0;
       fs.next = cs.first_flow;
       if (cs.first_flow >= 0) flows_[static_cast<size_t>(cs.first_flow)].prev = f;
       cs.first_flow = f;
@@ -589,10 +625,19 @@ class Executor {
       new_flows_.push_back(f);
       network_dirty_ = true;
     }
+    if (switches && cs.local_open == 0) switch_after_local(c);
     if (cs.open_flows == 0)
       events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, c, 0);
     else
       open_symmetry_watch(cs, plan);
+  }
+
+  bool inside_one_node(const exec::WeightedFlow& wf) const {
+    for (const auto& [link, weight] : wf.links) {
+      const LinkLevel level = topology_.links[static_cast<size_t>(link)].level;
+      if (level == LinkLevel::Nic || level == LinkLevel::Fabric) return false;
+    }
+    return true;
   }
 
   // The symmetry reduction simulates a sibling's flows only where they cross the
@@ -667,6 +712,7 @@ class Executor {
       cs.first_flow = fs.next;
     if (fs.next >= 0) flows_[static_cast<size_t>(fs.next)].prev = fs.prev;
     fs.prev = fs.next = -1;
+    if (fs.local && --cs.local_open == 0) switch_after_local(fs.collective);
     if (--cs.open_flows == 0) {
       close_symmetry_watch(fs.collective, cs);
       events_.push(now_s_ + cs.latency_s, EventKind::CollectiveEnd, fs.collective, 0);
@@ -841,6 +887,8 @@ class Executor {
   std::vector<int> dependents_offsets_, dependents_;
   std::vector<int> member_offsets_, members_;  // CSR: member tasks of each collective
   std::vector<int> member_p2p_ctas_;           // aligned with members_: network_p2p_ctas
+  std::vector<int> member_ctas_after_local_;   // aligned with members_: network_p2p_ctas_after_local
+  std::vector<char> switches_after_local_;     // per collective: a member has the above
   std::vector<double> start_s_, end_s_;
   std::vector<double> work_s_;          // per ExecGraph::works entry
   std::vector<MemEvent> phase_events_;  // index_memory_phases

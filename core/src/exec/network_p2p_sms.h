@@ -10,7 +10,8 @@
 // (ProcessGroupNCCL's send/recv key), as Megatron-Core's overlapped pipeline p2p and Transformer
 // Engine's context-parallel ring beyond two ranks do. So a member of a send-recv or ring exchange
 // whose every peer is on another node holds 2 CTAs per peer, and the compute beside it runs on
-// the other SMs; a member with a peer on its own node runs NVLink copies, as a collective does.
+// the other SMs; a member with a peer on its own node runs NVLink copies, as a collective does,
+// until that copy is done (an NVLink transfer of the same bytes ends well before the network one).
 #pragma once
 
 #include "proteus/exec_graph.h"
@@ -26,6 +27,12 @@ inline constexpr int kNcclChannelsPerNetPeer = 2;
 // larger ring: the next and the previous member). 0 otherwise, and for any other collective:
 // those slow compute by gpu.compute_slowdown_with_comm.
 int network_p2p_ctas(const Collective& collective, int member_gpu, const Topology& topology);
+
+// The CTAs the kernel of the member on `member_gpu` holds for a ring exchange of three or more
+// members once its transfer with a peer on its own node is done, when it has one (the next or
+// the previous member) and the other peer is on another node: 2, for that remote peer. Until
+// then its NVLink copy runs, as a collective's does. 0 for any other member or collective.
+int network_p2p_ctas_after_local(const Collective& collective, int member_gpu, const Topology& topology);
 
 // The factor compute is stretched by while kernels holding `ctas` SMs run beside it on a GPU of
 // `sm_count` SMs: it runs on the others (at least one).
