@@ -286,11 +286,19 @@ TEST_CASE(
   // ... and one on another node: once the NVLink copy is done, the remote peer's 2 CTAs.
   for (int gpu : ring.group) CHECK(network_p2p_ctas_after_local(ring, gpu, topo) == kNcclChannelsPerNetPeer);
   ring.group = {0, 2, 4, 6};  // both peers remote: no local part to finish first
-  CHECK(network_p2p_ctas_after_local(ring, 4, topo) == 0);
+  CHECK(network_p2p_ctas_after_local(ring, 4, topo) == -1);
   ring.group = {0, 1};  // a ring of two on one node: NVLink only
-  CHECK(network_p2p_ctas_after_local(ring, 0, topo) == 0);
+  CHECK(network_p2p_ctas_after_local(ring, 0, topo) == -1);
   pair.group = {1, 2};  // a pair is all local or all remote
-  CHECK(network_p2p_ctas_after_local(pair, 1, topo) == 0);
+  CHECK(network_p2p_ctas_after_local(pair, 1, topo) == -1);
+  // 2 nodes of 4 GPUs: in the ring 0 1 2 | 4 5 6, GPU 1's peers are both on its node (nothing
+  // left once its copies are done), GPU 2 sends to GPU 4 on the other node.
+  const Topology four = build_topology(test_cluster(2, 4, 1));
+  ring.group = {0, 1, 2, 4, 5, 6};
+  CHECK(network_p2p_ctas_after_local(ring, 1, four) == 0);
+  CHECK(network_p2p_ctas_after_local(ring, 2, four) == kNcclChannelsPerNetPeer);
+  ring.group = {0, 1, 2};  // a ring inside one node: its copies are the whole transfer
+  CHECK(network_p2p_ctas_after_local(ring, 1, four) == -1);
   Collective gather = ring;
   gather.kind = CollectiveKind::AllGather;
   gather.group = {0, 2, 4, 6};
@@ -347,6 +355,27 @@ TEST_CASE(
   REQUIRE(c_end < d);
   const double expected = d + c_local * (1 - 1 / 1.5) + (c_end - c_local) * (1 - 106.0 / 108.0);
   CHECK(tr.task_end_s[static_cast<size_t>(x)] == proteus::test::approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("a ring member with both peers on its node is free once its NVLink copies end") {
+  // 2 nodes of 4 GPUs, the ring 0 -> 1 -> 2 -> 4 -> 5 -> 6 -> 0 (GPUs 3 and 7 idle).
+  // Rank 1 exchanges with GPUs 0 and 2 over NVLink only; the ring lasts until its hops
+  // between nodes end. Its compute pays 1.5 until c_local, nothing after: d + c_local (1 - 1/1.5).
+  ClusterSpec cl = test_cluster(2, 4, 1);
+  cl.gpu.compute_slowdown_with_comm = 1.5;
+  const Topology topo = build_topology(cl);
+  const CostModel cost = test_cost(cl);
+  ExecGraph g = plain_graph(8);
+  const double S = 480e6;
+  const int x = g.add_task(compute_task(g, 1, 8e12), {});
+  const auto ring = add_collective(g, CollectiveKind::RingExchange, {0, 1, 2, 4, 5, 6}, S, Stream::TpComm);
+  const Trace tr = execute(g, cost, topo, opts());
+  const double d = duration(cost, 8e12);
+  const double c_local = S / kNvlink_Bps, c_end = tr.task_end_s[static_cast<size_t>(ring[1])];
+  REQUIRE(c_end > 2 * c_local);
+  REQUIRE(c_end < d);
+  CHECK(tr.task_end_s[static_cast<size_t>(x)] ==
+        proteus::test::approx(d + c_local * (1 - 1 / 1.5)).epsilon(1e-9));
 }
 
 TEST_CASE("a collective beside a p2p between nodes still slows compute by its measured factor") {

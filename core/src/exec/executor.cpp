@@ -273,11 +273,11 @@ class Executor {
     }
   }
   // Per member task (aligned with members_): the CTAs its p2p between nodes holds, 0 if none,
-  // and those it holds once its ring's flows inside nodes are done; per collective, whether any
-  // member switches so.
+  // and those it holds once its ring's flows inside nodes are done (-1: it does not switch); per
+  // collective, whether any member switches so.
   PROTEUS_OUT_OF_LINE void index_network_p2p() {
     member_p2p_ctas_.assign(members_.size(), 0);
-    member_ctas_after_local_.assign(members_.size(), 0);
+    member_ctas_after_local_.assign(members_.size(), -1);
     switches_after_local_.assign(g_.collectives.size(), 0);
     for (size_t c = 0; c < g_.collectives.size(); ++c) {
       const Collective& col = g_.collectives[c];
@@ -287,7 +287,7 @@ class Executor {
         const int gpu = g_.ranks[static_cast<size_t>(g_.tasks[static_cast<size_t>(members_[m])].rank)].gpu;
         member_p2p_ctas_[m] = network_p2p_ctas(col, gpu, topology_);
         member_ctas_after_local_[m] = network_p2p_ctas_after_local(col, gpu, topology_);
-        if (member_ctas_after_local_[m] > 0) switches_after_local_[c] = 1;
+        if (member_ctas_after_local_[m] >= 0) switches_after_local_[c] = 1;
       }
     }
   }
@@ -567,22 +567,25 @@ class Executor {
   void count_interference(RankState& rs, int c, const int* m, int sign) {
     const size_t k = static_cast<size_t>(m - members_.data());
     const int after_local = member_ctas_after_local_[k];
-    const int p2p_ctas =
-        after_local > 0 && coll_[static_cast<size_t>(c)].switched ? after_local : member_p2p_ctas_[k];
+    if (after_local >= 0 && coll_[static_cast<size_t>(c)].switched) {
+      rs.network_p2p_ctas += sign * after_local;
+      return;
+    }
+    const int p2p_ctas = member_p2p_ctas_[k];
     if (p2p_ctas > 0)
       rs.network_p2p_ctas += sign * p2p_ctas;
     else if (!g_.collectives[static_cast<size_t>(c)].sm_free)
       rs.sm_collectives_running += sign;
   }
 
-  // The flows of ring c inside nodes are done: its members with a peer on another node now
-  // hold only the network p2p CTAs (network_p2p_ctas_after_local).
+  // The flows of ring c inside nodes are done: its members with a peer on their node now hold
+  // only the network p2p CTAs of a remote peer, or none (network_p2p_ctas_after_local).
   void switch_after_local(int c) {
     CollectiveState& cs = coll_[static_cast<size_t>(c)];
     for (const bool after : {false, true}) {
       cs.switched = after;
       for (const int* m = members_begin(c); m != members_end(c); ++m) {
-        if (member_ctas_after_local_[static_cast<size_t>(m - members_.data())] == 0) continue;
+        if (member_ctas_after_local_[static_cast<size_t>(m - members_.data())] < 0) continue;
         const int rank = hot_[static_cast<size_t>(*m)].rank();
         count_interference(ranks_[static_cast<size_t>(rank)], c, m, after ? +1 : -1);
         mark_dirty(rank);
@@ -887,8 +890,9 @@ class Executor {
   std::vector<int> dependents_offsets_, dependents_;
   std::vector<int> member_offsets_, members_;  // CSR: member tasks of each collective
   std::vector<int> member_p2p_ctas_;           // aligned with members_: network_p2p_ctas
-  std::vector<int> member_ctas_after_local_;   // aligned with members_: network_p2p_ctas_after_local
-  std::vector<char> switches_after_local_;     // per collective: a member has the above
+  std::vector<int>
+      member_ctas_after_local_;  // aligned with members_: network_p2p_ctas_after_local (-1: no switch)
+  std::vector<char> switches_after_local_;  // per collective: a member has the above
   std::vector<double> start_s_, end_s_;
   std::vector<double> work_s_;          // per ExecGraph::works entry
   std::vector<MemEvent> phase_events_;  // index_memory_phases

@@ -35,9 +35,13 @@ int network_p2p_ctas(const Collective& collective, int member_gpu, const Topolog
 }
 
 int network_p2p_ctas_after_local(const Collective& collective, int member_gpu, const Topology& topology) {
-  if (collective.kind != CollectiveKind::RingExchange) return 0;
+  if (collective.kind != CollectiveKind::RingExchange || topology.gpus_per_node <= 0) return -1;
   const RingPeers r = ring_peers(collective, member_gpu, topology);
-  return r.peers == 2 && r.local == 1 ? kNcclChannelsPerNetPeer : 0;
+  const int node = member_gpu / topology.gpus_per_node;
+  const bool leaves_node = std::any_of(collective.group.begin(), collective.group.end(),
+                                       [&](int gpu) { return gpu / topology.gpus_per_node != node; });
+  if (r.peers != 2 || r.local == 0 || !leaves_node) return -1;
+  return kNcclChannelsPerNetPeer * (r.peers - r.local);
 }
 
 double sm_held_factor(int sm_count, int ctas) {

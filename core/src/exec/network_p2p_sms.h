@@ -28,10 +28,11 @@ inline constexpr int kNcclChannelsPerNetPeer = 2;
 // those slow compute by gpu.compute_slowdown_with_comm.
 int network_p2p_ctas(const Collective& collective, int member_gpu, const Topology& topology);
 
-// The CTAs the kernel of the member on `member_gpu` holds for a ring exchange of three or more
-// members once its transfer with a peer on its own node is done, when it has one (the next or
-// the previous member) and the other peer is on another node: 2, for that remote peer. Until
-// then its NVLink copy runs, as a collective's does. 0 for any other member or collective.
+// For a member of a ring exchange of three or more members that leaves the member's node, with
+// a peer (the next or the previous member) on that node: the CTAs its kernels hold once its
+// NVLink copies are done, 2 for the other peer when that one is on another node, 0 when both
+// are local (its copies are all done). Until then its NVLink copies run, as a collective's do.
+// -1 for any other member or collective: what network_p2p_ctas says holds for the whole transfer.
 int network_p2p_ctas_after_local(const Collective& collective, int member_gpu, const Topology& topology);
 
 // The factor compute is stretched by while kernels holding `ctas` SMs run beside it on a GPU of
