@@ -273,12 +273,10 @@ class Executor {
     }
   }
   // Per member task (aligned with members_): the CTAs its p2p between nodes holds, 0 if none,
-  // and those it holds once its ring's flows inside nodes are done (-1: it does not switch); per
-  // collective, whether any member switches so.
+  // and those it holds once its ring's flows inside nodes are done (-1: it does not switch).
   PROTEUS_OUT_OF_LINE void index_network_p2p() {
     member_p2p_ctas_.assign(members_.size(), 0);
     member_ctas_after_local_.assign(members_.size(), -1);
-    switches_after_local_.assign(g_.collectives.size(), 0);
     for (size_t c = 0; c < g_.collectives.size(); ++c) {
       const Collective& col = g_.collectives[c];
       if (col.sm_free) continue;
@@ -287,7 +285,6 @@ class Executor {
         const int gpu = g_.ranks[static_cast<size_t>(g_.tasks[static_cast<size_t>(members_[m])].rank)].gpu;
         member_p2p_ctas_[m] = network_p2p_ctas(col, gpu, topology_);
         member_ctas_after_local_[m] = network_p2p_ctas_after_local(col, gpu, topology_);
-        if (member_ctas_after_local_[m] >= 0) switches_after_local_[c] = 1;
       }
     }
   }
@@ -594,18 +591,19 @@ class Executor {
   }
 
   void start_collective(int c) {
+    CollectiveState& cs = coll_[static_cast<size_t>(c)];
+    cs.switched = false;
+    bool switches = false;  // a member switches once the ring's flows inside nodes are done
     for (const int* m = members_begin(c); m != members_end(c); ++m) {
       const int t = *m;
       begin_task(t);
       RankState& rs = ranks_[static_cast<size_t>(hot_[static_cast<size_t>(t)].rank())];
       ++rs.collectives_running;
       count_interference(rs, c, m, +1);
+      switches = switches || member_ctas_after_local_[static_cast<size_t>(m - members_.data())] >= 0;
     }
-    CollectiveState& cs = coll_[static_cast<size_t>(c)];
     cs.factor = collective_factor(c);
-    cs.switched = false;
     cs.local_open = 0;
-    const bool switches = switches_after_local_[static_cast<size_t>(c)] != 0;
     const exec::WeightedPlan& plan = plans_.plan_of(c);
     cs.latency_s = plan.latency_s;
     flows_started_ += plan.source_flows;
@@ -890,9 +888,7 @@ class Executor {
   std::vector<int> dependents_offsets_, dependents_;
   std::vector<int> member_offsets_, members_;  // CSR: member tasks of each collective
   std::vector<int> member_p2p_ctas_;           // aligned with members_: network_p2p_ctas
-  std::vector<int>
-      member_ctas_after_local_;  // aligned with members_: network_p2p_ctas_after_local (-1: no switch)
-  std::vector<char> switches_after_local_;  // per collective: a member has the above
+  std::vector<int> member_ctas_after_local_;   // aligned with members_: network_p2p_ctas_after_local
   std::vector<double> start_s_, end_s_;
   std::vector<double> work_s_;          // per ExecGraph::works entry
   std::vector<MemEvent> phase_events_;  // index_memory_phases
